@@ -1,0 +1,59 @@
+/*
+ * aclsim.h: the simulator's own extension API (symbols prefixed aclsim).
+ *
+ * These functions exist only in the CPU simulator of the AscendCL runtime built
+ * from sim/; the vendor library has none of them. Programs that also run on a
+ * real board resolve them optionally (dlsym) and treat their absence as
+ * "not running on the simulator".
+ *
+ * Every finding of the protocol checker names a rule ID of
+ * shared/docs/protocol.md (P1.., D1.., S1.., E1.., C1.., M1..).
+ */
+#ifndef ASCEND_TYPESTATE_ACLSIM_H
+#define ASCEND_TYPESTATE_ACLSIM_H
+
+#include "../../include/ascendcl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Version of this extension API; bumped on incompatible change. */
+#define ACLSIM_API_VERSION 1
+uint32_t aclsimApiVersion(void);
+
+/* A synthetic kernel body: runs on the stream's worker thread when the task is reached.
+ * `buffers` are the device pointers passed to aclsimLaunchKernel, in order. */
+typedef void (*aclsimKernelFn)(void *userData, void *const *buffers, size_t bufferCount);
+
+/* Enqueue a synthetic kernel task on `stream` (NULL: the default stream of the current
+ * context). The task runs for at least `durationUs` microseconds, then calls `fn` (if not
+ * NULL) with `userData` and the buffer list. Each buffer must lie inside a live device
+ * allocation; the checker then knows the task uses it (M2). Errors as for
+ * aclrtMemcpyAsync (107003 when the stream is not in the current context, ...). */
+aclError aclsimLaunchKernel(aclrtStream stream, uint64_t durationUs, aclsimKernelFn fn,
+                            void *userData, void *const *buffers, size_t bufferCount);
+
+/* Number of devices the simulator reports. Only before aclInit (else 100002); 0 or more
+ * than 64 returns 100000. Default: env ACLSIM_DEVICE_COUNT, else 2. */
+aclError aclsimSetDeviceCount(uint32_t count);
+
+/* Checker findings, in the order they were made. They survive aclFinalize and a later
+ * aclInit; only aclsimClearFindings removes them. */
+size_t aclsimFindingCount(void);
+/* Copies finding `index`: its rule ID (e.g. "E4", NUL-terminated, at most 8 bytes) and its
+ * message (NUL-terminated, truncated to messageCap). Returns 0, or 100000 when index is out
+ * of range or a buffer is NULL with a non-zero cap. */
+aclError aclsimGetFinding(size_t index, char *rule, size_t ruleCap, char *message,
+                          size_t messageCap);
+void aclsimClearFindings(void);
+
+/* Number of live runtime objects (contexts created by aclrtCreateContext, streams, events,
+ * device and host allocations, subscriptions). 0 after a clean aclFinalize. */
+size_t aclsimLiveObjectCount(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ASCEND_TYPESTATE_ACLSIM_H */

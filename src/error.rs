@@ -1,0 +1,261 @@
+//! The error model.
+//!
+//! Three kinds of failure are kept apart, because a user reacts to each differently:
+//!
+//! * [`AclError`]: a code returned by the runtime (`aclError`). Every code listed in
+//!   `protocol.md` is a named variant carrying its C name, numeric value and a one-line
+//!   description; any other code is carried intact in [`AclError::Unknown`].
+//! * [`LoadError`]: the runtime library could not be loaded (not found, or a required symbol
+//!   missing). Nothing was called.
+//! * The other variants of [`Error`]: conditions this crate detects itself, before a call
+//!   reaches the runtime (an optional symbol the loaded runtime lacks, a second live
+//!   [`Acl`](crate::Acl), ...).
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+macro_rules! acl_error_codes {
+    ($( $(#[$meta:meta])* $variant:ident = $code:literal, $c_name:literal, $desc:literal; )*) => {
+        /// A non-zero `aclError` returned by the runtime.
+        ///
+        /// Each named variant is one code of `protocol.md` ("Error codes"); a code the crate
+        /// does not know is kept, unchanged, in [`AclError::Unknown`], so that nothing the
+        /// runtime says is lost.
+        ///
+        /// ```
+        /// use ascend_typestate::AclError;
+        /// let e = AclError::from_code(107003);
+        /// assert_eq!(e, AclError::RtStreamContext);
+        /// assert_eq!(e.c_name(), "ACL_ERROR_RT_STREAM_CONTEXT");
+        /// assert_eq!(AclError::from_code(123).code(), 123);
+        /// ```
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum AclError {
+            $(
+                #[doc = concat!("`", $c_name, "` (", stringify!($code), "): ", $desc, ".")]
+                $(#[$meta])*
+                $variant,
+            )*
+            /// A code that is not in `protocol.md`'s list, carried intact.
+            Unknown(i32),
+        }
+
+        impl AclError {
+            /// Every named variant, in the order of `protocol.md`.
+            pub const ALL: &'static [AclError] = &[$(AclError::$variant),*];
+
+            /// The error for a raw non-zero code. `0` (`ACL_SUCCESS`) is not an error and
+            /// maps to `Unknown(0)`; use [`check`] to turn a raw return value into a `Result`.
+            pub const fn from_code(code: i32) -> Self {
+                match code {
+                    $($code => AclError::$variant,)*
+                    other => AclError::Unknown(other),
+                }
+            }
+
+            /// The numeric `aclError` value.
+            pub const fn code(self) -> i32 {
+                match self {
+                    $(AclError::$variant => $code,)*
+                    AclError::Unknown(code) => code,
+                }
+            }
+
+            /// The C macro name, e.g. `"ACL_ERROR_RT_STREAM_CONTEXT"`; `"unknown"` for
+            /// [`AclError::Unknown`].
+            pub const fn c_name(self) -> &'static str {
+                match self {
+                    $(AclError::$variant => $c_name,)*
+                    AclError::Unknown(_) => "unknown",
+                }
+            }
+
+            /// One line of English saying what the code means.
+            pub const fn description(self) -> &'static str {
+                match self {
+                    $(AclError::$variant => $desc,)*
+                    AclError::Unknown(_) => "an error code this crate does not know",
+                }
+            }
+        }
+    };
+}
+
+acl_error_codes! {
+    InvalidParam = 100000, "ACL_ERROR_INVALID_PARAM", "an argument is invalid";
+    Uninitialize = 100001, "ACL_ERROR_UNINITIALIZE", "aclInit has not been called (P1)";
+    RepeatInitialize = 100002, "ACL_ERROR_REPEAT_INITIALIZE", "aclInit was called twice (P2)";
+    RepeatSubscribe = 100033, "ACL_ERROR_REPEAT_SUBSCRIBE", "the subscription already exists";
+    RepeatFinalize = 100037, "ACL_ERROR_REPEAT_FINALIZE", "aclFinalize was called twice (P2)";
+    BadAlloc = 200000, "ACL_ERROR_BAD_ALLOC", "memory allocation failed";
+    ApiNotSupport = 200001, "ACL_ERROR_API_NOT_SUPPORT", "the API is not supported";
+    InvalidResourceHandle = 200005, "ACL_ERROR_INVALID_RESOURCE_HANDLE", "a resource handle is invalid";
+    FeatureUnsupported = 200006, "ACL_ERROR_FEATURE_UNSUPPORTED", "the feature is not supported";
+    InternalError = 500000, "ACL_ERROR_INTERNAL_ERROR", "internal error";
+    Failure = 500001, "ACL_ERROR_FAILURE", "the operation failed";
+    RtParamInvalid = 107000, "ACL_ERROR_RT_PARAM_INVALID", "a runtime parameter is invalid";
+    RtInvalidDeviceId = 107001, "ACL_ERROR_RT_INVALID_DEVICEID", "the device id is invalid (D1)";
+    RtContextNull = 107002, "ACL_ERROR_RT_CONTEXT_NULL", "no current context on this thread, or the default context was destroyed (D2, D5)";
+    RtStreamContext = 107003, "ACL_ERROR_RT_STREAM_CONTEXT", "the stream is not in the calling thread's current context (D6)";
+    RtStreamSubscribe = 107011, "ACL_ERROR_RT_STREAM_SUBSCRIBE", "the stream is already subscribed, or not subscribed (C2, C9)";
+    RtThreadSubscribe = 107012, "ACL_ERROR_RT_THREAD_SUBSCRIBE", "the thread is not subscribed, or subscribed on another device (C3, C6, C9)";
+    RtStreamNoCbReg = 107015, "ACL_ERROR_RT_STREAM_NO_CB_REG", "no thread is subscribed to the stream (C5)";
+    RtWaitTimeout = 107019, "ACL_ERROR_RT_WAIT_TIMEOUT", "a wait timed out (P3)";
+    RtTaskTimeout = 107020, "ACL_ERROR_RT_TASK_TIMEOUT", "a task timed out";
+    RtFeatureNotSupport = 207000, "ACL_ERROR_RT_FEATURE_NOT_SUPPORT", "the feature is not supported, e.g. waiting on an event without ACL_EVENT_SYNC (E7)";
+    RtMemoryAllocation = 207001, "ACL_ERROR_RT_MEMORY_ALLOCATION", "device memory allocation failed";
+    RtNoDevice = 207004, "ACL_ERROR_RT_NO_DEVICE", "no device is available";
+    RtNoEventResource = 207007, "ACL_ERROR_RT_NO_EVENT_RESOURCE", "out of event resources (E4)";
+    RtNoStreamResource = 207008, "ACL_ERROR_RT_NO_STREAM_RESOURCE", "out of stream resources";
+    RtInternalError = 507000, "ACL_ERROR_RT_INTERNAL_ERROR", "runtime internal error, e.g. elapsed time of an incomplete event (E8)";
+    RtStreamNotComplete = 507004, "ACL_ERROR_RT_STREAM_NOT_COMPLETE", "the stream's tasks are not complete";
+    RtEventNotComplete = 507006, "ACL_ERROR_RT_EVENT_NOT_COMPLETE", "the event is not complete";
+    RtContextReleaseError = 507007, "ACL_ERROR_RT_CONTEXT_RELEASE_ERROR", "releasing the context or device failed, e.g. resetting a device that is not set (D5)";
+    RtReportTimeout = 507012, "ACL_ERROR_RT_REPORT_TIMEOUT", "aclrtProcessReport timed out with no callback to run (C6)";
+    RtStreamSyncTimeout = 507046, "ACL_ERROR_RT_STREAM_SYNC_TIMEOUT", "stream synchronization timed out (S3)";
+    RtEventSyncTimeout = 507047, "ACL_ERROR_RT_EVENT_SYNC_TIMEOUT", "event synchronization timed out (E6)";
+}
+
+impl fmt::Display for AclError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} ({}): {}",
+            self.c_name(),
+            self.code(),
+            self.description()
+        )
+    }
+}
+
+impl std::error::Error for AclError {}
+
+/// Turns a raw `aclError` into a `Result`: `0` is success, anything else an [`AclError`].
+///
+/// ```
+/// use ascend_typestate::error::{check, AclError};
+/// assert_eq!(check(0), Ok(()));
+/// assert_eq!(check(100001), Err(AclError::Uninitialize));
+/// ```
+#[inline(always)]
+pub const fn check(code: i32) -> Result<(), AclError> {
+    if code == 0 {
+        Ok(())
+    } else {
+        Err(AclError::from_code(code))
+    }
+}
+
+/// One place the loader looked for the runtime library, and why it did not use it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TriedPath {
+    /// The path or bare library name that was tried.
+    pub path: PathBuf,
+    /// Where this candidate came from (e.g. `"ASCEND_ACL_LIB"`, `"$ASCEND_HOME_PATH"`).
+    pub source: &'static str,
+    /// What the dynamic loader answered (or "does not exist").
+    pub reason: String,
+}
+
+/// The runtime library could not be loaded; nothing was called.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// No candidate could be opened. `tried` lists every candidate, in search order.
+    #[error("the AscendCL runtime library was not found; tried:{}", format_tried(.tried))]
+    NotFound {
+        /// Every candidate, in search order, with the loader's answer.
+        tried: Vec<TriedPath>,
+    },
+    /// The library was opened but lacks a symbol this crate requires.
+    #[error("{library} lacks the required symbol `{symbol}` ({reason})")]
+    MissingSymbol {
+        /// The library that was opened.
+        library: PathBuf,
+        /// The missing symbol.
+        symbol: &'static str,
+        /// What `dlsym` answered.
+        reason: String,
+    },
+    /// The process-wide runtime was already loaded from another library.
+    #[error("the runtime is already loaded from {loaded}; cannot switch to {requested}")]
+    AlreadyLoaded {
+        /// The library in use.
+        loaded: PathBuf,
+        /// The library that was asked for.
+        requested: PathBuf,
+    },
+}
+
+fn format_tried(tried: &[TriedPath]) -> String {
+    let mut out = String::new();
+    for t in tried {
+        out.push_str(&format!(
+            "\n  {} [{}]: {}",
+            t.path.display(),
+            t.source,
+            t.reason
+        ));
+    }
+    out
+}
+
+/// Every failure of this crate.
+///
+/// ```
+/// use ascend_typestate::{AclError, Error};
+/// let e = Error::Runtime { call: "aclrtRecordEvent", code: AclError::RtStreamContext };
+/// assert_eq!(e.code(), Some(AclError::RtStreamContext));
+/// assert!(e.to_string().starts_with("aclrtRecordEvent failed: ACL_ERROR_RT_STREAM_CONTEXT (107003)"));
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A runtime call returned a non-zero code.
+    #[error("{call} failed: {code}")]
+    Runtime {
+        /// The C function that failed.
+        call: &'static str,
+        /// What it returned.
+        code: AclError,
+    },
+    /// The runtime library could not be loaded.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// The loaded runtime lacks an optional (newer) function.
+    #[error("the loaded runtime does not provide `{symbol}` (a newer AscendCL function)")]
+    Unsupported {
+        /// The missing symbol.
+        symbol: &'static str,
+    },
+    /// `Acl::init` while another `Acl` is alive in this process (P2).
+    #[error("the runtime is already initialised in this process: an `Acl` is alive (P2)")]
+    AlreadyInitialized,
+    /// A value was rejected before any runtime call (the message says which and why).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(&'static str),
+    /// Two handles belong to different devices where one device is required.
+    #[error("device mismatch: {what} belongs to device {found}, expected device {expected}")]
+    DeviceMismatch {
+        /// What was checked.
+        what: &'static str,
+        /// The device required.
+        expected: i32,
+        /// The device found.
+        found: i32,
+    },
+}
+
+impl Error {
+    /// The runtime code, if this error came from the runtime.
+    pub fn code(&self) -> Option<AclError> {
+        match self {
+            Error::Runtime { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,474 @@
+//! The thin result layer: one method on [`Api`] per C function, returning [`Result`].
+//!
+//! Each method does exactly one runtime call and turns its `aclError` into
+//! [`Error::Runtime`] naming the call. Methods are `unsafe` exactly where the runtime cannot
+//! check what it is given (a handle that might be dangling, a raw pointer and its length);
+//! their `# Safety` sections state the contract. The typestate API lowers onto these methods,
+//! and its types are what make those contracts hold.
+//!
+//! ```no_run
+//! use ascend_typestate::sys::loader::{load_global, LoadOptions};
+//! let api = load_global(&LoadOptions::default())?;
+//! api.init(None)?;
+//! api.set_device(0)?;
+//! let stream = api.create_stream()?;
+//! // SAFETY: `stream` was just created in this thread's current context and is destroyed once.
+//! unsafe {
+//!     api.synchronize_stream(stream)?;
+//!     api.destroy_stream(stream)?;
+//! }
+//! api.reset_device(0)?;
+//! api.finalize()?;
+//! # Ok::<(), ascend_typestate::Error>(())
+//! ```
+
+use std::ffi::{CStr, c_void};
+use std::ptr;
+
+use crate::error::{AclError, Error, Result};
+use crate::sys::bindings::{
+    aclrtCallbackBlockType, aclrtEventRecordedStatus, aclrtMemMallocPolicy, aclrtMemcpyKind,
+    aclrtRunMode,
+};
+use crate::sys::loader::Api;
+use crate::sys::{aclError, aclrtCallback, aclrtContext, aclrtEvent, aclrtStream};
+
+/// Maps a raw return value of `call` to a `Result`.
+#[inline(always)]
+fn check(call: &'static str, code: aclError) -> Result<()> {
+    if code == 0 {
+        Ok(())
+    } else {
+        Err(Error::Runtime {
+            call,
+            code: AclError::from_code(code),
+        })
+    }
+}
+
+/// Calls a required function of the table: `call!(self, aclrtFoo(a, b))`.
+macro_rules! call {
+    ($api:expr, $name:ident($($arg:expr),* $(,)?)) => {
+        check(stringify!($name), ($api.table.$name)($($arg),*))
+    };
+}
+
+/// Calls an optional function, or returns [`Error::Unsupported`] when the runtime lacks it.
+macro_rules! call_optional {
+    ($api:expr, $name:ident($($arg:expr),* $(,)?)) => {
+        match $api.table.$name {
+            Some(function) => check(stringify!($name), function($($arg),*)),
+            None => Err(Error::Unsupported { symbol: stringify!($name) }),
+        }
+    };
+}
+
+impl Api {
+    // ---- Process (P1-P3) ------------------------------------------------------------------
+
+    /// `aclInit(configPath)` (P1, P2). `None` passes a null path (no configuration file).
+    pub fn init(&self, config: Option<&CStr>) -> Result<()> {
+        let path = config.map_or(ptr::null(), CStr::as_ptr);
+        // SAFETY: `path` is null or a NUL-terminated string that outlives the call.
+        unsafe { call!(self, aclInit(path)) }
+    }
+
+    /// `aclFinalize()` (P2). Every handle obtained before becomes invalid.
+    pub fn finalize(&self) -> Result<()> {
+        // SAFETY: takes no argument; the runtime rejects a repeated finalize itself (100037).
+        unsafe { call!(self, aclFinalize()) }
+    }
+
+    /// `aclrtSetOpWaitTimeout(seconds)` (P3): `0` means never time out.
+    pub fn set_op_wait_timeout(&self, seconds: u32) -> Result<()> {
+        // SAFETY: a plain integer argument, validated by the runtime.
+        unsafe { call!(self, aclrtSetOpWaitTimeout(seconds)) }
+    }
+
+    // ---- Device and context (D1-D6) -------------------------------------------------------
+
+    /// `aclrtSetDevice(id)` (D1).
+    pub fn set_device(&self, device: i32) -> Result<()> {
+        // SAFETY: a plain integer argument, validated by the runtime (107001).
+        unsafe { call!(self, aclrtSetDevice(device)) }
+    }
+
+    /// `aclrtResetDevice(id)` (D1, D3, D5).
+    pub fn reset_device(&self, device: i32) -> Result<()> {
+        // SAFETY: a plain integer argument, validated by the runtime (507007).
+        unsafe { call!(self, aclrtResetDevice(device)) }
+    }
+
+    /// `aclrtGetDevice(&id)`: the device of the calling thread's current context.
+    pub fn get_device(&self) -> Result<i32> {
+        let mut device = 0;
+        // SAFETY: the out-pointer is a valid, writable local.
+        unsafe { call!(self, aclrtGetDevice(&mut device))? };
+        Ok(device)
+    }
+
+    /// `aclrtGetDeviceCount(&n)`.
+    pub fn get_device_count(&self) -> Result<u32> {
+        let mut count = 0;
+        // SAFETY: the out-pointer is a valid, writable local.
+        unsafe { call!(self, aclrtGetDeviceCount(&mut count))? };
+        Ok(count)
+    }
+
+    /// `aclrtGetRunMode(&mode)`: `ACL_DEVICE` (0) on the board, `ACL_HOST` (1) with a host.
+    pub fn get_run_mode(&self) -> Result<aclrtRunMode> {
+        let mut mode = 0;
+        // SAFETY: the out-pointer is a valid, writable local.
+        unsafe { call!(self, aclrtGetRunMode(&mut mode))? };
+        Ok(mode)
+    }
+
+    /// `aclrtSynchronizeDevice()` (D4): waits for all work on the current device.
+    pub fn synchronize_device(&self) -> Result<()> {
+        // SAFETY: takes no argument.
+        unsafe { call!(self, aclrtSynchronizeDevice()) }
+    }
+
+    /// `aclrtSynchronizeDeviceWithTimeout(ms)` (D4; `-1` forever, `> 0` ms). Optional symbol.
+    pub fn synchronize_device_with_timeout(&self, timeout_ms: i32) -> Result<()> {
+        // SAFETY: a plain integer argument, validated by the runtime.
+        unsafe { call_optional!(self, aclrtSynchronizeDeviceWithTimeout(timeout_ms)) }
+    }
+
+    /// `aclrtCreateContext(&ctx, id)` (D2): creates a context and makes it current.
+    pub fn create_context(&self, device: i32) -> Result<aclrtContext> {
+        let mut context = ptr::null_mut();
+        // SAFETY: the out-pointer is a valid, writable local.
+        unsafe { call!(self, aclrtCreateContext(&mut context, device))? };
+        Ok(context)
+    }
+
+    /// `aclrtDestroyContext(ctx)` (D3, D5).
+    ///
+    /// # Safety
+    /// `context` came from [`create_context`](Self::create_context), is not destroyed yet,
+    /// and nothing created in it is used afterwards.
+    pub unsafe fn destroy_context(&self, context: aclrtContext) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { call!(self, aclrtDestroyContext(context)) }
+    }
+
+    /// `aclrtSetCurrentContext(ctx)` (D6).
+    ///
+    /// # Safety
+    /// `context` is a live context handle.
+    pub unsafe fn set_current_context(&self, context: aclrtContext) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { call!(self, aclrtSetCurrentContext(context)) }
+    }
+
+    /// `aclrtGetCurrentContext(&ctx)` (D6).
+    pub fn get_current_context(&self) -> Result<aclrtContext> {
+        let mut context = ptr::null_mut();
+        // SAFETY: the out-pointer is a valid, writable local.
+        unsafe { call!(self, aclrtGetCurrentContext(&mut context))? };
+        Ok(context)
+    }
+
+    // ---- Stream (S1-S4) -------------------------------------------------------------------
+
+    /// `aclrtCreateStream(&s)`: a stream in the calling thread's current context (D2).
+    pub fn create_stream(&self) -> Result<aclrtStream> {
+        let mut stream = ptr::null_mut();
+        // SAFETY: the out-pointer is a valid, writable local.
+        unsafe { call!(self, aclrtCreateStream(&mut stream))? };
+        Ok(stream)
+    }
+
+    /// `aclrtDestroyStream(s)` (S4).
+    ///
+    /// # Safety
+    /// `stream` is live, its context is current, and it is not used afterwards.
+    pub unsafe fn destroy_stream(&self, stream: aclrtStream) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { call!(self, aclrtDestroyStream(stream)) }
+    }
+
+    /// `aclrtSynchronizeStream(s)` (S2).
+    ///
+    /// # Safety
+    /// `stream` is a live stream handle (or null: the default stream).
+    pub unsafe fn synchronize_stream(&self, stream: aclrtStream) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { call!(self, aclrtSynchronizeStream(stream)) }
+    }
+
+    /// `aclrtSynchronizeStreamWithTimeout(s, t)` (S3: `-1` forever, `> 0` ms).
+    ///
+    /// # Safety
+    /// As [`synchronize_stream`](Self::synchronize_stream).
+    pub unsafe fn synchronize_stream_with_timeout(
+        &self,
+        stream: aclrtStream,
+        timeout_ms: i32,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { call!(self, aclrtSynchronizeStreamWithTimeout(stream, timeout_ms)) }
+    }
+
+    /// `aclrtStreamWaitEvent(stream, event)` (E1, E3; stream first).
+    ///
+    /// # Safety
+    /// Both handles are live; `stream` is in the current context.
+    pub unsafe fn stream_wait_event(&self, stream: aclrtStream, event: aclrtEvent) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { call!(self, aclrtStreamWaitEvent(stream, event)) }
+    }
+
+    // ---- Event (E1-E9) --------------------------------------------------------------------
+
+    /// `aclrtCreateEvent(&e)`.
+    pub fn create_event(&self) -> Result<aclrtEvent> {
+        let mut event = ptr::null_mut();
+        // SAFETY: the out-pointer is a valid, writable local.
+        unsafe { call!(self, aclrtCreateEvent(&mut event))? };
+        Ok(event)
+    }
+
+    /// `aclrtCreateEventWithFlag(&e, flags)` (E7).
+    pub fn create_event_with_flag(&self, flags: u32) -> Result<aclrtEvent> {
+        let mut event = ptr::null_mut();
+        // SAFETY: the out-pointer is a valid, writable local.
+        unsafe { call!(self, aclrtCreateEventWithFlag(&mut event, flags))? };
+        Ok(event)
+    }
+
+    /// `aclrtDestroyEvent(e)` (E9).
+    ///
+    /// # Safety
+    /// `event` is live, no issued task still refers to it, and it is not used afterwards.
+    pub unsafe fn destroy_event(&self, event: aclrtEvent) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { call!(self, aclrtDestroyEvent(event)) }
+    }
+
+    /// `aclrtRecordEvent(event, stream)` (E2; event first).
+    ///
+    /// # Safety
+    /// Both handles are live; `stream` is in the current context.
+    pub unsafe fn record_event(&self, event: aclrtEvent, stream: aclrtStream) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { call!(self, aclrtRecordEvent(event, stream)) }
+    }
+
+    /// `aclrtResetEvent(event, stream)` (E4, E5; event first, `stream` the waiting stream).
+    ///
+    /// # Safety
+    /// Both handles are live; `stream` is in the current context.
+    pub unsafe fn reset_event(&self, event: aclrtEvent, stream: aclrtStream) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { call!(self, aclrtResetEvent(event, stream)) }
+    }
+
+    /// `aclrtQueryEventStatus(e, &status)`: `true` when the event is complete.
+    ///
+    /// # Safety
+    /// `event` is live.
+    pub unsafe fn query_event_status(&self, event: aclrtEvent) -> Result<bool> {
+        let mut status: aclrtEventRecordedStatus = 0;
+        // SAFETY: the caller's contract; the out-pointer is a valid local.
+        unsafe { call!(self, aclrtQueryEventStatus(event, &mut status))? };
+        Ok(status == crate::sys::bindings::ACL_EVENT_RECORDED_STATUS_COMPLETE)
+    }
+
+    /// `aclrtSynchronizeEvent(e)` (E2).
+    ///
+    /// # Safety
+    /// `event` is live.
+    pub unsafe fn synchronize_event(&self, event: aclrtEvent) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { call!(self, aclrtSynchronizeEvent(event)) }
+    }
+
+    /// `aclrtSynchronizeEventWithTimeout(e, t)` (E6). Optional symbol.
+    ///
+    /// # Safety
+    /// `event` is live.
+    pub unsafe fn synchronize_event_with_timeout(
+        &self,
+        event: aclrtEvent,
+        timeout_ms: i32,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { call_optional!(self, aclrtSynchronizeEventWithTimeout(event, timeout_ms)) }
+    }
+
+    /// `aclrtEventElapsedTime(&ms, start, end)` (E8; output first): milliseconds.
+    ///
+    /// # Safety
+    /// Both events are live.
+    pub unsafe fn event_elapsed_time(&self, start: aclrtEvent, end: aclrtEvent) -> Result<f32> {
+        let mut ms = 0.0f32;
+        // SAFETY: the caller's contract; the out-pointer is a valid local.
+        unsafe { call!(self, aclrtEventElapsedTime(&mut ms, start, end))? };
+        Ok(ms)
+    }
+
+    // ---- Callback (C1-C9) -----------------------------------------------------------------
+
+    /// `aclrtSubscribeReport(threadId, stream)` (C1-C3, C7).
+    ///
+    /// # Safety
+    /// `stream` is live; `thread_id` is the `pthread_self()` of a thread that calls
+    /// [`process_report`](Self::process_report) until it unsubscribes.
+    pub unsafe fn subscribe_report(&self, thread_id: u64, stream: aclrtStream) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { call!(self, aclrtSubscribeReport(thread_id, stream)) }
+    }
+
+    /// `aclrtLaunchCallback(fn, data, blockType, stream)` (C4, C5).
+    ///
+    /// # Safety
+    /// `stream` is live; `callback` may be called once with `user_data` on the subscribed
+    /// thread, at any later time, and `user_data` stays valid until then.
+    pub unsafe fn launch_callback(
+        &self,
+        callback: aclrtCallback,
+        user_data: *mut c_void,
+        block_type: aclrtCallbackBlockType,
+        stream: aclrtStream,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe {
+            call!(
+                self,
+                aclrtLaunchCallback(callback, user_data, block_type, stream)
+            )
+        }
+    }
+
+    /// `aclrtProcessReport(t)` (C6: `-1` forever, `> 0` ms): runs one pending callback.
+    pub fn process_report(&self, timeout_ms: i32) -> Result<()> {
+        // SAFETY: an integer argument; the callbacks it runs were launched under
+        // `launch_callback`'s contract.
+        unsafe { call!(self, aclrtProcessReport(timeout_ms)) }
+    }
+
+    /// `aclrtUnSubscribeReport(threadId, stream)` (C1, C9).
+    ///
+    /// # Safety
+    /// `stream` is live.
+    pub unsafe fn unsubscribe_report(&self, thread_id: u64, stream: aclrtStream) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { call!(self, aclrtUnSubscribeReport(thread_id, stream)) }
+    }
+
+    // ---- Memory (M1, M2) ------------------------------------------------------------------
+
+    /// `aclrtMalloc(&p, size, policy)`: device memory.
+    pub fn malloc(&self, size: usize, policy: aclrtMemMallocPolicy) -> Result<*mut c_void> {
+        let mut pointer = ptr::null_mut();
+        // SAFETY: the out-pointer is a valid, writable local.
+        unsafe { call!(self, aclrtMalloc(&mut pointer, size, policy))? };
+        Ok(pointer)
+    }
+
+    /// `aclrtFree(p)` (M2).
+    ///
+    /// # Safety
+    /// `pointer` came from [`malloc`](Self::malloc), no pending task uses it, and it is not
+    /// used afterwards.
+    pub unsafe fn free(&self, pointer: *mut c_void) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { call!(self, aclrtFree(pointer)) }
+    }
+
+    /// `aclrtMallocHost(&p, size)`: page-locked host memory.
+    pub fn malloc_host(&self, size: usize) -> Result<*mut c_void> {
+        let mut pointer = ptr::null_mut();
+        // SAFETY: the out-pointer is a valid, writable local.
+        unsafe { call!(self, aclrtMallocHost(&mut pointer, size))? };
+        Ok(pointer)
+    }
+
+    /// `aclrtFreeHost(p)` (M2).
+    ///
+    /// # Safety
+    /// As [`free`](Self::free), for memory from [`malloc_host`](Self::malloc_host).
+    pub unsafe fn free_host(&self, pointer: *mut c_void) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { call!(self, aclrtFreeHost(pointer)) }
+    }
+
+    /// `aclrtMemcpy(dst, destMax, src, count, kind)` (M1).
+    ///
+    /// # Safety
+    /// `dst` is valid for `dest_max` bytes and `src` for `count` bytes, where `kind` says they
+    /// live; `count <= dest_max`.
+    pub unsafe fn memcpy(
+        &self,
+        dst: *mut c_void,
+        dest_max: usize,
+        src: *const c_void,
+        count: usize,
+        kind: aclrtMemcpyKind,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { call!(self, aclrtMemcpy(dst, dest_max, src, count, kind)) }
+    }
+
+    /// `aclrtMemcpyAsync(dst, destMax, src, count, kind, stream)` (M1).
+    ///
+    /// # Safety
+    /// As [`memcpy`](Self::memcpy), and both buffers stay valid (the source unmodified, the
+    /// destination unread) until `stream` has passed the copy.
+    pub unsafe fn memcpy_async(
+        &self,
+        dst: *mut c_void,
+        dest_max: usize,
+        src: *const c_void,
+        count: usize,
+        kind: aclrtMemcpyKind,
+        stream: aclrtStream,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe {
+            call!(
+                self,
+                aclrtMemcpyAsync(dst, dest_max, src, count, kind, stream)
+            )
+        }
+    }
+
+    /// `aclrtMemset(p, maxCount, value, count)`.
+    ///
+    /// # Safety
+    /// `pointer` is valid for `max_count` bytes; `count <= max_count`.
+    pub unsafe fn memset(
+        &self,
+        pointer: *mut c_void,
+        max_count: usize,
+        value: i32,
+        count: usize,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { call!(self, aclrtMemset(pointer, max_count, value, count)) }
+    }
+
+    /// `aclrtMemsetAsync(p, maxCount, value, count, stream)` (M1).
+    ///
+    /// # Safety
+    /// As [`memset`](Self::memset), and the memory stays valid and unread until `stream` has
+    /// passed the task.
+    pub unsafe fn memset_async(
+        &self,
+        pointer: *mut c_void,
+        max_count: usize,
+        value: i32,
+        count: usize,
+        stream: aclrtStream,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe {
+            call!(
+                self,
+                aclrtMemsetAsync(pointer, max_count, value, count, stream)
+            )
+        }
+    }
+}

@@ -1,0 +1,270 @@
+//! Finding and opening the runtime library.
+//!
+//! # Search order
+//!
+//! 1. A path given by the caller ([`LoadOptions::path`]): only that file is tried.
+//! 2. The environment variable `ASCEND_ACL_LIB`: only that file is tried.
+//!
+//!    An explicit choice is never silently replaced by another library.
+//! 3. For each install root, in order: `$ASCEND_HOME_PATH`, `$ASCEND_TOOLKIT_HOME`,
+//!    `/usr/local/Ascend/ascend-toolkit/latest`, `/usr/local/Ascend/cann`,
+//!    `$HOME/Ascend/ascend-toolkit/latest`: `ROOT/lib64/libascendcl.so`,
+//!    `ROOT/runtime/lib64/libascendcl.so`, then `ROOT/lib64/libacl_rt.so` (newer CANN).
+//! 4. The system loader: `libascendcl.so` through `LD_LIBRARY_PATH`, `ld.so.cache`, ... (this
+//!    is how the board's `set_env.sh` is honoured).
+//! 5. Development fallback: `libascendcl.so` beside the running executable, or in `../deps`
+//!    from it. This is where Cargo puts the simulator built from `sim/` for tests, examples
+//!    and benches (`target/<profile>/deps/`), so that a fresh `cargo test` or
+//!    `cargo run --example` needs no manual step. It comes last, so an installed runtime
+//!    always wins.
+//!
+//! A library that cannot be opened moves the search on; when every candidate fails the error
+//! ([`LoadError::NotFound`]) lists each path tried with the loader's answer. A library that
+//! opens but lacks a required symbol stops the search with [`LoadError::MissingSymbol`]
+//! naming the symbol.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+use super::FunctionTable;
+use crate::error::{LoadError, TriedPath};
+
+/// The library file name of the AscendCL runtime (and of the simulator).
+pub const LIBRARY_NAME: &str = "libascendcl.so";
+/// The environment variable naming the runtime library to load.
+pub const LIBRARY_ENV: &str = "ASCEND_ACL_LIB";
+
+/// How to find the runtime library.
+///
+/// ```
+/// use ascend_typestate::sys::loader::LoadOptions;
+/// let opts = LoadOptions::default().path("/opt/custom/libascendcl.so");
+/// assert!(opts.explicit_path().is_some());
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    path: Option<PathBuf>,
+}
+
+impl LoadOptions {
+    /// Load exactly this file (search step 1).
+    pub fn path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.path = Some(path.into());
+        self
+    }
+
+    /// The explicit path, if one was given.
+    pub fn explicit_path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+}
+
+/// One candidate of the search.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Candidate {
+    /// A file path, or a bare library name for the system loader.
+    pub path: PathBuf,
+    /// Which search step produced it.
+    pub source: &'static str,
+}
+
+/// The candidates of the search order, computed from an explicit path, an environment lookup
+/// and the running executable's path. Pure, so that the order itself is testable.
+///
+/// ```
+/// use ascend_typestate::sys::loader::candidates;
+/// let list = candidates(None, |_| None, None);
+/// assert_eq!(list.last().map(|c| c.source), Some("system loader"));
+/// ```
+pub fn candidates(
+    explicit: Option<&Path>,
+    env: impl Fn(&str) -> Option<OsString>,
+    current_exe: Option<&Path>,
+) -> Vec<Candidate> {
+    if let Some(path) = explicit {
+        return vec![Candidate {
+            path: path.to_path_buf(),
+            source: "caller",
+        }];
+    }
+    if let Some(path) = env(LIBRARY_ENV).filter(|p| !p.is_empty()) {
+        return vec![Candidate {
+            path: PathBuf::from(path),
+            source: LIBRARY_ENV,
+        }];
+    }
+    let mut roots: Vec<(PathBuf, &'static str)> = Vec::new();
+    for (var, source) in [
+        ("ASCEND_HOME_PATH", "$ASCEND_HOME_PATH"),
+        ("ASCEND_TOOLKIT_HOME", "$ASCEND_TOOLKIT_HOME"),
+    ] {
+        if let Some(root) = env(var).filter(|p| !p.is_empty()) {
+            roots.push((PathBuf::from(root), source));
+        }
+    }
+    roots.push((
+        PathBuf::from("/usr/local/Ascend/ascend-toolkit/latest"),
+        "default install",
+    ));
+    roots.push((PathBuf::from("/usr/local/Ascend/cann"), "default install"));
+    if let Some(home) = env("HOME").filter(|p| !p.is_empty()) {
+        roots.push((
+            Path::new(&home).join("Ascend/ascend-toolkit/latest"),
+            "$HOME install",
+        ));
+    }
+    let mut list = Vec::new();
+    for (root, source) in &roots {
+        for rel in [
+            "lib64/libascendcl.so",
+            "runtime/lib64/libascendcl.so",
+            "lib64/libacl_rt.so",
+        ] {
+            list.push(Candidate {
+                path: root.join(rel),
+                source,
+            });
+        }
+    }
+    list.push(Candidate {
+        path: PathBuf::from(LIBRARY_NAME),
+        source: "system loader",
+    });
+    if let Some(dir) = current_exe.and_then(Path::parent) {
+        list.push(Candidate {
+            path: dir.join(LIBRARY_NAME),
+            source: "beside the executable",
+        });
+        if let Some(parent) = dir.parent() {
+            let deps = parent.join("deps").join(LIBRARY_NAME);
+            list.push(Candidate {
+                path: deps,
+                source: "beside the executable",
+            });
+        }
+    }
+    list
+}
+
+/// A loaded runtime library and its resolved function table.
+///
+/// The [`result`](crate::result) layer is implemented on this type: one method per C function,
+/// returning `Result`.
+pub struct Api {
+    pub(crate) table: FunctionTable,
+    path: PathBuf,
+    source: &'static str,
+    // Declared last: dropped after `table`, whose pointers point into it.
+    _library: libloading::Library,
+}
+
+impl std::fmt::Debug for Api {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Api")
+            .field("path", &self.path)
+            .field("source", &self.source)
+            .finish()
+    }
+}
+
+impl Api {
+    /// Loads a runtime library following the search order, independently of the
+    /// process-wide one (see [`global`] / [`load_global`]).
+    pub fn load(options: &LoadOptions) -> Result<Api, LoadError> {
+        let exe = std::env::current_exe().ok();
+        let list = candidates(
+            options.explicit_path(),
+            |k| std::env::var_os(k),
+            exe.as_deref(),
+        );
+        let mut tried = Vec::new();
+        for candidate in list {
+            let is_bare_name = candidate.path.components().count() == 1;
+            if !is_bare_name && !candidate.path.exists() {
+                tried.push(TriedPath {
+                    path: candidate.path,
+                    source: candidate.source,
+                    reason: "does not exist".to_owned(),
+                });
+                continue;
+            }
+            // SAFETY: opening a shared library runs its initialisers. The candidates are the
+            // AscendCL runtime's documented install locations, or paths the user chose; the
+            // vendor runtime and the simulator have no initialiser with preconditions.
+            match unsafe { libloading::Library::new(&candidate.path) } {
+                Ok(library) => {
+                    // SAFETY: the library is an AscendCL runtime (same reasoning), and the
+                    // table is stored beside the library it points into, which outlives it.
+                    let table = unsafe { FunctionTable::resolve(&library, &candidate.path)? };
+                    return Ok(Api {
+                        table,
+                        path: candidate.path,
+                        source: candidate.source,
+                        _library: library,
+                    });
+                }
+                Err(e) => tried.push(TriedPath {
+                    path: candidate.path,
+                    source: candidate.source,
+                    reason: e.to_string(),
+                }),
+            }
+        }
+        Err(LoadError::NotFound { tried })
+    }
+
+    /// The path (or bare name, for the system loader) the library was opened from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Which search step found the library (e.g. `"ASCEND_ACL_LIB"`, `"system loader"`).
+    pub fn source(&self) -> &'static str {
+        self.source
+    }
+
+    /// Whether the loaded library provides `symbol` (required ones always do).
+    pub fn has_symbol(&self, symbol: &str) -> bool {
+        self.table.provides(symbol)
+    }
+
+    /// The raw function table, for calls this crate does not wrap.
+    pub fn functions(&self) -> &FunctionTable {
+        &self.table
+    }
+}
+
+/// The process-wide runtime: loaded once, never unloaded (handles may outlive any scope).
+static GLOBAL: OnceLock<Api> = OnceLock::new();
+static LOADING: Mutex<()> = Mutex::new(());
+
+/// The process-wide runtime, if it was loaded.
+#[inline]
+pub fn global() -> Option<&'static Api> {
+    GLOBAL.get()
+}
+
+/// Loads the process-wide runtime, or returns the one already loaded.
+///
+/// The first successful load wins for the life of the process. Asking for an explicit path
+/// other than the loaded one is [`LoadError::AlreadyLoaded`].
+pub fn load_global(options: &LoadOptions) -> Result<&'static Api, LoadError> {
+    let check = |api: &'static Api| match options.explicit_path() {
+        Some(requested) if requested != api.path() => Err(LoadError::AlreadyLoaded {
+            loaded: api.path().to_path_buf(),
+            requested: requested.to_path_buf(),
+        }),
+        _ => Ok(api),
+    };
+    if let Some(api) = GLOBAL.get() {
+        return check(api);
+    }
+    // A poisoned lock only means another loader panicked; the OnceLock is still consistent.
+    let _guard = LOADING.lock().unwrap_or_else(|poison| poison.into_inner());
+    if let Some(api) = GLOBAL.get() {
+        return check(api);
+    }
+    let api = Api::load(options)?;
+    Ok(GLOBAL.get_or_init(move || api))
+}
