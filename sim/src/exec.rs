@@ -1,0 +1,772 @@
+//! Stream workers (S1: one thread per stream, tasks in issue order), task completion,
+//! stream teardown, host-side waiting and the deadlock watchdog.
+
+use std::collections::{HashMap, HashSet};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::{Duration, Instant};
+
+use crate::pt::{PCond, PGuard, PThread, self_id, spawn};
+use crate::state::*;
+
+/// What a worker found at the head of its queue.
+enum Step {
+    Idle,
+    WaitFor(Duration),
+    Continue,
+    Run(Job),
+}
+
+/// A task body executed with the global lock released.
+enum Job {
+    Copy {
+        dst: usize,
+        src: usize,
+        count: usize,
+    },
+    Set {
+        ptr: usize,
+        value: u8,
+        count: usize,
+    },
+    Kernel {
+        dur_us: u64,
+        f: Option<KernelFn>,
+        ud: usize,
+        bufs: Vec<usize>,
+    },
+}
+
+/// Creates a stream with its worker thread. Caller holds the lock.
+pub fn create_stream(rt: &mut Rt, ctx: u64, is_default: bool) -> Result<u64, i32> {
+    let device = rt
+        .contexts
+        .get(&ctx)
+        .map(|c| c.device)
+        .ok_or(code::RT_CONTEXT_NULL)?;
+    let id = rt.new_id();
+    let cv = Box::new(PCond::new());
+    let cv_addr = &*cv as *const PCond as usize;
+    let thread = spawn(move || worker(id, cv_addr)).map_err(|_| code::RT_NO_STREAM_RESOURCE)?;
+    rt.streams.insert(
+        id,
+        Stream {
+            ctx,
+            device,
+            is_default,
+            tasks: Default::default(),
+            blocked_on: None,
+            stop: false,
+            dead: false,
+            cv: Some(cv),
+            thread: Some(thread),
+            async_error: None,
+            cb_outstanding: 0,
+            subscriber: None,
+        },
+    );
+    if let Some(tr) = rt.trace.as_mut() {
+        let name = if is_default {
+            format!("default stream (device {device}, ctx c{ctx})")
+        } else {
+            format!(
+                "stream s{id} {:#x} (device {device}, ctx c{ctx})",
+                handle(STREAM_BASE, id)
+            )
+        };
+        tr.tracks.push((id, name));
+    }
+    Ok(id)
+}
+
+/// Appends a task to a stream and wakes its worker.
+pub fn enqueue(rt: &mut Rt, sid: u64, kind: TaskKind, allocs: Vec<usize>) -> u64 {
+    let id = rt.new_id();
+    for a in &allocs {
+        if let Some(al) = rt.allocs.get_mut(a) {
+            al.uses += 1;
+        }
+    }
+    match &kind {
+        TaskKind::Record { ev } => {
+            if let Some(e) = rt.events.get_mut(ev) {
+                e.refs += 1;
+                e.records_issued += 1;
+            }
+        }
+        TaskKind::Wait { ev, .. } => {
+            if let Some(e) = rt.events.get_mut(ev) {
+                e.refs += 1;
+                e.unreset_waits += 1;
+                e.pending_waits.push((id, sid));
+            }
+        }
+        TaskKind::Reset { ev } => {
+            if let Some(e) = rt.events.get_mut(ev) {
+                e.refs += 1;
+                e.unreset_waits = 0;
+            }
+        }
+        TaskKind::Callback { .. } => {
+            if let Some(s) = rt.streams.get_mut(&sid) {
+                s.cb_outstanding += 1;
+            }
+        }
+        _ => {}
+    }
+    if let Some(s) = rt.streams.get_mut(&sid) {
+        s.tasks.push_back(Task {
+            id,
+            kind,
+            state: TaskState::Queued,
+            allocs,
+            started: None,
+        });
+        if let Some(cv) = s.cv.as_ref() {
+            cv.signal();
+        }
+    }
+    rt.progress += 1;
+    id
+}
+
+/// Releases what an issued task holds (event references, allocation uses). `executed` is
+/// false for a task discarded without running.
+fn release_task(rt: &mut Rt, sid: u64, t: &Task, executed: bool) {
+    for a in &t.allocs {
+        let mut free_now = false;
+        if let Some(al) = rt.allocs.get_mut(a) {
+            al.uses = al.uses.saturating_sub(1);
+            free_now = al.uses == 0 && al.freed;
+        }
+        if free_now {
+            rt.allocs.remove(a);
+            // SAFETY: the allocation came from libc::calloc in aclrtMalloc/MallocHost, its
+            // deferred free (M2) happens once, now that no task uses it.
+            unsafe { libc::free(*a as *mut libc::c_void) };
+        }
+    }
+    let ev = match &t.kind {
+        TaskKind::Record { ev } => {
+            if let Some(e) = rt.events.get_mut(ev) {
+                e.records_finished += 1;
+            }
+            Some(*ev)
+        }
+        TaskKind::Wait { ev, .. } => {
+            if let Some(e) = rt.events.get_mut(ev) {
+                e.pending_waits.retain(|(tid, _)| *tid != t.id);
+            }
+            Some(*ev)
+        }
+        TaskKind::Reset { ev } => Some(*ev),
+        TaskKind::Callback { thread, .. } => {
+            if !executed {
+                // Drop a delivered-but-not-run item too (only possible for blocking ones).
+                if let Some(sub) = rt.subs.get_mut(thread) {
+                    sub.queue.retain(|i| i.task != t.id);
+                }
+                if let Some(s) = rt.streams.get_mut(&sid) {
+                    s.cb_outstanding = s.cb_outstanding.saturating_sub(1);
+                }
+            }
+            None
+        }
+        _ => None,
+    };
+    if let Some(ev) = ev {
+        let mut remove = false;
+        if let Some(e) = rt.events.get_mut(&ev) {
+            e.refs = e.refs.saturating_sub(1);
+            remove = e.destroyed && e.refs == 0;
+        }
+        if remove {
+            rt.events.remove(&ev);
+        }
+    }
+}
+
+/// Pops the head task of `sid` after it ran, releases it and wakes host waiters.
+fn complete_front(rt: &mut Rt, sid: u64) {
+    let Some(t) = rt.streams.get_mut(&sid).and_then(|s| s.tasks.pop_front()) else {
+        return;
+    };
+    if rt.trace.is_some() {
+        let name = task_name(rt, &t);
+        let now = Instant::now();
+        let start = t.started.unwrap_or(now);
+        let flow_from = match &t.kind {
+            TaskKind::Wait { ev, .. } => rt
+                .events
+                .get(ev)
+                .and_then(|e| e.last_record)
+                .map(|(tid, _)| tid),
+            _ => None,
+        };
+        let t0 = rt.t0;
+        if let Some(tr) = rt.trace.as_mut() {
+            tr.span(
+                sid,
+                t.id,
+                name,
+                start.duration_since(t0),
+                now.duration_since(start),
+                flow_from,
+                matches!(t.kind, TaskKind::Record { .. }),
+            );
+        }
+    }
+    release_task(rt, sid, &t, true);
+    rt.progress += 1;
+    HOST_CV.broadcast();
+}
+
+/// Worker loop of stream `sid`. `cv_addr` is the address of the stream's boxed condvar,
+/// which outlives this thread (it is dropped only after the thread is joined).
+fn worker(sid: u64, cv_addr: usize) {
+    // SAFETY: see above: the Box<PCond> is owned by the stream (or by whoever tears the
+    // stream down) until after pthread_join on this thread returns.
+    let cv: &PCond = unsafe { &*(cv_addr as *const PCond) };
+    let mut g = G.lock();
+    loop {
+        let step = {
+            let Some(rt) = g.rt.as_deref_mut() else {
+                return;
+            };
+            match rt.streams.get(&sid) {
+                None => return,
+                Some(s) if s.stop => return,
+                Some(_) => {}
+            }
+            step(rt, sid)
+        };
+        match step {
+            Step::Idle => cv.wait(&mut g),
+            Step::WaitFor(d) => cv.wait_timeout(&mut g, d),
+            Step::Continue => {}
+            Step::Run(job) => {
+                let failed = g.unlocked(|| run_job(job));
+                let Some(rt) = g.rt.as_deref_mut() else {
+                    return;
+                };
+                if let Some(msg) = failed {
+                    if let Some(s) = rt.streams.get_mut(&sid) {
+                        s.async_error.get_or_insert(code::RT_INTERNAL_ERROR);
+                    }
+                    rt.report(
+                        "C8",
+                        format!(
+                            "kernel body on stream {:#x} panicked ({msg}); a kernel function must not panic",
+                            handle(STREAM_BASE, sid)
+                        ),
+                    );
+                }
+                complete_front(rt, sid);
+            }
+        }
+    }
+}
+
+/// Runs a job without the lock. Returns a panic message if a kernel body panicked.
+fn run_job(job: Job) -> Option<String> {
+    match job {
+        Job::Copy { dst, src, count } => {
+            // SAFETY: both ranges were validated at issue (M1) to lie inside live tracked
+            // allocations, kept alive by their use count (M2), or in untracked host memory
+            // the caller must keep alive until the stream is synchronized (M1 contract).
+            unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, count) };
+            None
+        }
+        Job::Set { ptr, value, count } => {
+            // SAFETY: as for Copy.
+            unsafe { std::ptr::write_bytes(ptr as *mut u8, value, count) };
+            None
+        }
+        Job::Kernel {
+            dur_us,
+            f,
+            ud,
+            bufs,
+        } => {
+            if dur_us > 0 {
+                std::thread::sleep(Duration::from_micros(dur_us));
+            }
+            let f = f?;
+            let ptrs: Vec<*mut libc::c_void> = bufs.iter().map(|b| *b as *mut _).collect();
+            IN_CALLBACK.with(|c| c.set(true));
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                // SAFETY: a kernel body supplied by the caller through aclsimLaunchKernel,
+                // called with the user data and buffer list it registered.
+                unsafe { f(ud as *mut libc::c_void, ptrs.as_ptr(), ptrs.len()) }
+            }));
+            IN_CALLBACK.with(|c| c.set(false));
+            r.err().map(|_| "panic".to_string())
+        }
+    }
+}
+
+fn step(rt: &mut Rt, sid: u64) -> Step {
+    let now = Instant::now();
+    let op_ev;
+    {
+        let Some(s) = rt.streams.get_mut(&sid) else {
+            return Step::Idle;
+        };
+        let Some(t) = s.tasks.front_mut() else {
+            return Step::Idle;
+        };
+        if t.started.is_none() {
+            t.started = Some(now);
+        }
+        match &t.kind {
+            TaskKind::Copy { dst, src, count, .. } => {
+                if t.state == TaskState::Running {
+                    return Step::Idle;
+                }
+                t.state = TaskState::Running;
+                return Step::Run(Job::Copy {
+                    dst: *dst,
+                    src: *src,
+                    count: *count,
+                });
+            }
+            TaskKind::Set { ptr, value, count } => {
+                if t.state == TaskState::Running {
+                    return Step::Idle;
+                }
+                t.state = TaskState::Running;
+                return Step::Run(Job::Set {
+                    ptr: *ptr,
+                    value: *value,
+                    count: *count,
+                });
+            }
+            TaskKind::Kernel {
+                dur_us,
+                f,
+                ud,
+                bufs,
+            } => {
+                if t.state == TaskState::Running {
+                    return Step::Idle;
+                }
+                t.state = TaskState::Running;
+                return Step::Run(Job::Kernel {
+                    dur_us: *dur_us,
+                    f: *f,
+                    ud: *ud,
+                    bufs: bufs.clone(),
+                });
+            }
+            TaskKind::Callback {
+                f,
+                ud,
+                block,
+                thread,
+            } => {
+                match t.state {
+                    TaskState::WaitingCb => return Step::Idle,
+                    TaskState::CbDone => {
+                        complete_front(rt, sid);
+                        return Step::Continue;
+                    }
+                    _ => {}
+                }
+                let item = CbItem {
+                    f: *f,
+                    ud: *ud,
+                    stream: sid,
+                    task: t.id,
+                    block: *block,
+                };
+                let block = *block;
+                let thread = *thread;
+                let tid = t.id;
+                let subscribed = rt
+                    .subs
+                    .get(&thread)
+                    .is_some_and(|sub| sub.streams.contains(&sid));
+                if subscribed {
+                    if let Some(sub) = rt.subs.get_mut(&thread) {
+                        sub.queue.push_back(item);
+                    }
+                    HOST_CV.broadcast();
+                    if block {
+                        if let Some(t) = rt
+                            .streams
+                            .get_mut(&sid)
+                            .and_then(|s| s.tasks.front_mut())
+                        {
+                            t.state = TaskState::WaitingCb;
+                        }
+                        rt.progress += 1;
+                        return Step::Idle;
+                    }
+                } else {
+                    if let Some(s) = rt.streams.get_mut(&sid) {
+                        s.cb_outstanding = s.cb_outstanding.saturating_sub(1);
+                    }
+                    rt.report(
+                        "C1",
+                        format!(
+                            "callback task {tid} on stream {:#x} dropped: thread {thread:#x} is no longer subscribed to it; unsubscribe only after every launched callback has run",
+                            handle(STREAM_BASE, sid)
+                        ),
+                    );
+                }
+                complete_front(rt, sid);
+                return Step::Continue;
+            }
+            TaskKind::Record { ev } | TaskKind::Wait { ev, .. } | TaskKind::Reset { ev } => {
+                op_ev = *ev;
+            }
+        }
+    }
+    // Event tasks (E1-E5).
+    let (kind_is, timeout, tid, started) = {
+        let Some(t) = rt.streams.get(&sid).and_then(|s| s.tasks.front()) else {
+            return Step::Idle;
+        };
+        let (k, to) = match &t.kind {
+            TaskKind::Record { .. } => (0, None),
+            TaskKind::Wait { timeout, .. } => (1, *timeout),
+            _ => (2, None),
+        };
+        (k, to, t.id, t.started.unwrap_or(now))
+    };
+    match kind_is {
+        0 => {
+            // Record: the hardware flag is set with a timestamp (E2, E8).
+            if let Some(e) = rt.events.get_mut(&op_ev) {
+                e.flag_set = true;
+                e.ts = Some(now);
+                e.last_record = Some((tid, sid));
+            }
+            for s in rt.streams.values_mut() {
+                if s.blocked_on == Some(op_ev) {
+                    s.blocked_on = None;
+                    if let Some(cv) = s.cv.as_ref() {
+                        cv.signal();
+                    }
+                }
+            }
+            complete_front(rt, sid);
+            Step::Continue
+        }
+        1 => {
+            // Wait: blocks this stream (never the host) until the flag is set (E3).
+            let set = rt.events.get(&op_ev).is_some_and(|e| e.flag_set);
+            if set {
+                if let Some(s) = rt.streams.get_mut(&sid) {
+                    s.blocked_on = None;
+                }
+                complete_front(rt, sid);
+                return Step::Continue;
+            }
+            if let Some(to) = timeout {
+                let waited = now.duration_since(started);
+                if waited >= to {
+                    // P3: the wait ends with an error the next synchronize reports.
+                    if let Some(s) = rt.streams.get_mut(&sid) {
+                        s.blocked_on = None;
+                        s.async_error.get_or_insert(code::RT_WAIT_TIMEOUT);
+                    }
+                    complete_front(rt, sid);
+                    return Step::Continue;
+                }
+                if let Some(s) = rt.streams.get_mut(&sid) {
+                    s.blocked_on = Some(op_ev);
+                }
+                return Step::WaitFor(to - waited);
+            }
+            if let Some(s) = rt.streams.get_mut(&sid) {
+                s.blocked_on = Some(op_ev);
+            }
+            Step::Idle
+        }
+        _ => {
+            // Reset: clears the flag. E5: a wait on another stream issued before this reset
+            // that has not run yet would never end.
+            let overtaken: Vec<(u64, u64)> = rt
+                .events
+                .get(&op_ev)
+                .map(|e| {
+                    e.pending_waits
+                        .iter()
+                        .filter(|(wt, ws)| *wt < tid && *ws != sid)
+                        .copied()
+                        .collect()
+                })
+                .unwrap_or_default();
+            if !overtaken.is_empty() {
+                let list: Vec<String> = overtaken
+                    .iter()
+                    .map(|(wt, ws)| format!("wait task {wt} on stream {:#x}", handle(STREAM_BASE, *ws)))
+                    .collect();
+                rt.report(
+                    "E5",
+                    format!(
+                        "reset of event {:#x} (task {tid}) on stream {:#x} executed before {} had run: that wait can now only be released by a new record. Order the reset after every wait on the event (record another event on the waiting streams and wait for it first), or do not reset an event that several streams wait on",
+                        handle(EVENT_BASE, op_ev),
+                        handle(STREAM_BASE, sid),
+                        list.join(", ")
+                    ),
+                );
+            }
+            if let Some(e) = rt.events.get_mut(&op_ev) {
+                e.flag_set = false;
+                e.last_reset_exec = tid;
+            }
+            complete_front(rt, sid);
+            Step::Continue
+        }
+    }
+}
+
+/// Marks streams dead, discards their queued tasks and takes their threads and condvars.
+/// The caller must join them with the lock released ([`reap`]), then call [`remove_streams`].
+pub fn kill_streams(rt: &mut Rt, ids: &[u64]) -> Vec<(PThread, Box<PCond>)> {
+    let mut out = Vec::new();
+    for &sid in ids {
+        let mut discarded = Vec::new();
+        if let Some(s) = rt.streams.get_mut(&sid) {
+            s.dead = true;
+            s.stop = true;
+            // The head task may be running right now (memcpy/kernel): the worker completes
+            // it itself. Everything else is discarded.
+            let keep_head = s
+                .tasks
+                .front()
+                .is_some_and(|t| t.state == TaskState::Running);
+            let skip = usize::from(keep_head);
+            while s.tasks.len() > skip {
+                if let Some(t) = s.tasks.pop_back() {
+                    discarded.push(t);
+                }
+            }
+            if let Some(cv) = s.cv.as_ref() {
+                cv.signal();
+            }
+        }
+        for t in &discarded {
+            release_task(rt, sid, t, false);
+        }
+        // Unsubscribe a dying stream.
+        let sub = rt.streams.get_mut(&sid).and_then(|s| s.subscriber.take());
+        if let Some(th) = sub {
+            let mut drop_sub = false;
+            if let Some(ts) = rt.subs.get_mut(&th) {
+                ts.streams.remove(&sid);
+                ts.queue.retain(|i| i.stream != sid);
+                drop_sub = ts.streams.is_empty();
+            }
+            if drop_sub {
+                rt.subs.remove(&th);
+            }
+        }
+        if let Some(s) = rt.streams.get_mut(&sid) {
+            s.cb_outstanding = 0;
+            if let (Some(t), Some(cv)) = (s.thread.take(), s.cv.take()) {
+                out.push((t, cv));
+            }
+        }
+    }
+    rt.progress += 1;
+    HOST_CV.broadcast();
+    out
+}
+
+/// Joins killed workers; call with the lock released.
+pub fn reap(v: Vec<(PThread, Box<PCond>)>) {
+    for (t, cv) in v {
+        t.join();
+        drop(cv);
+    }
+}
+
+pub fn remove_streams(rt: &mut Rt, ids: &[u64]) {
+    for sid in ids {
+        // The worker completed (or we discarded) every task: nothing refers to it.
+        let leftover = rt.streams.remove(sid);
+        if let Some(mut s) = leftover {
+            while let Some(t) = s.tasks.pop_front() {
+                release_task(rt, *sid, &t, false);
+            }
+        }
+        for c in rt.contexts.values_mut() {
+            if c.default_stream == Some(*sid) {
+                c.default_stream = None;
+            }
+        }
+    }
+}
+
+/// Kills, joins and removes streams; the lock is released while joining.
+pub fn teardown_streams(g: &mut PGuard<'_, Global>, ids: Vec<u64>) {
+    if ids.is_empty() {
+        return;
+    }
+    let reapers = match g.rt.as_deref_mut() {
+        Some(rt) => kill_streams(rt, &ids),
+        None => return,
+    };
+    g.unlocked(|| reap(reapers));
+    if let Some(rt) = g.rt.as_deref_mut() {
+        remove_streams(rt, &ids);
+    }
+}
+
+pub enum WaitEnd {
+    Timeout,
+    Deadlock,
+    Gone,
+}
+
+/// Blocks the host until `done` holds. `deadline` None waits forever, with the deadlock
+/// watchdog: when nothing in the runtime progressed for `deadlock_after` and the target
+/// streams provably cannot finish, a finding (E1/E5/C1) is made and `Deadlock` returned.
+pub fn host_wait(
+    g: &mut PGuard<'_, Global>,
+    deadline: Option<Instant>,
+    targets: &[u64],
+    what: &str,
+    done: impl Fn(&Rt) -> bool,
+) -> Result<(), WaitEnd> {
+    let me = self_id();
+    let mut last_progress = u64::MAX;
+    let mut since = Instant::now();
+    loop {
+        let Some(rt) = g.rt.as_deref_mut() else {
+            return Err(WaitEnd::Gone);
+        };
+        if done(rt) {
+            return Ok(());
+        }
+        let now = Instant::now();
+        let step = match deadline {
+            Some(d) => {
+                if now >= d {
+                    return Err(WaitEnd::Timeout);
+                }
+                (d - now).min(Duration::from_millis(100))
+            }
+            None => {
+                if rt.progress != last_progress {
+                    last_progress = rt.progress;
+                    since = now;
+                } else if now.duration_since(since) >= rt.deadlock_after {
+                    if let Some((rule, msg)) = diagnose(rt, targets, me) {
+                        rt.report(
+                            rule,
+                            format!("deadlock: {what} can never return: {msg}; the call returns 507000"),
+                        );
+                        return Err(WaitEnd::Deadlock);
+                    }
+                    since = now;
+                }
+                Duration::from_millis(100)
+            }
+        };
+        HOST_CV.wait_timeout(g, step);
+    }
+}
+
+/// Optimistic simulation of every stream: a wait passes if its event's flag is set or a
+/// record reachable on some stream sets it (resets ignored), a timed wait always passes,
+/// a callback passes unless it must run on the blocked caller thread. Streams in `targets`
+/// that still cannot finish are deadlocked.
+fn diagnose(rt: &Rt, targets: &[u64], me: u64) -> Option<(&'static str, String)> {
+    let mut flags: HashMap<u64, bool> = rt.events.iter().map(|(k, e)| (*k, e.flag_set)).collect();
+    let ids: Vec<u64> = rt.streams.keys().copied().collect();
+    let mut pos: HashMap<u64, usize> = ids.iter().map(|s| (*s, 0)).collect();
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for sid in &ids {
+            let Some(s) = rt.streams.get(sid) else {
+                continue;
+            };
+            let p = pos.entry(*sid).or_insert(0);
+            while let Some(t) = s.tasks.get(*p) {
+                let pass = match &t.kind {
+                    TaskKind::Wait { ev, timeout } => {
+                        timeout.is_some() || flags.get(ev).copied().unwrap_or(false)
+                    }
+                    TaskKind::Record { ev } => {
+                        flags.insert(*ev, true);
+                        true
+                    }
+                    TaskKind::Callback { thread, .. } => *thread != me,
+                    _ => true,
+                };
+                if !pass {
+                    break;
+                }
+                *p += 1;
+                changed = true;
+            }
+        }
+    }
+    let mut stuck = Vec::new();
+    let mut rule = "E1";
+    let tset: HashSet<u64> = targets.iter().copied().collect();
+    for sid in &ids {
+        let Some(s) = rt.streams.get(sid) else {
+            continue;
+        };
+        let p = pos.get(sid).copied().unwrap_or(0);
+        let Some(t) = s.tasks.get(p) else {
+            continue;
+        };
+        let sh = handle(STREAM_BASE, *sid);
+        match &t.kind {
+            TaskKind::Wait { ev, .. } => {
+                let eh = handle(EVENT_BASE, *ev);
+                let why = match rt.events.get(ev) {
+                    Some(e) if e.records_finished > 0 && e.last_reset_exec > t.id => {
+                        rule = "E5";
+                        "a reset executed after this wait was issued cleared the flag before the wait ran (E5)".to_string()
+                    }
+                    Some(e) if e.records_issued == 0 => {
+                        "the event was never recorded (E1: record before waiting)".to_string()
+                    }
+                    _ => "no issued record can run before it (cycle of waits, E1)".to_string(),
+                };
+                stuck.push(format!(
+                    "stream {sh:#x}{} waits (task {}) for event {eh:#x}: {why}",
+                    if tset.contains(sid) { " (synchronized)" } else { "" },
+                    t.id
+                ));
+            }
+            TaskKind::Callback { .. } => {
+                rule = "C1";
+                stuck.push(format!(
+                    "stream {sh:#x} holds a callback (task {}) that only the synchronizing thread {me:#x} could process",
+                    t.id
+                ));
+            }
+            _ => {}
+        }
+    }
+    let target_stuck = targets.iter().any(|sid| {
+        let Some(s) = rt.streams.get(sid) else {
+            return false;
+        };
+        let p = pos.get(sid).copied().unwrap_or(0);
+        p < s.tasks.len()
+            || (s.cb_outstanding > 0
+                && rt
+                    .subs
+                    .get(&me)
+                    .is_some_and(|sub| sub.streams.contains(sid)))
+    });
+    if !target_stuck {
+        return None;
+    }
+    if stuck.is_empty() {
+        rule = "C1";
+        stuck.push(format!(
+            "callbacks of the synchronized stream are pending for the calling thread {me:#x}, which is blocked here instead of calling aclrtProcessReport"
+        ));
+    }
+    Some((rule, stuck.join("; ")))
+}

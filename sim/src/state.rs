@@ -1,0 +1,402 @@
+//! The simulator's state: one global [`Global`] behind one pthread mutex, plus the error
+//! codes, handles and the checker's finding list.
+
+use std::cell::Cell;
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use crate::pt::{PCond, PMutex, PThread};
+use crate::trace::Trace;
+
+/// Error codes (protocol.md, "Error codes").
+pub mod code {
+    pub const SUCCESS: i32 = 0;
+    pub const INVALID_PARAM: i32 = 100000;
+    pub const UNINITIALIZE: i32 = 100001;
+    pub const REPEAT_INITIALIZE: i32 = 100002;
+    pub const REPEAT_FINALIZE: i32 = 100037;
+    pub const INTERNAL_ERROR: i32 = 500000;
+    pub const RT_PARAM_INVALID: i32 = 107000;
+    pub const RT_INVALID_DEVICEID: i32 = 107001;
+    pub const RT_CONTEXT_NULL: i32 = 107002;
+    pub const RT_STREAM_CONTEXT: i32 = 107003;
+    pub const RT_STREAM_SUBSCRIBE: i32 = 107011;
+    pub const RT_THREAD_SUBSCRIBE: i32 = 107012;
+    pub const RT_STREAM_NO_CB_REG: i32 = 107015;
+    pub const RT_WAIT_TIMEOUT: i32 = 107019;
+    pub const RT_FEATURE_NOT_SUPPORT: i32 = 207000;
+    pub const RT_MEMORY_ALLOCATION: i32 = 207001;
+    pub const RT_NO_STREAM_RESOURCE: i32 = 207008;
+    pub const RT_INTERNAL_ERROR: i32 = 507000;
+    pub const RT_CONTEXT_RELEASE_ERROR: i32 = 507007;
+    pub const RT_REPORT_TIMEOUT: i32 = 507012;
+    pub const RT_STREAM_SYNC_TIMEOUT: i32 = 507046;
+    pub const RT_EVENT_SYNC_TIMEOUT: i32 = 507047;
+}
+
+pub const ACL_EVENT_SYNC: u32 = 0x1;
+pub const ACL_EVENT_CAPTURE_STREAM_PROGRESS: u32 = 0x2;
+pub const ACL_EVENT_TIME_LINE: u32 = 0x8;
+/// C4: subscribed threads per process (Atlas 200/500 A2).
+pub const MAX_SUBSCRIBED_THREADS: usize = 1024;
+
+pub type CbFn = unsafe extern "C" fn(*mut libc::c_void);
+pub type KernelFn = unsafe extern "C" fn(*mut libc::c_void, *const *mut libc::c_void, usize);
+
+// ---- Handles --------------------------------------------------------------------------
+// Handles are fake, never-dereferenced addresses: base + id * 16. The registry decides
+// whether one is live; a pointer the caller gives is never dereferenced.
+pub const CTX_BASE: usize = 0x7ac0_0000_0000;
+pub const STREAM_BASE: usize = 0x7ad0_0000_0000;
+pub const EVENT_BASE: usize = 0x7ae0_0000_0000;
+const HANDLE_SPAN: usize = 1 << 40;
+
+pub fn handle(base: usize, id: u64) -> usize {
+    base + (id as usize) * 16
+}
+
+pub fn decode(base: usize, h: usize) -> Option<u64> {
+    if h >= base && h < base + HANDLE_SPAN && (h - base) % 16 == 0 {
+        Some(((h - base) / 16) as u64)
+    } else {
+        None
+    }
+}
+
+thread_local! {
+    /// The calling thread's current context id (0: none) (D2, D6).
+    pub static CUR_CTX: Cell<u64> = const { Cell::new(0) };
+    /// Set while this thread runs a user callback or a kernel body (C8).
+    pub static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
+}
+
+pub struct Finding {
+    pub rule: String,
+    pub message: String,
+}
+
+pub struct Global {
+    pub rt: Option<Box<Rt>>,
+    /// Findings of earlier init/finalize cycles (they survive aclFinalize).
+    pub saved_findings: Vec<Finding>,
+    pub device_count_override: Option<u32>,
+    pub ever_init: bool,
+    /// Ids are unique across init cycles, so a stale thread-local context never resolves.
+    pub next_id: u64,
+    /// Findings made while no runtime is initialized (e.g. C8 before init is impossible,
+    /// kept for completeness) honour these.
+    pub check: bool,
+    pub quiet: bool,
+}
+
+pub static G: PMutex<Global> = PMutex::new(Global {
+    rt: None,
+    saved_findings: Vec::new(),
+    device_count_override: None,
+    ever_init: false,
+    next_id: 1,
+    check: true,
+    quiet: false,
+});
+
+/// Every host-side waiter (stream/event/device synchronize, aclrtProcessReport) waits here.
+pub static HOST_CV: PCond = PCond::new();
+
+#[derive(Default)]
+pub struct Device {
+    pub refs: u32,
+    pub default_ctx: Option<u64>,
+}
+
+pub struct Context {
+    pub device: i32,
+    pub is_default: bool,
+    pub default_stream: Option<u64>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum TaskState {
+    Queued,
+    Running,
+    /// A blocking callback was delivered; the stream holds until it has run (C5).
+    WaitingCb,
+    CbDone,
+}
+
+pub enum TaskKind {
+    Copy {
+        dst: usize,
+        src: usize,
+        count: usize,
+        kind: i32,
+    },
+    Set {
+        ptr: usize,
+        value: u8,
+        count: usize,
+    },
+    Kernel {
+        dur_us: u64,
+        f: Option<KernelFn>,
+        ud: usize,
+        bufs: Vec<usize>,
+    },
+    Record {
+        ev: u64,
+    },
+    Wait {
+        ev: u64,
+        timeout: Option<Duration>,
+    },
+    Reset {
+        ev: u64,
+    },
+    Callback {
+        f: CbFn,
+        ud: usize,
+        block: bool,
+        thread: u64,
+    },
+}
+
+pub struct Task {
+    /// Global issue sequence number (also the task id).
+    pub id: u64,
+    pub kind: TaskKind,
+    pub state: TaskState,
+    /// Tracked allocations (start addresses) this task uses (M2).
+    pub allocs: Vec<usize>,
+    /// When the task became the head of its stream.
+    pub started: Option<Instant>,
+}
+
+pub struct Stream {
+    pub ctx: u64,
+    pub device: i32,
+    pub is_default: bool,
+    pub tasks: VecDeque<Task>,
+    pub blocked_on: Option<u64>,
+    pub stop: bool,
+    pub dead: bool,
+    /// The worker's condition variable; boxed so it never moves, taken by whoever joins.
+    pub cv: Option<Box<PCond>>,
+    pub thread: Option<PThread>,
+    pub async_error: Option<i32>,
+    /// Callbacks launched and not yet run (delivered or not).
+    pub cb_outstanding: u32,
+    pub subscriber: Option<u64>,
+}
+
+pub struct Event {
+    pub ctx: u64,
+    pub flags: u32,
+    /// Created by aclrtCreateEvent (see README: ACL_EVENT_SYNC semantics, but a wait before
+    /// any record is rejected with 107000, E1).
+    pub plain: bool,
+    pub destroyed: bool,
+    /// Issued, unfinished tasks that refer to this event (E9).
+    pub refs: u32,
+    pub records_issued: u64,
+    pub records_finished: u64,
+    /// The hardware flag: set by an executed record, cleared by an executed reset.
+    pub flag_set: bool,
+    pub ts: Option<Instant>,
+    /// (task id, stream id) of the record that last set the flag.
+    pub last_record: Option<(u64, u64)>,
+    /// Waits issued since the last reset was issued (E4).
+    pub unreset_waits: u32,
+    /// Issued waits not yet executed: (task id, stream id) (E5).
+    pub pending_waits: Vec<(u64, u64)>,
+    /// Task id of the last executed reset (E5 diagnosis).
+    pub last_reset_exec: u64,
+}
+
+pub struct Alloc {
+    pub size: usize,
+    pub host: bool,
+    pub device: i32,
+    /// Issued, unfinished tasks using this allocation (M2).
+    pub uses: u32,
+    /// Freed by the user while in use: the memory is released when `uses` drops to 0.
+    pub freed: bool,
+}
+
+pub struct CbItem {
+    pub f: CbFn,
+    pub ud: usize,
+    pub stream: u64,
+    pub task: u64,
+    pub block: bool,
+}
+
+pub struct ThreadSub {
+    pub device: i32,
+    pub streams: HashSet<u64>,
+    pub queue: VecDeque<CbItem>,
+}
+
+pub struct Rt {
+    pub check: bool,
+    pub quiet: bool,
+    pub run_mode: i32,
+    pub device_count: u32,
+    pub deadlock_after: Duration,
+    pub next_id: u64,
+    pub devices: Vec<Device>,
+    pub contexts: HashMap<u64, Context>,
+    pub streams: HashMap<u64, Stream>,
+    pub events: HashMap<u64, Event>,
+    pub allocs: BTreeMap<usize, Alloc>,
+    pub subs: HashMap<u64, ThreadSub>,
+    pub op_wait_timeout: u32,
+    pub t0: Instant,
+    pub findings: Vec<Finding>,
+    pub trace: Option<Trace>,
+    /// Bumped on every issue and every completion; the deadlock watchdog looks at it.
+    pub progress: u64,
+}
+
+impl Rt {
+    pub fn new_id(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+
+    /// Records a checker finding (rule ID + message naming handles + what to do).
+    pub fn report(&mut self, rule: &str, message: String) {
+        if !self.check {
+            return;
+        }
+        if !self.quiet {
+            eprintln!("aclsim: [{rule}] {message}");
+        }
+        self.findings.push(Finding {
+            rule: rule.to_string(),
+            message,
+        });
+    }
+
+    pub fn cur_ctx(&self) -> Result<u64, i32> {
+        let id = CUR_CTX.with(|c| c.get());
+        if id != 0 && self.contexts.contains_key(&id) {
+            Ok(id)
+        } else {
+            Err(code::RT_CONTEXT_NULL)
+        }
+    }
+
+    pub fn event_id(&self, h: usize) -> Result<u64, i32> {
+        let id = decode(EVENT_BASE, h).ok_or(code::RT_PARAM_INVALID)?;
+        match self.events.get(&id) {
+            Some(e) if !e.destroyed => Ok(id),
+            _ => Err(code::RT_PARAM_INVALID),
+        }
+    }
+
+    pub fn stream_live(&self, id: u64) -> bool {
+        self.streams.get(&id).is_some_and(|s| !s.dead)
+    }
+
+    pub fn live_object_count(&self) -> usize {
+        self.contexts.values().filter(|c| !c.is_default).count()
+            + self
+                .streams
+                .values()
+                .filter(|s| !s.is_default && !s.dead)
+                .count()
+            + self.events.values().filter(|e| !e.destroyed).count()
+            + self.allocs.values().filter(|a| !a.freed).count()
+            + self
+                .streams
+                .values()
+                .filter(|s| !s.dead && s.subscriber.is_some())
+                .count()
+    }
+
+    /// Human-readable list of live user resources (P2 leak report, D3).
+    pub fn describe_live(&self, device: Option<i32>) -> Vec<String> {
+        let on = |d: i32| device.is_none_or(|x| x == d);
+        let mut v = Vec::new();
+        let mut ids: Vec<_> = self.contexts.iter().collect();
+        ids.sort_by_key(|(k, _)| **k);
+        for (id, c) in ids {
+            if !c.is_default && on(c.device) {
+                v.push(format!(
+                    "context {:#x} (device {})",
+                    handle(CTX_BASE, *id),
+                    c.device
+                ));
+            }
+        }
+        let mut ids: Vec<_> = self.streams.iter().collect();
+        ids.sort_by_key(|(k, _)| **k);
+        for (id, s) in ids {
+            if !s.is_default && !s.dead && on(s.device) {
+                v.push(format!(
+                    "stream {:#x} (device {})",
+                    handle(STREAM_BASE, *id),
+                    s.device
+                ));
+            }
+            if !s.dead
+                && on(s.device)
+                && let Some(t) = s.subscriber
+            {
+                v.push(format!(
+                    "subscription of thread {t:#x} to stream {:#x}",
+                    handle(STREAM_BASE, *id)
+                ));
+            }
+        }
+        let mut ids: Vec<_> = self.events.iter().collect();
+        ids.sort_by_key(|(k, _)| **k);
+        for (id, e) in ids {
+            let dev = self.contexts.get(&e.ctx).map_or(-1, |c| c.device);
+            if !e.destroyed && on(dev) {
+                v.push(format!("event {:#x}", handle(EVENT_BASE, *id)));
+            }
+        }
+        for (p, a) in &self.allocs {
+            if !a.freed && (device.is_none() && a.host || !a.host && on(a.device)) {
+                let mut s = String::new();
+                let _ = write!(
+                    s,
+                    "{} allocation {p:#x} ({} B)",
+                    if a.host { "host" } else { "device" },
+                    a.size
+                );
+                v.push(s);
+            }
+        }
+        v
+    }
+}
+
+pub fn task_name(rt: &Rt, t: &Task) -> String {
+    let _ = rt;
+    match &t.kind {
+        TaskKind::Copy { count, kind, .. } => {
+            let k = match kind {
+                0 => "H2H",
+                1 => "H2D",
+                2 => "D2H",
+                _ => "D2D",
+            };
+            format!("memcpy_async {k} {count} B")
+        }
+        TaskKind::Set { count, .. } => format!("memset_async {count} B"),
+        TaskKind::Kernel { dur_us, .. } => format!("kernel {dur_us} us"),
+        TaskKind::Record { ev } => format!("record e{ev}"),
+        TaskKind::Wait { ev, .. } => format!("wait e{ev}"),
+        TaskKind::Reset { ev } => format!("reset e{ev}"),
+        TaskKind::Callback { block, .. } => {
+            if *block {
+                "callback (block)".to_string()
+            } else {
+                "callback".to_string()
+            }
+        }
+    }
+}
