@@ -1,0 +1,552 @@
+//! Issue 2: finding and opening the runtime library (`src/sys/loader.rs`).
+//!
+//! * the search order, through the pure `candidates` function (no environment mutation);
+//! * `Api::load` on missing files, on C stubs compiled here with `cc` (a stub without the
+//!   optional symbols, one without a required symbol), and on the simulator;
+//! * the default search and `ASCEND_ACL_LIB` in a child process (this test executable run
+//!   again with a controlled environment), so that this process's environment is never
+//!   changed.
+
+mod support;
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use ascend_typestate::sys::loader::{Api, Candidate, LoadOptions, candidates, load_global};
+use ascend_typestate::sys::{OPTIONAL_SYMBOLS, REQUIRED_SYMBOLS};
+use ascend_typestate::{AclError, Error, LoadError};
+
+// ---- The search order (pure) -------------------------------------------------------------
+
+/// An environment lookup backed by a map, for `candidates`.
+fn fake_env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> + use<> {
+    let map: HashMap<String, OsString> = vars
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), OsString::from(v)))
+        .collect();
+    move |key| map.get(key).cloned()
+}
+
+fn candidate(path: impl Into<PathBuf>, source: &'static str) -> Candidate {
+    Candidate {
+        path: path.into(),
+        source,
+    }
+}
+
+/// The three files looked for under one install root, in order.
+fn root_candidates(root: &str, source: &'static str) -> Vec<Candidate> {
+    [
+        "lib64/libascendcl.so",
+        "runtime/lib64/libascendcl.so",
+        "lib64/libacl_rt.so",
+    ]
+    .iter()
+    .map(|rel| candidate(Path::new(root).join(rel), source))
+    .collect()
+}
+
+const EVERYTHING_SET: &[(&str, &str)] = &[
+    ("ASCEND_ACL_LIB", "/env/libascendcl.so"),
+    ("ASCEND_HOME_PATH", "/home-path"),
+    ("ASCEND_TOOLKIT_HOME", "/toolkit-home"),
+    ("HOME", "/home/user"),
+];
+
+#[test]
+fn explicit_path_is_the_only_candidate() {
+    let exe = Path::new("/t/debug/examples/ex");
+    let list = candidates(
+        Some(Path::new("/explicit/libascendcl.so")),
+        fake_env(EVERYTHING_SET),
+        Some(exe),
+    );
+    assert_eq!(list, vec![candidate("/explicit/libascendcl.so", "caller")]);
+}
+
+#[test]
+fn env_variable_is_the_only_candidate_without_explicit_path() {
+    let exe = Path::new("/t/debug/examples/ex");
+    let list = candidates(None, fake_env(EVERYTHING_SET), Some(exe));
+    assert_eq!(
+        list,
+        vec![candidate("/env/libascendcl.so", "ASCEND_ACL_LIB")]
+    );
+}
+
+#[test]
+fn empty_env_variable_is_ignored() {
+    let list = candidates(None, fake_env(&[("ASCEND_ACL_LIB", "")]), None);
+    assert!(list.len() > 1, "{list:?}");
+    assert!(
+        list.iter().all(|c| c.source != "ASCEND_ACL_LIB"),
+        "{list:?}"
+    );
+}
+
+#[test]
+fn full_search_order() {
+    let env = fake_env(&[
+        ("ASCEND_HOME_PATH", "/home-path"),
+        ("ASCEND_TOOLKIT_HOME", "/toolkit-home"),
+        ("HOME", "/home/user"),
+    ]);
+    let list = candidates(None, env, Some(Path::new("/t/debug/examples/ex")));
+
+    let mut expected = Vec::new();
+    expected.extend(root_candidates("/home-path", "$ASCEND_HOME_PATH"));
+    expected.extend(root_candidates("/toolkit-home", "$ASCEND_TOOLKIT_HOME"));
+    expected.extend(root_candidates(
+        "/usr/local/Ascend/ascend-toolkit/latest",
+        "default install",
+    ));
+    expected.extend(root_candidates("/usr/local/Ascend/cann", "default install"));
+    expected.extend(root_candidates(
+        "/home/user/Ascend/ascend-toolkit/latest",
+        "$HOME install",
+    ));
+    expected.push(candidate("libascendcl.so", "system loader"));
+    expected.push(candidate(
+        "/t/debug/examples/libascendcl.so",
+        "beside the executable",
+    ));
+    expected.push(candidate(
+        "/t/debug/deps/libascendcl.so",
+        "beside the executable",
+    ));
+    assert_eq!(list, expected);
+}
+
+#[test]
+fn search_without_environment_or_executable() {
+    let list = candidates(None, fake_env(&[("ASCEND_HOME_PATH", "")]), None);
+    let mut expected = Vec::new();
+    expected.extend(root_candidates(
+        "/usr/local/Ascend/ascend-toolkit/latest",
+        "default install",
+    ));
+    expected.extend(root_candidates("/usr/local/Ascend/cann", "default install"));
+    expected.push(candidate("libascendcl.so", "system loader"));
+    assert_eq!(list, expected);
+}
+
+#[test]
+fn installed_runtime_comes_before_the_development_fallback() {
+    let list = candidates(
+        None,
+        fake_env(&[("HOME", "/h")]),
+        Some(Path::new("/t/debug/deps/test-1234")),
+    );
+    let system = list
+        .iter()
+        .position(|c| c.source == "system loader")
+        .expect("a system loader candidate");
+    let first_beside = list
+        .iter()
+        .position(|c| c.source == "beside the executable")
+        .expect("a candidate beside the executable");
+    assert!(system < first_beside, "{list:?}");
+    assert!(
+        list[..system].iter().all(|c| c.path.is_absolute()),
+        "install roots are absolute paths: {list:?}"
+    );
+    assert_eq!(
+        list[first_beside].path,
+        Path::new("/t/debug/deps/libascendcl.so")
+    );
+}
+
+// ---- Api::load: missing and broken files ------------------------------------------------
+
+#[test]
+fn nonexistent_explicit_path_is_not_found_and_listed() {
+    let dir = support::scratch_dir("nonexistent");
+    let path = dir.join("no-such-libascendcl.so");
+    let err = Api::load(&LoadOptions::default().path(&path)).expect_err("nothing to load");
+    let LoadError::NotFound { tried } = &err else {
+        panic!("expected NotFound, got {err:?}");
+    };
+    assert_eq!(
+        tried.len(),
+        1,
+        "an explicit path is the only candidate: {tried:?}"
+    );
+    assert_eq!(tried[0].path, path);
+    assert_eq!(tried[0].source, "caller");
+    assert!(!tried[0].reason.is_empty());
+    let shown = err.to_string();
+    assert!(
+        shown.contains(&path.display().to_string()),
+        "Display must list the path tried: {shown}"
+    );
+}
+
+#[test]
+fn explicit_path_that_is_not_a_library_reports_the_loader_answer() {
+    let dir = support::scratch_dir("not-a-library");
+    let path = dir.join("libascendcl.so");
+    std::fs::write(&path, "this is not an ELF file\n").unwrap();
+    let err = Api::load(&LoadOptions::default().path(&path)).expect_err("not a library");
+    let LoadError::NotFound { tried } = &err else {
+        panic!("expected NotFound, got {err:?}");
+    };
+    assert_eq!(tried.len(), 1, "{tried:?}");
+    assert_eq!(tried[0].path, path);
+    assert_ne!(
+        tried[0].reason, "does not exist",
+        "the file exists: {tried:?}"
+    );
+    assert!(err.to_string().contains(&tried[0].reason), "{err}");
+}
+
+// ---- Api::load: C stubs ------------------------------------------------------------------
+
+/// What every stub function without a dedicated body returns: a code no runtime uses, so a
+/// test sees that the call really reached the stub and that an unknown code survives.
+const STUB_CODE: i32 = 424_242;
+
+/// A C stub runtime exporting every required and (if `with_optional`) optional symbol,
+/// except those in `omit`. A few functions have real bodies; the rest return [`STUB_CODE`].
+fn stub_source(omit: &[&str], with_optional: bool) -> String {
+    let mut source = String::from("/* generated by tests/loader.rs */\n");
+    let optional: &[&str] = if with_optional { OPTIONAL_SYMBOLS } else { &[] };
+    for &name in REQUIRED_SYMBOLS.iter().chain(optional) {
+        if omit.contains(&name) {
+            continue;
+        }
+        let body = match name {
+            "aclrtGetDeviceCount" => {
+                "int aclrtGetDeviceCount(unsigned int *count) { *count = 3; return 0; }".to_owned()
+            }
+            "aclrtSetDevice" => {
+                "int aclrtSetDevice(int device) { return device == 0 ? 0 : 107001; }".to_owned()
+            }
+            // The optional ones echo their timeout, so a test sees the argument arrive.
+            "aclrtSynchronizeDeviceWithTimeout" => {
+                "int aclrtSynchronizeDeviceWithTimeout(int timeout) { return timeout; }".to_owned()
+            }
+            "aclrtSynchronizeEventWithTimeout" => {
+                "int aclrtSynchronizeEventWithTimeout(void *event, int timeout) \
+                 { (void)event; return timeout; }"
+                    .to_owned()
+            }
+            other => format!("int {other}(void) {{ return {STUB_CODE}; }}"),
+        };
+        source.push_str(&body);
+        source.push('\n');
+    }
+    source
+}
+
+#[test]
+fn stub_without_optional_symbols_loads_and_reports_unsupported_at_the_call() {
+    let path = support::compile_shared_library("stub_no_optional", &stub_source(&[], false));
+    let api = Api::load(&LoadOptions::default().path(&path)).expect("the stub loads");
+    assert_eq!(api.path(), path);
+    assert_eq!(api.source(), "caller");
+
+    // Required calls work, arguments and results cross the boundary.
+    assert_eq!(api.get_device_count().unwrap(), 3);
+    api.set_device(0).unwrap();
+    let err = api.set_device(1).expect_err("the stub rejects device 1");
+    assert!(
+        matches!(
+            err,
+            Error::Runtime {
+                call: "aclrtSetDevice",
+                code: AclError::RtInvalidDeviceId
+            }
+        ),
+        "{err:?}"
+    );
+    // An unknown code travels intact through the whole path.
+    let err = api
+        .init(None)
+        .expect_err("the stub's aclInit returns STUB_CODE");
+    assert!(
+        matches!(
+            err,
+            Error::Runtime {
+                call: "aclInit",
+                code: AclError::Unknown(STUB_CODE)
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(err.code().map(AclError::code), Some(STUB_CODE));
+
+    // The optional symbols are absent: reported by has_symbol, and only at their call.
+    for symbol in OPTIONAL_SYMBOLS {
+        assert!(!api.has_symbol(symbol), "{symbol} should be absent");
+    }
+    for symbol in REQUIRED_SYMBOLS {
+        assert!(api.has_symbol(symbol), "{symbol} should be present");
+    }
+    assert!(!api.has_symbol("aclNoSuchFunction"));
+    assert!(api.functions().aclrtSynchronizeEventWithTimeout.is_none());
+
+    let err = api
+        .synchronize_device_with_timeout(10)
+        .expect_err("optional symbol absent");
+    assert!(
+        matches!(
+            err,
+            Error::Unsupported {
+                symbol: "aclrtSynchronizeDeviceWithTimeout"
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string()
+            .contains("aclrtSynchronizeDeviceWithTimeout"),
+        "{err}"
+    );
+
+    // SAFETY: the stub lacks the symbol, so nothing is called and the null handle is never
+    // dereferenced.
+    let err = unsafe { api.synchronize_event_with_timeout(std::ptr::null_mut(), 10) }
+        .expect_err("optional symbol absent");
+    assert!(
+        matches!(
+            err,
+            Error::Unsupported {
+                symbol: "aclrtSynchronizeEventWithTimeout"
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().contains("aclrtSynchronizeEventWithTimeout"),
+        "{err}"
+    );
+
+    // Still usable after an Unsupported answer.
+    assert_eq!(api.get_device_count().unwrap(), 3);
+}
+
+#[test]
+fn stub_with_optional_symbols_calls_them() {
+    let path = support::compile_shared_library("stub_with_optional", &stub_source(&[], true));
+    let api = Api::load(&LoadOptions::default().path(&path)).expect("the stub loads");
+    for symbol in OPTIONAL_SYMBOLS {
+        assert!(api.has_symbol(symbol), "{symbol} should be present");
+    }
+    api.synchronize_device_with_timeout(0).unwrap();
+    let err = api.synchronize_device_with_timeout(507_046).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Runtime {
+                call: "aclrtSynchronizeDeviceWithTimeout",
+                code: AclError::RtStreamSyncTimeout
+            }
+        ),
+        "{err:?}"
+    );
+    // SAFETY: the stub ignores the handle.
+    let result = unsafe { api.synchronize_event_with_timeout(std::ptr::null_mut(), 507_047) };
+    assert!(
+        matches!(
+            result,
+            Err(Error::Runtime {
+                call: "aclrtSynchronizeEventWithTimeout",
+                code: AclError::RtEventSyncTimeout
+            })
+        ),
+        "{result:?}"
+    );
+}
+
+#[test]
+fn stub_missing_a_required_symbol_is_rejected_naming_it() {
+    let path = support::compile_shared_library(
+        "stub_no_create_stream",
+        &stub_source(&["aclrtCreateStream"], true),
+    );
+    let err = Api::load(&LoadOptions::default().path(&path)).expect_err("missing symbol");
+    let LoadError::MissingSymbol {
+        library,
+        symbol,
+        reason,
+    } = &err
+    else {
+        panic!("expected MissingSymbol, got {err:?}");
+    };
+    assert_eq!(*symbol, "aclrtCreateStream");
+    assert_eq!(library, &path);
+    assert!(!reason.is_empty());
+    let shown = err.to_string();
+    assert!(shown.contains("aclrtCreateStream"), "{shown}");
+    assert!(shown.contains(&path.display().to_string()), "{shown}");
+}
+
+#[test]
+fn every_required_symbol_is_checked_at_load() {
+    // Dropping any one required symbol fails the load, naming that symbol.
+    // (A handful, not all 38: each needs a compile.)
+    for (i, &missing) in REQUIRED_SYMBOLS
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % 9 == 0 || *i == REQUIRED_SYMBOLS.len() - 1)
+    {
+        let path = support::compile_shared_library(
+            &format!("stub_missing_{i}"),
+            &stub_source(&[missing], true),
+        );
+        match Api::load(&LoadOptions::default().path(&path)) {
+            Err(LoadError::MissingSymbol { symbol, .. }) => assert_eq!(symbol, missing),
+            other => panic!("without {missing}: expected MissingSymbol, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn global_runtime_is_loaded_once() {
+    // The only test of this executable that touches the process-wide runtime.
+    let path = support::compile_shared_library("stub_global", &stub_source(&[], false));
+    let first = load_global(&LoadOptions::default().path(&path)).expect("the stub loads");
+    assert_eq!(first.path(), path);
+    let again = load_global(&LoadOptions::default().path(&path)).unwrap();
+    assert!(std::ptr::eq(first, again));
+    let default = load_global(&LoadOptions::default()).unwrap();
+    assert!(std::ptr::eq(first, default), "the loaded runtime is reused");
+    assert!(std::ptr::eq(
+        first,
+        ascend_typestate::sys::loader::global().unwrap()
+    ));
+
+    let other = path.with_file_name("libother.so");
+    match load_global(&LoadOptions::default().path(&other)) {
+        Err(LoadError::AlreadyLoaded { loaded, requested }) => {
+            assert_eq!(loaded, path);
+            assert_eq!(requested, other);
+        }
+        res => panic!("expected AlreadyLoaded, got {res:?}"),
+    }
+}
+
+// ---- The simulator -----------------------------------------------------------------------
+
+#[test]
+fn simulator_loads_from_beside_the_test_executable() {
+    let path = support::simulator_path();
+    let api = Api::load(&LoadOptions::default().path(&path))
+        .unwrap_or_else(|e| panic!("the simulator must load with every required symbol: {e}"));
+    assert_eq!(api.path(), path);
+    assert_eq!(api.source(), "caller");
+    assert!(format!("{api:?}").contains(&path.display().to_string()));
+}
+
+// ---- The search in a child process -------------------------------------------------------
+
+/// Set in the child: `probe_default_search` then loads with the default options and prints
+/// the outcome.
+const PROBE_ENV: &str = "ASCEND_TYPESTATE_LOADER_PROBE";
+
+/// Not a test of its own: the child side of the tests below (passes trivially otherwise).
+#[test]
+fn probe_default_search() {
+    if std::env::var_os(PROBE_ENV).is_none() {
+        return;
+    }
+    match Api::load(&LoadOptions::default()) {
+        Ok(api) => println!("PROBE\tok\t{}\t{}", api.source(), api.path().display()),
+        Err(LoadError::NotFound { tried }) => {
+            println!("PROBE\tnotfound");
+            for t in tried {
+                println!("PROBE\ttried\t{}\t{}", t.source, t.path.display());
+            }
+        }
+        Err(e) => println!("PROBE\terror\t{e}"),
+    }
+}
+
+/// Runs this test executable's `probe_default_search` with the variables the search reads
+/// removed (and `LD_LIBRARY_PATH`, which Cargo points at the simulator's directory), plus
+/// `vars`; returns the probe's lines, split on tabs, without the `PROBE` tag.
+fn run_probe(vars: &[(&str, &Path)]) -> Vec<Vec<String>> {
+    let exe = std::env::current_exe().unwrap();
+    let mut command = Command::new(&exe);
+    command.args([
+        "--exact",
+        "probe_default_search",
+        "--nocapture",
+        "--test-threads=1",
+    ]);
+    for var in [
+        "LD_LIBRARY_PATH",
+        "ASCEND_ACL_LIB",
+        "ASCEND_HOME_PATH",
+        "ASCEND_TOOLKIT_HOME",
+        "HOME",
+    ] {
+        command.env_remove(var);
+    }
+    command.env(PROBE_ENV, "1");
+    for (k, v) in vars {
+        command.env(k, v);
+    }
+    let output = command.output().expect("run the probe");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the probe failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines: Vec<Vec<String>> = stdout
+        .lines()
+        // libtest prints "test probe_default_search ... " on the line of the first output.
+        .filter_map(|l| l.find("PROBE\t").map(|at| &l[at + "PROBE\t".len()..]))
+        .map(|l| l.split('\t').map(str::to_owned).collect())
+        .collect();
+    assert!(!lines.is_empty(), "the probe printed nothing:\n{stdout}");
+    lines
+}
+
+#[test]
+fn default_search_falls_back_to_the_simulator_beside_the_executable() {
+    if Path::new("/usr/local/Ascend").exists() {
+        eprintln!("skipped: a CANN install exists; the default search would find it first");
+        return;
+    }
+    let sim = support::simulator_path();
+    let lines = run_probe(&[]);
+    assert_eq!(
+        lines[0],
+        ["ok", "beside the executable", &sim.display().to_string()],
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn env_variable_is_honoured_by_the_search() {
+    let path = support::compile_shared_library("stub_env", &stub_source(&[], false));
+    let lines = run_probe(&[("ASCEND_ACL_LIB", &path)]);
+    assert_eq!(
+        lines[0],
+        ["ok", "ASCEND_ACL_LIB", &path.display().to_string()],
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn env_variable_is_exclusive_even_when_it_is_wrong() {
+    // The simulator sits beside the executable, but an explicit choice is never replaced.
+    let dir = support::scratch_dir("env-missing");
+    let path = dir.join("libascendcl.so");
+    let lines = run_probe(&[("ASCEND_ACL_LIB", &path)]);
+    assert_eq!(
+        lines,
+        [
+            vec!["notfound".to_owned()],
+            vec![
+                "tried".to_owned(),
+                "ASCEND_ACL_LIB".to_owned(),
+                path.display().to_string()
+            ],
+        ]
+    );
+}

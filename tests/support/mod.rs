@@ -1,0 +1,57 @@
+//! Helpers shared by the integration tests (`mod support;` in each test crate).
+//!
+//! Not every test crate uses every helper.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The simulator's library: Cargo builds it (a dev-dependency cdylib) into the directory of
+/// the test executable, `target/<profile>/deps/libascendcl.so`.
+pub fn simulator_path() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    let dir = exe.parent().expect("the test executable has a directory");
+    let path = dir.join(ascend_typestate::sys::loader::LIBRARY_NAME);
+    assert!(
+        path.is_file(),
+        "the simulator was not built beside the test executable: {} is missing \
+         (it is the dev-dependency `ascendcl-sim`, a cdylib; run the tests with cargo)",
+        path.display()
+    );
+    path
+}
+
+/// A fresh directory for files a test writes, under Cargo's per-target scratch directory.
+/// `name` must be unique per test; the process id keeps concurrent runs apart.
+pub fn scratch_dir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()));
+    // A leftover from an earlier run with the same pid is replaced.
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create the scratch directory");
+    dir
+}
+
+/// Compiles `source` (C) into a shared library `lib<name>.so` in a fresh scratch directory
+/// with `cc -shared -fPIC`, and returns its path.
+pub fn compile_shared_library(name: &str, source: &str) -> PathBuf {
+    let dir = scratch_dir(name);
+    let c_file = dir.join(format!("{name}.c"));
+    let so_file = dir.join(format!("lib{name}.so"));
+    std::fs::write(&c_file, source).expect("write the C stub");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
+    let output = Command::new(&cc)
+        .args(["-shared", "-fPIC", "-Wall", "-o"])
+        .arg(&so_file)
+        .arg(&c_file)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("cannot run the C compiler `{cc}` ({e}); install gcc (.ci/run does)")
+        });
+    assert!(
+        output.status.success(),
+        "`{cc}` failed on {}:\n{}",
+        c_file.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    so_file
+}
