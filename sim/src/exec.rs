@@ -513,7 +513,13 @@ fn step(rt: &mut Rt, sid: u64) -> Step {
                 );
             }
             if let Some(e) = rt.events.get_mut(&op_ev) {
-                e.flag_set = false;
+                // A reset releases what was recorded before it was issued. A record issued
+                // after it (re-recording after the reset is the legal E1 cycle) that already
+                // ran on another stream is not undone: that would make a legal program hang.
+                let set_by_later_record = e.last_record.is_some_and(|(record, _)| record > tid);
+                if !set_by_later_record {
+                    e.flag_set = false;
+                }
                 e.last_reset_exec = tid;
             }
             complete_front(rt, sid);
