@@ -238,6 +238,14 @@ pub enum Error {
     /// A value was rejected before any runtime call (the message says which and why).
     #[error("invalid argument: {0}")]
     InvalidArgument(&'static str),
+    /// An event used with a stream of another context of the same device. The typed API keeps
+    /// each event to the streams of its own context, so one binding serves every call (D6)
+    /// and every task on the event can be ordered (E5, E9).
+    #[error("context mismatch: {what} belongs to another context than the event")]
+    ContextMismatch {
+        /// What was checked.
+        what: &'static str,
+    },
     /// Two handles belong to different devices where one device is required.
     #[error("device mismatch: {what} belongs to device {found}, expected device {expected}")]
     DeviceMismatch {

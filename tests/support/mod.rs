@@ -55,3 +55,5 @@ pub fn compile_shared_library(name: &str, source: &str) -> PathBuf {
     );
     so_file
 }
+
+pub mod sim;

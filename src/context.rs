@@ -1,0 +1,237 @@
+//! Contexts, and how every call gets the right current context on its thread (D2, D6).
+//!
+//! # The binding decision (D6)
+//!
+//! The runtime keeps one current context per thread, and record, reset, wait,
+//! launch-callback and destroy on a stream outside it fail (107003). This crate **binds on
+//! each call**: every handle knows its [`Context`], and before a call that needs it the
+//! context is made current on the calling thread, unless it already is. A thread-local
+//! cache of the last context this crate made current turns that into one thread-local read
+//! and a compare (no runtime call) in the common case, so the binding costs nothing
+//! measurable while making the wrong-context error impossible, whichever thread a stream is
+//! moved to.
+//!
+//! A token type proving "this context is current" was the alternative. It would have to be
+//! `!Send`, exclusive per thread, and passed to every call, for no run-time gain over the
+//! cache; binding keeps call sites as short as the C API's.
+//!
+//! The cache identifies contexts by a process-unique number, not by the raw pointer, so a
+//! destroyed context whose address is reused is never mistaken for current. It can only go
+//! stale through the raw [`result`](crate::result) layer (`set_current_context`, which is
+//! `unsafe`); the runtime then answers 107003, a typed error.
+
+use std::cell::Cell;
+use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::Result;
+use crate::event::{Created, Event};
+use crate::runtime::{Failed, report_drop_error};
+use crate::stream::Stream;
+use crate::sys::bindings::ACL_EVENT_SYNC;
+use crate::sys::loader::Api;
+use crate::sys::{aclrtContext, aclrtEvent, aclrtStream};
+
+thread_local! {
+    /// The id of the context this crate last made current on this thread (0: unknown).
+    static CURRENT: Cell<u64> = const { Cell::new(0) };
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Forgets which context is current on this thread (after a runtime call that changes it
+/// behind the cache: `aclrtSetDevice`, `aclrtResetDevice`, `aclrtDestroyContext`).
+pub(crate) fn forget_current() {
+    CURRENT.with(|c| c.set(0));
+}
+
+/// A context created by `aclrtCreateContext` (D2), on a [`Device`](crate::Device) it borrows.
+///
+/// # States
+///
+/// ```text
+///  Device::create_context() ──► Live ──destroy()──► Destroyed (consumed)
+///                                 │
+///                                 ├─ create_stream() ──► Stream<'ctx> borrows it
+///                                 └─ create_event()  ──► Event<'ctx, Created> borrows it
+/// ```
+///
+/// [`Context::destroy`] takes `self`, so it does not compile while a stream or event
+/// borrows the context (D3, E0505), and no stream can be used after its context is gone.
+///
+/// `Send + Sync`: a context may be used from several threads; each call binds it on the
+/// calling thread (see the [module docs](self)).
+pub struct Context<'dev> {
+    raw: aclrtContext,
+    id: u64,
+    device: i32,
+    api: &'static Api,
+    /// Join events of multi-stream waits (E5), destroyed once the stream they were issued on
+    /// has been synchronised (E9): `(stream, event)`.
+    deferred: Mutex<Vec<(aclrtStream, aclrtEvent)>>,
+    _device: PhantomData<&'dev crate::Device<'dev>>,
+}
+
+// SAFETY: the raw context is an opaque runtime handle; the runtime allows using a context from
+// any thread after making it current there, which every call does (D6). The deferred list is
+// behind a mutex.
+unsafe impl Send for Context<'_> {}
+// SAFETY: as above; shared references only issue runtime calls, which are thread-safe, and
+// the binding cache is per thread.
+unsafe impl Sync for Context<'_> {}
+
+impl<'dev> Context<'dev> {
+    pub(crate) fn create(api: &'static Api, device: i32) -> Result<Context<'dev>> {
+        let raw = api.create_context(device)?;
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        // aclrtCreateContext made it current on this thread (D2).
+        CURRENT.with(|c| c.set(id));
+        Ok(Context {
+            raw,
+            id,
+            device,
+            api,
+            deferred: Mutex::new(Vec::new()),
+            _device: PhantomData,
+        })
+    }
+
+    /// Makes this context current on the calling thread if it is not already (D6).
+    #[inline]
+    pub(crate) fn bind(&self) -> Result<()> {
+        if CURRENT.with(Cell::get) == self.id {
+            return Ok(());
+        }
+        self.bind_slow()
+    }
+
+    #[cold]
+    fn bind_slow(&self) -> Result<()> {
+        // SAFETY: `self.raw` is live: it is destroyed only by consuming `self`.
+        unsafe { self.api.set_current_context(self.raw)? };
+        CURRENT.with(|c| c.set(self.id));
+        Ok(())
+    }
+
+    pub(crate) fn api(&self) -> &'static Api {
+        self.api
+    }
+
+    /// The device this context belongs to.
+    pub fn device_id(&self) -> i32 {
+        self.device
+    }
+
+    /// The raw `aclrtContext`, for calls this crate does not wrap.
+    pub fn as_raw(&self) -> aclrtContext {
+        self.raw
+    }
+
+    /// `aclrtCreateStream` in this context: a [`Stream`] borrowing it.
+    pub fn create_stream(&self) -> Result<Stream<'_>> {
+        self.bind()?;
+        let raw = self.api.create_stream()?;
+        // SAFETY: `raw` was just created in this context and is owned by the new value only.
+        Ok(unsafe { Stream::from_raw(raw, self) })
+    }
+
+    /// `aclrtCreateEventWithFlag(&e, ACL_EVENT_SYNC)`: an [`Event`] in the *Created* state.
+    ///
+    /// Every event of the typed API carries `ACL_EVENT_SYNC`, so the E7 error (wait or reset
+    /// on an event without it) cannot happen.
+    pub fn create_event(&self) -> Result<Event<'_, Created>> {
+        self.bind()?;
+        let raw = self.api.create_event_with_flag(ACL_EVENT_SYNC)?;
+        Ok(Event::created(raw, self))
+    }
+
+    /// `aclrtSynchronizeDevice` (D4): blocks until all work on this context's device is done.
+    pub fn synchronize_device(&self) -> Result<()> {
+        self.bind()?;
+        self.api.synchronize_device()?;
+        self.destroy_deferred(None);
+        Ok(())
+    }
+
+    /// `aclrtSynchronizeDeviceWithTimeout` (D4): [`Error::Unsupported`](crate::Error::Unsupported)
+    /// on runtimes that lack it.
+    pub fn synchronize_device_with_timeout(&self, timeout: crate::Timeout) -> Result<()> {
+        self.bind()?;
+        self.api.synchronize_device_with_timeout(timeout.as_raw())?;
+        self.destroy_deferred(None);
+        Ok(())
+    }
+
+    pub(crate) fn defer_destroy(&self, stream: aclrtStream, event: aclrtEvent) {
+        let mut list = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
+        list.push((stream, event));
+    }
+
+    /// Destroys the deferred events issued on `stream` (all of them for `None`), whose tasks
+    /// the caller has just seen complete.
+    pub(crate) fn destroy_deferred(&self, stream: Option<aclrtStream>) {
+        let done: Vec<aclrtEvent> = {
+            let mut list = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
+            if list.is_empty() {
+                return;
+            }
+            let mut done = Vec::new();
+            list.retain(|&(s, e)| {
+                let finished = stream.is_none_or(|wanted| wanted == s);
+                if finished {
+                    done.push(e);
+                }
+                !finished
+            });
+            done
+        };
+        for event in done {
+            // SAFETY: the event was created by this crate, is referenced by no handle, and
+            // every task using it was on a stream that has just been synchronised (E9).
+            let result = unsafe { self.api.destroy_event(event) };
+            report_drop_error("join event", result);
+        }
+    }
+
+    fn release(&self) -> Result<()> {
+        // Every stream borrowing this context is gone, so their tasks are done.
+        self.destroy_deferred(None);
+        // SAFETY: `self.raw` is live and this is its only destruction (the value is consumed).
+        let result = unsafe { self.api.destroy_context(self.raw) };
+        forget_current();
+        result
+    }
+
+    /// `aclrtDestroyContext` (D3). Consumes the context: does not compile while a stream or
+    /// event borrows it. On failure the context is given back.
+    pub fn destroy(self) -> Result<(), Failed<Context<'dev>>> {
+        match self.release() {
+            Ok(()) => {
+                let mut this = ManuallyDrop::new(self);
+                // Free the (empty) list's buffer; nothing else owns heap memory.
+                drop(std::mem::take(
+                    this.deferred.get_mut().unwrap_or_else(|p| p.into_inner()),
+                ));
+                Ok(())
+            }
+            Err(e) => Err(Failed::new(e, self)),
+        }
+    }
+}
+
+impl Drop for Context<'_> {
+    fn drop(&mut self) {
+        report_drop_error("Context", self.release());
+    }
+}
+
+impl std::fmt::Debug for Context<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("raw", &self.raw)
+            .field("device", &self.device)
+            .finish()
+    }
+}

@@ -1,0 +1,94 @@
+//! Devices: `aclrtSetDevice` / `aclrtResetDevice` (D1, D3, D5).
+//!
+//! # States
+//!
+//! ```text
+//!   Acl::set_device(id) ──► Set ──create_context()──► Context (≥ 1 Context borrows it)
+//!                            ▲                              │ every Context destroyed
+//!                            └──────────────────────────────┘
+//!   Set ──reset()──► Reset (the value is consumed: no further call compiles)
+//! ```
+//!
+//! The states are carried by ownership rather than a marker parameter, because a device may
+//! hold several contexts at once: *Set* is a [`Device`] value, *Context* is a `Device` that a
+//! [`Context`] borrows, *Reset* is the device consumed by [`Device::reset`]. The borrow
+//! checker then enforces D3: `reset` takes `self`, so it does not compile while a context
+//! borrows the device (E0505), and nothing can be called on a device after reset (E0382).
+
+use std::marker::PhantomData;
+
+use crate::context::{self, Context};
+use crate::error::Result;
+use crate::runtime::report_drop_error;
+use crate::sys::loader::Api;
+
+/// A device made usable by `aclrtSetDevice` (D1); reset by [`Device::reset`] or, as a
+/// fallback, on drop.
+///
+/// Two `Device` values for the same id are allowed: set/reset are reference-counted by the
+/// runtime and each value pairs one set with one reset (D1).
+///
+/// `Send + Sync`: a device is an id; which thread uses it does not matter.
+///
+/// ```no_run
+/// # use ascend_typestate::Acl;
+/// let acl = Acl::init()?;
+/// let device = acl.set_device(0)?;      // D1
+/// let ctx = device.create_context()?;   // D2
+/// ctx.destroy()?;                       // D3: contexts before the device
+/// device.reset()?;                      // D3: the device before finalize
+/// acl.finalize()?;
+/// # Ok::<(), ascend_typestate::Error>(())
+/// ```
+pub struct Device<'acl> {
+    api: &'static Api,
+    id: i32,
+    _acl: PhantomData<&'acl crate::Acl>,
+}
+
+impl<'acl> Device<'acl> {
+    pub(crate) fn set(api: &'static Api, id: i32) -> Result<Device<'acl>> {
+        api.set_device(id)?;
+        // aclrtSetDevice made the device's default context current on this thread.
+        context::forget_current();
+        Ok(Device {
+            api,
+            id,
+            _acl: PhantomData,
+        })
+    }
+
+    /// The device id.
+    pub fn id(&self) -> i32 {
+        self.id
+    }
+
+    /// `aclrtCreateContext(&ctx, id)` (D2): a context on this device, borrowing it, current
+    /// on the calling thread. Streams and events are created in a context.
+    pub fn create_context(&self) -> Result<Context<'_>> {
+        Context::create(self.api, self.id)
+    }
+
+    /// `aclrtResetDevice(id)` (D1, D3). Consumes the device: does not compile while a
+    /// [`Context`] borrows it, and nothing can be called on it afterwards.
+    pub fn reset(self) -> Result<()> {
+        let this = std::mem::ManuallyDrop::new(self);
+        let result = this.api.reset_device(this.id);
+        context::forget_current();
+        result
+    }
+}
+
+impl Drop for Device<'_> {
+    fn drop(&mut self) {
+        let result = self.api.reset_device(self.id);
+        context::forget_current();
+        report_drop_error("Device", result);
+    }
+}
+
+impl std::fmt::Debug for Device<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Device").field("id", &self.id).finish()
+    }
+}

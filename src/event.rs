@@ -1,0 +1,531 @@
+//! Events and their typestate (E1-E9).
+//!
+//! # States
+//!
+//! ```text
+//!                  record(&s)                 wait(&s2, |w| … w.reset())
+//!   ┌─────────┐ ─────────────► ┌──────────┐ ───────────────────────────► ┌───────┐
+//!   │ Created │                │ Recorded │                              │ Reset │
+//!   └─────────┘                └──────────┘ ◄───────────────────────────  └───────┘
+//!                                  │  ▲                 record(&s)
+//!       synchronize / query /      │  │
+//!       elapsed_since (E2, E8) ────┘  └── inside the wait scope the event is `Waited`:
+//!                                         more streams may wait (E3); the scope must end
+//!                                         with `reset()` (E4)
+//! ```
+//!
+//! | state | allows | leaves by |
+//! |---|---|---|
+//! | [`Created`] | `record`, `destroy` | `record` → `Recorded` |
+//! | [`Recorded`] | `synchronize`, `query`, `elapsed_since`, `wait`, `destroy` | `wait` scope → `Reset` |
+//! | [`Waited`] (scope) | `also_wait`, `reset` | `reset` → proof [`ResetDone`] → `Reset` |
+//! | [`Reset`] | `record`, `destroy` | `record` → `Recorded` |
+//!
+//! What does not compile: waiting on a *Created* or *Reset* event (E1: no `wait` method),
+//! resetting an event that was never waited (no `reset` outside a wait scope), recording a
+//! waited event before its reset (the event is moved into the scope), and ending a wait
+//! scope without `reset()` (E4: the closure must return the [`ResetDone`] proof, which only
+//! [`Waited::reset`] creates, branded with the scope's own lifetime so that a proof from
+//! another scope does not fit).
+//!
+//! A panic or an early `Err` between wait and reset still compiles: the scope's `Drop`
+//! issues the reset on that path, so the event resource is never lost (E4).
+//!
+//! Several streams waiting on one event (E3) never see a reset overtake their wait (E5):
+//! when more than one stream waited, the reset is ordered after every wait by a join event
+//! recorded on each other waiting stream and waited on by the resetting stream. Join events
+//! are destroyed after the stream they were issued on is synchronised (E9).
+//!
+//! Every typed event is created with `ACL_EVENT_SYNC`, so the E7 error cannot occur.
+
+use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
+use std::ptr;
+
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::runtime::{Failed, Timeout, report_drop_error};
+use crate::stream::Stream;
+use crate::sys::bindings::ACL_EVENT_SYNC;
+use crate::sys::{aclrtEvent, aclrtStream};
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// The state of an [`Event`]. Sealed: the states are [`Created`], [`Recorded`] and [`Reset`].
+pub trait EventState: sealed::Sealed {
+    /// What `Drop`/`destroy` must wait for before `aclrtDestroyEvent` (E9).
+    #[doc(hidden)]
+    const PENDING: Pending;
+}
+
+/// What an event's pending tasks are, by state.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pending {
+    /// No task refers to the event.
+    Nothing,
+    /// A record task: wait for the event itself.
+    Record,
+    /// A reset task on the stream kept in the event (ordered after every wait on it).
+    ResetOnStream,
+}
+
+/// *Created*: never recorded. Allows [`Event::record`] and [`Event::destroy`]; cannot be
+/// waited on (E1).
+#[derive(Debug)]
+pub enum Created {}
+/// *Recorded*: a record task was issued. Allows `synchronize`, `query`, `elapsed_since`
+/// (E2, E8), and the [`Event::wait`] scope (E3, E4).
+#[derive(Debug)]
+pub enum Recorded {}
+/// *Reset*: waited and reset (E4). Allows [`Event::record`] again and [`Event::destroy`];
+/// cannot be waited on (E1).
+#[derive(Debug)]
+pub enum Reset {}
+
+impl sealed::Sealed for Created {}
+impl sealed::Sealed for Recorded {}
+impl sealed::Sealed for Reset {}
+impl EventState for Created {
+    const PENDING: Pending = Pending::Nothing;
+}
+impl EventState for Recorded {
+    const PENDING: Pending = Pending::Record;
+}
+impl EventState for Reset {
+    const PENDING: Pending = Pending::ResetOnStream;
+}
+
+/// States that can be recorded: [`Created`] and [`Reset`].
+pub trait Recordable: EventState {}
+impl Recordable for Created {}
+impl Recordable for Reset {}
+
+/// An `ACL_EVENT_SYNC` event in state `S`, usable by streams that outlive `'s`.
+///
+/// The lifetime `'s` shrinks to the shortest of the context and every stream the event was
+/// used on, so the event must be destroyed before those streams (D3), and destroying it
+/// first waits for the tasks that refer to it (E9): the record (`Recorded`) or the reset,
+/// which is ordered after every wait (`Reset`).
+///
+/// `Send`, not `Sync`: transitions consume the event; sharing it would let two threads
+/// race on one event's state.
+///
+/// Size: three pointers (the raw event, its context for binding (D6), and the stream of its
+/// last pending task, for E9).
+///
+/// ```no_run
+/// # use ascend_typestate::Acl;
+/// # let acl = Acl::init()?;
+/// # let device = acl.set_device(0)?;
+/// # let ctx = device.create_context()?;
+/// let (s1, s2) = (ctx.create_stream()?, ctx.create_stream()?);
+/// let event = ctx.create_event()?;        // Created
+/// let event = event.record(&s1)?;         // Recorded (E2)
+/// let event = event.wait(&s2, |waited| {  // s2 waits for s1's work (E3)
+///     // ... issue work on s2 that needs s1's results ...
+///     waited.reset()                      // E4: without this line, it does not compile
+/// })?;                                    // Reset
+/// let event = event.record(&s1)?;         // and again
+/// event.synchronize()?;
+/// event.destroy()?;
+/// # Ok::<(), ascend_typestate::Error>(())
+/// ```
+pub struct Event<'s, S: EventState> {
+    raw: aclrtEvent,
+    ctx: &'s Context<'s>,
+    /// The stream of the last pending task (`Reset`: the resetting stream), or null.
+    stream: aclrtStream,
+    _state: PhantomData<(S, std::cell::Cell<()>)>,
+}
+
+// SAFETY: the raw event is an opaque handle usable from any thread once its context is
+// current there, which every call ensures (D6); `Context` is `Sync`.
+unsafe impl<S: EventState> Send for Event<'_, S> {}
+
+impl<'s, S: EventState> Event<'s, S> {
+    /// Moves the fields into a value of another state without running `Drop`.
+    fn into_state<T: EventState>(self, stream: aclrtStream) -> Event<'s, T> {
+        let this = ManuallyDrop::new(self);
+        Event {
+            raw: this.raw,
+            ctx: this.ctx,
+            stream,
+            _state: PhantomData,
+        }
+    }
+
+    /// The raw `aclrtEvent`, for calls this crate does not wrap.
+    pub fn as_raw(&self) -> aclrtEvent {
+        self.raw
+    }
+
+    /// The context the event was created in.
+    pub fn context(&self) -> &'s Context<'s> {
+        self.ctx
+    }
+
+    fn release(&self) -> Result<()> {
+        let api = self.ctx.api();
+        self.ctx.bind()?;
+        match S::PENDING {
+            Pending::Nothing => {}
+            // SAFETY: the event is live for as long as `self`.
+            Pending::Record => unsafe { api.synchronize_event(self.raw)? },
+            Pending::ResetOnStream => {}
+        }
+        // Every reset of the event is ordered after the waits of its scope and after the
+        // previous reset (joins in `Waited::reset`), so the last resetting stream passing its
+        // reset means no wait or reset refers to the event any more (E9).
+        if S::PENDING != Pending::Nothing && !self.stream.is_null() {
+            // SAFETY: `'s` keeps the resetting stream alive as long as the event.
+            unsafe { api.synchronize_stream(self.stream)? };
+            self.ctx.destroy_deferred(Some(self.stream));
+        }
+        // SAFETY: the event is live, no issued task refers to it any more (E9: waited for
+        // above), and the value is consumed or being dropped, so this is its only destruction.
+        unsafe { api.destroy_event(self.raw) }
+    }
+
+    /// Waits for the tasks that refer to the event (E9), then `aclrtDestroyEvent`. On failure
+    /// the event is given back in its state.
+    pub fn destroy(self) -> Result<(), Failed<Event<'s, S>>> {
+        match self.release() {
+            Ok(()) => {
+                let _ = ManuallyDrop::new(self);
+                Ok(())
+            }
+            Err(e) => Err(Failed::new(e, self)),
+        }
+    }
+}
+
+impl<'s> Event<'s, Created> {
+    pub(crate) fn created(raw: aclrtEvent, ctx: &'s Context<'s>) -> Self {
+        Event {
+            raw,
+            ctx,
+            stream: ptr::null_mut(),
+            _state: PhantomData,
+        }
+    }
+}
+
+/// A created event is as good as a reset one (both can only be recorded): this lets a loop
+/// whose body leaves the event *Reset* start from a fresh event.
+///
+/// ```no_run
+/// # use ascend_typestate::{Acl, Event, Reset};
+/// # let acl = Acl::init()?;
+/// # let device = acl.set_device(0)?;
+/// # let ctx = device.create_context()?;
+/// # let (s1, s2) = (ctx.create_stream()?, ctx.create_stream()?);
+/// let mut event: Event<'_, Reset> = ctx.create_event()?.into();
+/// for _frame in 0..3 {
+///     event = event.record(&s1)?.wait(&s2, |w| w.reset())?;
+/// }
+/// # Ok::<(), ascend_typestate::Error>(())
+/// ```
+impl<'s> From<Event<'s, Created>> for Event<'s, Reset> {
+    fn from(event: Event<'s, Created>) -> Self {
+        event.into_state(ptr::null_mut())
+    }
+}
+
+impl<'s, S: Recordable> Event<'s, S> {
+    /// `aclrtRecordEvent(event, stream)` (E2): the event completes when the tasks issued on
+    /// `stream` so far are done. On failure the event is given back unchanged.
+    pub fn record<'t>(
+        self,
+        stream: &'t Stream<'_>,
+    ) -> Result<Event<'t, Recorded>, Failed<Event<'s, S>>>
+    where
+        's: 't,
+    {
+        if let Err(e) = self.check_stream(stream).and_then(|()| stream.bind()) {
+            return Err(Failed::new(e, self));
+        }
+        // SAFETY: both handles are live (borrowed), and the stream's context is current.
+        match unsafe { self.ctx.api().record_event(self.raw, stream.as_raw()) } {
+            Ok(()) => {
+                // Keep the last resetting stream: its reset may still be pending (E9).
+                let reset_stream = self.stream;
+                Ok(self.into_state(reset_stream))
+            }
+            Err(e) => Err(Failed::new(e, self)),
+        }
+    }
+}
+
+impl<S: EventState> Event<'_, S> {
+    fn check_stream(&self, stream: &Stream<'_>) -> Result<()> {
+        check_stream(self.ctx, stream)
+    }
+}
+
+impl<'s> Event<'s, Recorded> {
+    /// `aclrtSynchronizeEvent` (E2): blocks the host until the event completes.
+    pub fn synchronize(&self) -> Result<()> {
+        // SAFETY: the event is live.
+        unsafe { self.ctx.api().synchronize_event(self.raw) }
+    }
+
+    /// `aclrtSynchronizeEventWithTimeout` (E6). [`Error::Unsupported`] on runtimes that
+    /// lack it; [`AclError::RtEventSyncTimeout`](crate::AclError::RtEventSyncTimeout) on timeout.
+    pub fn synchronize_with(&self, timeout: Timeout) -> Result<()> {
+        // SAFETY: the event is live; `Timeout` holds only -1 or > 0 (E6).
+        unsafe {
+            self.ctx
+                .api()
+                .synchronize_event_with_timeout(self.raw, timeout.as_raw())
+        }
+    }
+
+    /// `aclrtQueryEventStatus` (E2): whether the event has completed, without blocking.
+    pub fn is_complete(&self) -> Result<bool> {
+        // SAFETY: the event is live.
+        unsafe { self.ctx.api().query_event_status(self.raw) }
+    }
+
+    /// `aclrtEventElapsedTime(&ms, start, self)` (E8): milliseconds from `start` to this
+    /// event. Both must be complete (synchronise first), else
+    /// [`AclError::RtInternalError`](crate::AclError::RtInternalError).
+    pub fn elapsed_since(&self, start: &Event<'_, Recorded>) -> Result<f32> {
+        // SAFETY: both events are live.
+        unsafe { self.ctx.api().event_elapsed_time(start.raw, self.raw) }
+    }
+
+    /// The wait scope (E1, E3, E4, E5): `stream` waits for this event
+    /// (`aclrtStreamWaitEvent`), then `body` runs with the [`Waited`] scope, in which more
+    /// streams may wait ([`Waited::also_wait`]) and which must end with [`Waited::reset`]:
+    /// the closure has to return the [`ResetDone`] proof that only `reset` creates.
+    ///
+    /// If `body` returns an error or panics, the reset is issued anyway (on unwind, by the
+    /// scope's `Drop`) and the error is returned with the event, in the *Reset* state.
+    /// If the first wait cannot be issued, the event comes back *Recorded*.
+    pub fn wait<'t, F>(
+        self,
+        stream: &'t Stream<'_>,
+        body: F,
+    ) -> Result<Event<'t, Reset>, WaitError<'t>>
+    where
+        's: 't,
+        F: for<'id> FnOnce(Waited<'id, 't>) -> Result<ResetDone<'id>>,
+    {
+        if let Err(e) = self.issue_wait(stream) {
+            return Err(WaitError::NotWaited(Failed::new(e, self)));
+        }
+        let ctx: &'t Context<'t> = self.ctx;
+        let raw = self.raw;
+        let previous_reset = self.stream;
+        let _ = ManuallyDrop::new(self);
+        // Owns the event while `body` runs: if `body` panics, the scope's reset is issued
+        // first (dropping `Waited`), then this releases the event (E9), so nothing leaks.
+        let event = Event {
+            raw,
+            ctx,
+            stream: stream.as_raw(),
+            _state: PhantomData,
+        };
+        let scope = Waited {
+            raw,
+            ctx,
+            reset_stream: stream,
+            previous_reset,
+            others: Vec::new(),
+            done: false,
+            _brand: PhantomData,
+        };
+        match body(scope) {
+            Ok(ResetDone { .. }) => Ok(event),
+            Err(error) => Err(WaitError::Reset(Failed::new(error, event))),
+        }
+    }
+
+    fn issue_wait(&self, stream: &Stream<'_>) -> Result<()> {
+        self.check_stream(stream)?;
+        stream.bind()?;
+        // SAFETY: both handles are live (borrowed), the stream's context is current, and
+        // the event was recorded (E1): waiting on it cannot hang.
+        unsafe { self.ctx.api().stream_wait_event(stream.as_raw(), self.raw) }
+    }
+}
+
+impl<S: EventState> Drop for Event<'_, S> {
+    fn drop(&mut self) {
+        report_drop_error("Event", self.release());
+    }
+}
+
+impl<S: EventState> std::fmt::Debug for Event<'_, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Event")
+            .field("raw", &self.raw)
+            .field("state", &std::any::type_name::<S>())
+            .finish()
+    }
+}
+
+/// The typed API keeps an event to the streams of its own context (see
+/// [`Error::ContextMismatch`]); streams of another device are [`Error::DeviceMismatch`].
+fn check_stream(ctx: &Context<'_>, stream: &Stream<'_>) -> Result<()> {
+    let expected = ctx.device_id();
+    let found = stream.context().device_id();
+    if found != expected {
+        return Err(Error::DeviceMismatch {
+            what: "the stream",
+            expected,
+            found,
+        });
+    }
+    if !ptr::eq(ctx.as_raw(), stream.context().as_raw()) {
+        return Err(Error::ContextMismatch { what: "the stream" });
+    }
+    Ok(())
+}
+
+/// An invariant lifetime: the brand that ties a [`ResetDone`] to its own wait scope.
+type Brand<'id> = PhantomData<fn(&'id ()) -> &'id ()>;
+
+/// The *Waited* state: the scope of [`Event::wait`]. One or more streams wait on the event;
+/// the scope ends with [`Waited::reset`] (E4), or, on a panic or early error, with the reset
+/// issued by `Drop`.
+pub struct Waited<'id, 't> {
+    raw: aclrtEvent,
+    ctx: &'t Context<'t>,
+    reset_stream: &'t Stream<'t>,
+    /// The stream of the event's previous reset (null if none): the new reset is ordered
+    /// after it, so that syncing the last resetting stream covers every task (E9).
+    previous_reset: aclrtStream,
+    others: Vec<&'t Stream<'t>>,
+    done: bool,
+    _brand: Brand<'id>,
+}
+
+/// Proof that a wait scope's reset was issued (E4). Only [`Waited::reset`] creates one, and
+/// only for its own scope (`'id`).
+#[must_use = "return it from the wait scope"]
+pub struct ResetDone<'id> {
+    _brand: Brand<'id>,
+}
+
+impl<'id, 't> Waited<'id, 't> {
+    /// Another stream waits on the event too (E3). The reset will be ordered after this wait
+    /// (E5). The stream must be in the same context as the first waiting stream.
+    pub fn also_wait(&mut self, stream: &'t Stream<'_>) -> Result<()> {
+        check_stream(self.ctx, stream)?;
+        stream.bind()?;
+        // SAFETY: both handles are live, the stream's context is current, and the event was
+        // recorded before the scope began (E1).
+        unsafe {
+            self.ctx
+                .api()
+                .stream_wait_event(stream.as_raw(), self.raw)?
+        };
+        self.others.push(stream);
+        Ok(())
+    }
+
+    /// The raw event, for tasks this crate does not wrap.
+    pub fn as_raw(&self) -> aclrtEvent {
+        self.raw
+    }
+
+    /// `aclrtResetEvent(event, stream)` on the first waiting stream (E4), ordered after every
+    /// other wait of the scope (E5). Returns the proof the scope must return.
+    pub fn reset(mut self) -> Result<ResetDone<'id>> {
+        let result = self.issue_reset();
+        // Whatever happened, do not reset a second time from `Drop`.
+        self.done = true;
+        result.map(|()| ResetDone {
+            _brand: PhantomData,
+        })
+    }
+
+    fn issue_reset(&self) -> Result<()> {
+        let api = self.ctx.api();
+        let target = self.reset_stream;
+        let mut joined: Vec<aclrtStream> = Vec::new();
+        let sources = self
+            .others
+            .iter()
+            .map(|s| s.as_raw())
+            .chain((!self.previous_reset.is_null()).then_some(self.previous_reset));
+        // Every stream is in the event's context (checked when it was used), so one binding
+        // serves all the calls below (D6).
+        self.ctx.bind()?;
+        for other in sources {
+            if other == target.as_raw() || joined.contains(&other) {
+                continue;
+            }
+            joined.push(other);
+            // E5: join `other` (after its wait, or its earlier reset) into `target`.
+            let join = api.create_event_with_flag(ACL_EVENT_SYNC)?;
+            // SAFETY: `join` is fresh; both streams are live and in the current context (one
+            // context per scope, checked in `also_wait`); `join` is recorded before it is
+            // waited on (E1), and reset right after the wait on its only waiting stream (E4).
+            let issued = unsafe {
+                api.record_event(join, other)
+                    .and_then(|()| api.stream_wait_event(target.as_raw(), join))
+                    .and_then(|()| api.reset_event(join, target.as_raw()))
+            };
+            // Destroyed once `target` is synchronised (E9), whether or not all was issued.
+            self.ctx.defer_destroy(target.as_raw(), join);
+            issued?;
+        }
+        // SAFETY: both handles are live, the stream's context is current, and the stream has
+        // waited on the event (E1 order: record, wait, reset).
+        unsafe { api.reset_event(self.raw, target.as_raw()) }
+    }
+}
+
+impl Drop for Waited<'_, '_> {
+    fn drop(&mut self) {
+        if !self.done {
+            // A panic or an early return inside the scope: still release the event (E4).
+            report_drop_error("Waited (reset on unwind)", self.issue_reset());
+        }
+    }
+}
+
+/// Why a wait scope failed; the event is always handed back.
+#[derive(Debug)]
+pub enum WaitError<'t> {
+    /// The first wait could not be issued: the event is still *Recorded*.
+    NotWaited(Failed<Event<'t, Recorded>>),
+    /// The scope's body returned an error; the reset was issued anyway: *Reset*.
+    Reset(Failed<Event<'t, Reset>>),
+}
+
+impl WaitError<'_> {
+    /// The error.
+    pub fn error(&self) -> &Error {
+        match self {
+            WaitError::NotWaited(f) => &f.error,
+            WaitError::Reset(f) => &f.error,
+        }
+    }
+}
+
+impl std::fmt::Display for WaitError<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self.error(), f)
+    }
+}
+
+impl std::error::Error for WaitError<'_> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(self.error())
+    }
+}
+
+impl From<WaitError<'_>> for Error {
+    fn from(e: WaitError<'_>) -> Error {
+        match e {
+            WaitError::NotWaited(f) => f.error,
+            WaitError::Reset(f) => f.error,
+        }
+    }
+}

@@ -1,0 +1,288 @@
+//! The process token [`Acl`], timeouts, and what happens to errors no caller can receive.
+
+use std::ffi::CString;
+use std::fmt;
+use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
+use std::sync::RwLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::sys::loader::{Api, LoadOptions, load_global};
+
+/// Whether an [`Acl`] is alive in this process (P2).
+static ALIVE: AtomicBool = AtomicBool::new(false);
+
+/// The initialised runtime: proof that `aclInit` succeeded and `aclFinalize` has not run.
+///
+/// Everything else in this crate borrows from an `Acl` (a [`Device`] borrows it, a
+/// [`Context`](crate::Context) borrows the device, and so on), so:
+///
+/// * no runtime call can be written without one (P1): there is no other way to get a handle;
+/// * [`Acl::finalize`] consumes it, so it cannot run while anything borrowed from it is alive
+///   (P2, D3): the borrow checker rejects the call (E0505);
+/// * a second live `Acl` in the process is [`Error::AlreadyInitialized`] (P2).
+///
+/// States: *initialised* (a value exists) → *finalized* (consumed by [`finalize`](Acl::finalize),
+/// or by `Drop` as a fallback, whose error goes to the [drop-error handler](set_drop_error_handler)).
+///
+/// `Send + Sync`: the runtime's process state is not tied to a thread.
+///
+/// ```no_run
+/// use ascend_typestate::Acl;
+/// let acl = Acl::init()?;
+/// let device = acl.set_device(0)?;
+/// device.reset()?;
+/// acl.finalize()?;
+/// # Ok::<(), ascend_typestate::Error>(())
+/// ```
+pub struct Acl {
+    api: &'static Api,
+    // Not constructible outside this module.
+    _private: PhantomData<()>,
+}
+
+/// How to initialise the runtime: which library, which configuration file.
+#[derive(Clone, Debug, Default)]
+pub struct InitOptions {
+    load: LoadOptions,
+    config: Option<CString>,
+}
+
+impl InitOptions {
+    /// Load the runtime library from exactly this path (see [`crate::sys::loader`]).
+    pub fn library(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.load = self.load.path(path);
+        self
+    }
+
+    /// Pass this JSON configuration file to `aclInit`.
+    pub fn config(mut self, path: &std::path::Path) -> Result<Self> {
+        let bytes = path.as_os_str().as_encoded_bytes().to_vec();
+        let c = CString::new(bytes)
+            .map_err(|_| Error::InvalidArgument("the configuration path contains a NUL byte"))?;
+        self.config = Some(c);
+        Ok(self)
+    }
+}
+
+impl Acl {
+    /// Loads the runtime library (search order of [`crate::sys::loader`]) and calls `aclInit`.
+    pub fn init() -> Result<Acl> {
+        Acl::init_with(&InitOptions::default())
+    }
+
+    /// As [`Acl::init`], with a chosen library and configuration file.
+    pub fn init_with(options: &InitOptions) -> Result<Acl> {
+        if ALIVE
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return Err(Error::AlreadyInitialized);
+        }
+        let result = load_global(&options.load)
+            .map_err(Error::from)
+            .and_then(|api| api.init(options.config.as_deref()).map(|()| api));
+        match result {
+            Ok(api) => Ok(Acl {
+                api,
+                _private: PhantomData,
+            }),
+            Err(e) => {
+                ALIVE.store(false, Ordering::Release);
+                Err(e)
+            }
+        }
+    }
+
+    /// `aclrtSetDevice(id)` (D1): a [`Device`] in the *Set* state, borrowing this token.
+    pub fn set_device(&self, id: i32) -> Result<Device<'_>> {
+        Device::set(self.api, id)
+    }
+
+    /// `aclrtGetDeviceCount`.
+    pub fn device_count(&self) -> Result<u32> {
+        self.api.get_device_count()
+    }
+
+    /// `aclrtGetRunMode`: `true` when this process runs on the device itself (`ACL_DEVICE`,
+    /// e.g. on an Atlas 200/500 A2 board).
+    pub fn runs_on_device(&self) -> Result<bool> {
+        Ok(self.api.get_run_mode()? == crate::sys::bindings::ACL_DEVICE)
+    }
+
+    /// `aclrtSetOpWaitTimeout(seconds)` (P3): stream waits issued from now on fail after
+    /// `seconds` (`0`: never); the failure surfaces at the next stream synchronisation.
+    pub fn set_op_wait_timeout(&self, seconds: u32) -> Result<()> {
+        self.api.set_op_wait_timeout(seconds)
+    }
+
+    /// The loaded library: the raw [`result`](crate::result) layer, for calls this crate does
+    /// not wrap. Handles created through it are not tracked by the typestate API.
+    pub fn api(&self) -> &'static Api {
+        self.api
+    }
+
+    /// `aclFinalize` (P2). Consumes the token; cannot be called while a device, context,
+    /// stream, event, buffer or report thread borrowed from it is alive.
+    pub fn finalize(self) -> Result<()> {
+        let this = ManuallyDrop::new(self);
+        let result = this.api.finalize();
+        ALIVE.store(false, Ordering::Release);
+        result
+    }
+}
+
+impl Drop for Acl {
+    fn drop(&mut self) {
+        let result = self.api.finalize();
+        ALIVE.store(false, Ordering::Release);
+        report_drop_error("Acl", result);
+    }
+}
+
+impl fmt::Debug for Acl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Acl")
+            .field("library", &self.api.path())
+            .finish()
+    }
+}
+
+/// A timeout in the runtime's convention: forever (`-1`) or a positive number of milliseconds
+/// (S3, E6, C6). `0` and values below `-1` cannot be written.
+///
+/// Literals are checked at compile time by [`timeout!`](crate::timeout); run-time values go
+/// through [`Timeout::from_millis`], which returns `None` for `0`.
+///
+/// ```
+/// use ascend_typestate::{timeout, Timeout};
+/// let t = timeout!(250);
+/// assert_eq!(t.as_raw(), 250);
+/// assert_eq!(timeout!(forever), Timeout::FOREVER);
+/// assert_eq!(Timeout::from_millis(0), None);
+/// ```
+///
+/// ```compile_fail
+/// let t = ascend_typestate::timeout!(0); // S3: 0 is not a timeout
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Timeout(i32);
+
+impl Timeout {
+    /// Wait forever (`-1`).
+    pub const FOREVER: Timeout = Timeout(-1);
+
+    /// A timeout of `ms` milliseconds; `None` for `0` or more than `i32::MAX`.
+    pub const fn from_millis(ms: u32) -> Option<Timeout> {
+        if ms == 0 || ms > i32::MAX as u32 {
+            None
+        } else {
+            Some(Timeout(ms as i32))
+        }
+    }
+
+    /// A timeout from a duration, rounded up to whole milliseconds; `None` for zero or a
+    /// duration above `i32::MAX` ms.
+    pub fn from_duration(duration: std::time::Duration) -> Option<Timeout> {
+        let ms = duration.as_nanos().div_ceil(1_000_000);
+        u32::try_from(ms).ok().and_then(Timeout::from_millis)
+    }
+
+    /// The raw value passed to the runtime: `-1` or `> 0`.
+    pub const fn as_raw(self) -> i32 {
+        self.0
+    }
+}
+
+/// A [`Timeout`] checked at compile time: `timeout!(forever)` or `timeout!(MS)` with
+/// `1 <= MS <= i32::MAX`. `timeout!(0)` does not compile (S3, E6, C6).
+#[macro_export]
+macro_rules! timeout {
+    (forever) => {
+        $crate::Timeout::FOREVER
+    };
+    ($ms:expr) => {{
+        const TIMEOUT: $crate::Timeout = match $crate::Timeout::from_millis($ms) {
+            Some(t) => t,
+            None => panic!("a timeout is `forever` or 1..=i32::MAX milliseconds (S3, E6, C6)"),
+        };
+        TIMEOUT
+    }};
+}
+
+/// A failed transition: the error, and the value it was applied to, unchanged, so that
+/// nothing is lost (a failed `record` gives the event back in its previous state).
+///
+/// `?` converts it into [`Error`], dropping the value (whose `Drop` releases it).
+pub struct Failed<T> {
+    /// What went wrong.
+    pub error: Error,
+    /// The value, in the state it had before the failed call.
+    pub value: T,
+}
+
+impl<T> Failed<T> {
+    pub(crate) fn new(error: Error, value: T) -> Self {
+        Failed { error, value }
+    }
+
+    /// Splits into the error and the value.
+    pub fn into_parts(self) -> (Error, T) {
+        (self.error, self.value)
+    }
+}
+
+impl<T> fmt::Debug for Failed<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Failed")
+            .field("error", &self.error)
+            .field("value", &std::any::type_name::<T>())
+            .finish()
+    }
+}
+
+impl<T> fmt::Display for Failed<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.error, f)
+    }
+}
+
+impl<T> std::error::Error for Failed<T> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+impl<T> From<Failed<T>> for Error {
+    fn from(failed: Failed<T>) -> Error {
+        failed.error
+    }
+}
+
+/// Receives errors that happened where no caller can receive them: in `Drop` fallbacks.
+pub type DropErrorHandler = fn(what: &'static str, error: &Error);
+
+fn default_drop_error_handler(what: &'static str, error: &Error) {
+    eprintln!("ascend-typestate: error while dropping {what}: {error}");
+}
+
+static DROP_ERROR_HANDLER: RwLock<DropErrorHandler> = RwLock::new(default_drop_error_handler);
+
+/// Sets what happens to an error raised by a `Drop` fallback (a stream dropped without
+/// `destroy`, ...). The default prints it to stderr; it is never silently discarded.
+/// Prefer the explicit, fallible `destroy`/`finalize` methods, which return the error.
+pub fn set_drop_error_handler(handler: DropErrorHandler) {
+    let mut slot = DROP_ERROR_HANDLER
+        .write()
+        .unwrap_or_else(|p| p.into_inner());
+    *slot = handler;
+}
+
+pub(crate) fn report_drop_error(what: &'static str, result: Result<()>) {
+    if let Err(error) = result {
+        let handler = *DROP_ERROR_HANDLER.read().unwrap_or_else(|p| p.into_inner());
+        handler(what, &error);
+    }
+}

@@ -1,0 +1,140 @@
+//! Streams: ordered task queues (S1-S4).
+
+use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
+
+use crate::context::Context;
+use crate::error::Result;
+use crate::runtime::{Failed, Timeout, report_drop_error};
+use crate::sys::aclrtStream;
+
+/// A stream created by [`Context::create_stream`], borrowing its context.
+///
+/// # States
+///
+/// ```text
+///  Context::create_stream() ──► Live ──destroy()──► Destroyed (consumed)
+///                                 │  tasks issued: record, wait, copies, callbacks (S1)
+///                                 └─ synchronize() / synchronize_with(timeout) (S2, S3)
+/// ```
+///
+/// * It cannot outlive its context, and the context cannot be destroyed while it lives (D3).
+/// * [`Stream::destroy`] synchronises before destroying (S4) and returns any error; `Drop`
+///   does the same as a fallback and hands errors to the
+///   [drop-error handler](crate::set_drop_error_handler).
+/// * Every call binds the stream's context on the calling thread (D6), so a stream can be
+///   moved to another thread and used there.
+///
+/// `Send`, not `Sync`: tasks issued from two threads at once would have no defined order
+/// (S1); move the stream (or use one stream per thread) instead.
+///
+/// Size: two pointers, the raw `aclrtStream` and the context it needs for binding.
+///
+/// ```no_run
+/// # use ascend_typestate::Acl;
+/// # let acl = Acl::init()?;
+/// # let device = acl.set_device(0)?;
+/// let ctx = device.create_context()?;
+/// let stream = ctx.create_stream()?;
+/// stream.synchronize()?;              // S2
+/// stream.destroy()?;                  // S4: synchronised, then destroyed
+/// # Ok::<(), ascend_typestate::Error>(())
+/// ```
+pub struct Stream<'ctx> {
+    raw: aclrtStream,
+    ctx: &'ctx Context<'ctx>,
+    _not_sync: PhantomData<std::cell::Cell<()>>,
+}
+
+// SAFETY: the raw stream is an opaque handle the runtime lets any thread use once the
+// stream's context is current there; every call binds it first (D6). `Context` is `Sync`,
+// so the `&Context` may cross threads.
+unsafe impl Send for Stream<'_> {}
+
+impl<'ctx> Stream<'ctx> {
+    /// # Safety
+    /// `raw` is a live stream created in `ctx`, owned by nothing else.
+    pub(crate) unsafe fn from_raw(raw: aclrtStream, ctx: &'ctx Context<'ctx>) -> Self {
+        Stream {
+            raw,
+            ctx,
+            _not_sync: PhantomData,
+        }
+    }
+
+    /// The raw `aclrtStream`, for calls this crate does not wrap.
+    pub fn as_raw(&self) -> aclrtStream {
+        self.raw
+    }
+
+    /// The context the stream was created in.
+    pub fn context(&self) -> &'ctx Context<'ctx> {
+        self.ctx
+    }
+
+    /// Makes the stream's context current on this thread (D6).
+    #[inline]
+    pub(crate) fn bind(&self) -> Result<()> {
+        self.ctx.bind()
+    }
+
+    /// `aclrtSynchronizeStream` (S2): blocks until every task issued on the stream is done,
+    /// and returns the errors of its asynchronous tasks (a timed-out wait, P3).
+    pub fn synchronize(&self) -> Result<()> {
+        // SAFETY: `self.raw` is live for as long as `self`.
+        unsafe { self.ctx.api().synchronize_stream(self.raw)? };
+        self.ctx.destroy_deferred(Some(self.raw));
+        Ok(())
+    }
+
+    /// `aclrtSynchronizeStreamWithTimeout` (S3): as [`synchronize`](Self::synchronize), giving
+    /// up after `timeout` with [`AclError::RtStreamSyncTimeout`](crate::AclError::RtStreamSyncTimeout).
+    pub fn synchronize_with(&self, timeout: Timeout) -> Result<()> {
+        // SAFETY: `self.raw` is live; `Timeout` holds only -1 or > 0 (S3).
+        unsafe {
+            self.ctx
+                .api()
+                .synchronize_stream_with_timeout(self.raw, timeout.as_raw())?
+        };
+        self.ctx.destroy_deferred(Some(self.raw));
+        Ok(())
+    }
+
+    fn release(&self) -> Result<()> {
+        self.bind()?;
+        self.synchronize()?;
+        // SAFETY: `self.raw` is live, its context is current (bound above), every task is done
+        // (S4), and the value is consumed or being dropped, so this is the only destruction.
+        unsafe { self.ctx.api().destroy_stream(self.raw) }
+    }
+
+    /// Synchronises (S4), then `aclrtDestroyStream`. On failure the stream is given back.
+    pub fn destroy(self) -> Result<(), Failed<Stream<'ctx>>> {
+        match self.release() {
+            Ok(()) => {
+                let _ = ManuallyDrop::new(self);
+                Ok(())
+            }
+            Err(e) => Err(Failed::new(e, self)),
+        }
+    }
+}
+
+impl Drop for Stream<'_> {
+    fn drop(&mut self) {
+        // Fallback: report a failed synchronisation, but destroy the stream anyway, so that
+        // the handle is not lost (the explicit `destroy` gives the stream back instead).
+        if let Err(e) = self.bind().and_then(|()| self.synchronize()) {
+            report_drop_error("Stream (synchronize)", Err(e));
+        }
+        // SAFETY: `self.raw` is live and this is its only destruction (the value is dropped).
+        let result = unsafe { self.ctx.api().destroy_stream(self.raw) };
+        report_drop_error("Stream", result);
+    }
+}
+
+impl std::fmt::Debug for Stream<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stream").field("raw", &self.raw).finish()
+    }
+}

@@ -1,0 +1,152 @@
+//! Access to the simulator from integration tests: one runtime session at a time per test
+//! process (the runtime is process-wide, P2), and the simulator's extension API (`aclsim*`:
+//! checker findings, live-object count, synthetic kernels).
+
+use std::ffi::{c_char, c_void};
+use std::sync::{Mutex, MutexGuard};
+
+use ascend_typestate::{Acl, InitOptions};
+
+static RUNTIME: Mutex<()> = Mutex::new(());
+
+/// One checker finding: its rule ID (`"E4"`) and message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    pub rule: String,
+    pub message: String,
+}
+
+/// A test's exclusive use of the simulated runtime.
+pub struct Session {
+    pub acl: Option<Acl>,
+    pub sim: Sim,
+    _lock: MutexGuard<'static, ()>,
+}
+
+impl Session {
+    /// Takes the runtime (waiting for other tests of this process), clears old findings and
+    /// initialises it through the simulator.
+    pub fn start() -> Session {
+        let lock = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
+        let path = super::simulator_path();
+        let sim = Sim::open(&path);
+        sim.clear_findings();
+        let acl = Acl::init_with(&InitOptions::default().library(&path)).expect("aclInit");
+        Session {
+            acl: Some(acl),
+            sim,
+            _lock: lock,
+        }
+    }
+
+    pub fn acl(&self) -> &Acl {
+        self.acl.as_ref().expect("the session's Acl was finalized")
+    }
+
+    /// Finalizes and returns every finding made during the session (leaks included, P2).
+    pub fn finish(mut self) -> Vec<Finding> {
+        if let Some(acl) = self.acl.take() {
+            acl.finalize().expect("aclFinalize");
+        }
+        self.sim.findings()
+    }
+}
+
+type KernelFn = unsafe extern "C" fn(*mut c_void, *const *mut c_void, usize);
+
+/// The simulator's extension API, resolved from the same loaded library.
+pub struct Sim {
+    lib: libloading::Library,
+}
+
+impl Sim {
+    pub fn open(path: &std::path::Path) -> Sim {
+        // SAFETY: the simulator; opening it again returns the already loaded instance.
+        let lib = unsafe { libloading::Library::new(path) }.expect("open the simulator");
+        Sim { lib }
+    }
+
+    fn symbol<T: Copy>(&self, name: &str) -> T {
+        // SAFETY: the aclsim.h prototypes, mirrored by the callers' types.
+        unsafe {
+            *self
+                .lib
+                .get::<T>(name.as_bytes())
+                .unwrap_or_else(|e| panic!("{name}: {e}"))
+        }
+    }
+
+    pub fn clear_findings(&self) {
+        let f: unsafe extern "C" fn() = self.symbol("aclsimClearFindings");
+        // SAFETY: no arguments.
+        unsafe { f() }
+    }
+
+    pub fn findings(&self) -> Vec<Finding> {
+        let count: unsafe extern "C" fn() -> usize = self.symbol("aclsimFindingCount");
+        let get: unsafe extern "C" fn(usize, *mut c_char, usize, *mut c_char, usize) -> i32 =
+            self.symbol("aclsimGetFinding");
+        // SAFETY: no arguments.
+        let n = unsafe { count() };
+        (0..n)
+            .map(|i| {
+                let mut rule = [0u8; 16];
+                let mut message = vec![0u8; 4096];
+                // SAFETY: both buffers are writable for the capacities given.
+                let rc = unsafe {
+                    get(
+                        i,
+                        rule.as_mut_ptr().cast(),
+                        rule.len(),
+                        message.as_mut_ptr().cast(),
+                        message.len(),
+                    )
+                };
+                assert_eq!(rc, 0, "aclsimGetFinding({i})");
+                let text = |b: &[u8]| {
+                    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+                    String::from_utf8_lossy(&b[..end]).into_owned()
+                };
+                Finding {
+                    rule: text(&rule),
+                    message: text(&message),
+                }
+            })
+            .collect()
+    }
+
+    pub fn live_objects(&self) -> usize {
+        let f: unsafe extern "C" fn() -> usize = self.symbol("aclsimLiveObjectCount");
+        // SAFETY: no arguments.
+        unsafe { f() }
+    }
+
+    /// Enqueues a synthetic kernel of `micros` µs on a raw stream (no body, no buffers).
+    pub fn sleep_kernel(&self, stream: *mut c_void, micros: u64) {
+        let f: unsafe extern "C" fn(
+            *mut c_void,
+            u64,
+            Option<KernelFn>,
+            *mut c_void,
+            *const *mut c_void,
+            usize,
+        ) -> i32 = self.symbol("aclsimLaunchKernel");
+        // SAFETY: a live stream of the current context (the caller binds it), no buffers.
+        let rc = unsafe {
+            f(
+                stream,
+                micros,
+                None,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                0,
+            )
+        };
+        assert_eq!(rc, 0, "aclsimLaunchKernel");
+    }
+}
+
+/// Asserts that a session produced no finding.
+pub fn assert_no_findings(findings: &[Finding]) {
+    assert!(findings.is_empty(), "checker findings: {findings:#?}");
+}

@@ -1,0 +1,243 @@
+//! The typestate core on the simulator: the seed 000 samples in typed form (E2, E3, S2, D4),
+//! multi-stream waits (E3, E5), the panic/early-error paths of a wait scope (E4), failed
+//! transitions that give the value back, and work moved to a second thread (D6).
+//! Every test asserts zero checker findings and zero leaks.
+
+mod support;
+
+use ascend_typestate::{AclError, Error, Event, Reset, WaitError, timeout};
+use support::sim::{Session, assert_no_findings};
+
+#[test]
+fn seed000_event_sync_e2() {
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let event = ctx.create_event().unwrap();
+        let stream = ctx.create_stream().unwrap();
+        session.sim.sleep_kernel(stream.as_raw(), 2_000);
+        let event = event.record(&stream).unwrap();
+        event.synchronize().unwrap();
+        assert!(event.is_complete().unwrap());
+        event.destroy().unwrap();
+        stream.destroy().unwrap();
+        ctx.destroy().unwrap();
+        device.reset().unwrap();
+    }
+    assert_no_findings(&session.finish());
+}
+
+#[test]
+fn seed000_stream_to_stream_wait_e3_e4() {
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let event = ctx.create_event().unwrap();
+        let s1 = ctx.create_stream().unwrap();
+        let s2 = ctx.create_stream().unwrap();
+        session.sim.sleep_kernel(s1.as_raw(), 5_000);
+        let event = event.record(&s1).unwrap();
+        let event = event
+            .wait(&s2, |waited| {
+                session.sim.sleep_kernel(s2.as_raw(), 1_000);
+                waited.reset()
+            })
+            .unwrap();
+        // Reset → Recorded again, as in a loop.
+        let event = event.record(&s1).unwrap();
+        let event = event.wait(&s2, |waited| waited.reset()).unwrap();
+        s2.synchronize().unwrap();
+        event.destroy().unwrap();
+        s1.destroy().unwrap();
+        s2.destroy().unwrap();
+        ctx.destroy().unwrap();
+        device.reset().unwrap();
+    }
+    assert_no_findings(&session.finish());
+}
+
+#[test]
+fn seed000_device_sync_d4_and_reverse_order_d3() {
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let streams: Vec<_> = (0..4).map(|_| ctx.create_stream().unwrap()).collect();
+        for s in &streams {
+            session.sim.sleep_kernel(s.as_raw(), 1_000);
+        }
+        ctx.synchronize_device().unwrap();
+        for s in streams {
+            s.destroy().unwrap();
+        }
+        ctx.destroy().unwrap();
+        device.reset().unwrap();
+    }
+    assert_no_findings(&session.finish());
+}
+
+#[test]
+fn several_streams_wait_one_event_reset_never_overtakes_e3_e5() {
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let producer = ctx.create_stream().unwrap();
+        let consumers: Vec<_> = (0..3).map(|_| ctx.create_stream().unwrap()).collect();
+        let mut event: Event<'_, Reset> = ctx.create_event().unwrap().into();
+        for round in 0..20 {
+            session.sim.sleep_kernel(producer.as_raw(), 200);
+            let recorded = event.record(&producer).unwrap();
+            // The last consumer is busy, so its wait runs late: a reset issued naively on the
+            // first consumer would overtake it (E5).
+            session.sim.sleep_kernel(consumers[2].as_raw(), 2_000);
+            event = recorded
+                .wait(&consumers[0], |mut waited| {
+                    waited.also_wait(&consumers[1])?;
+                    waited.also_wait(&consumers[2])?;
+                    waited.reset()
+                })
+                .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        }
+        for c in &consumers {
+            c.synchronize_with(timeout!(10_000)).unwrap();
+        }
+        event.destroy().unwrap();
+    }
+    assert_no_findings(&session.finish());
+}
+
+#[test]
+fn early_error_in_wait_scope_still_resets_e4() {
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let (s1, s2) = (ctx.create_stream().unwrap(), ctx.create_stream().unwrap());
+        let event = ctx.create_event().unwrap().record(&s1).unwrap();
+        let outcome = event.wait(&s2, |waited| {
+            let user_step: ascend_typestate::Result<()> =
+                Err(Error::InvalidArgument("the user's own error"));
+            user_step?;
+            waited.reset()
+        });
+        let Err(WaitError::Reset(failed)) = outcome else {
+            panic!("expected the scope's error")
+        };
+        assert!(matches!(failed.error, Error::InvalidArgument(_)));
+        // The event came back Reset: it can be recorded again.
+        let event = failed.value.record(&s1).unwrap();
+        event.destroy().unwrap();
+    }
+    assert_no_findings(&session.finish());
+}
+
+#[test]
+fn panic_in_wait_scope_still_resets_e4() {
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let (s1, s2) = (ctx.create_stream().unwrap(), ctx.create_stream().unwrap());
+        let event = ctx.create_event().unwrap().record(&s1).unwrap();
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _ = event.wait(&s2, |_waited| -> ascend_typestate::Result<_> {
+                panic!("a bug between wait and reset")
+            });
+        }));
+        assert!(caught.is_err());
+        s2.synchronize().unwrap();
+    }
+    assert_no_findings(&session.finish());
+}
+
+#[test]
+fn failed_record_gives_the_event_back() {
+    let session = Session::start();
+    {
+        let device0 = session.acl().set_device(0).unwrap();
+        let device1 = session.acl().set_device(1).unwrap();
+        let ctx0 = device0.create_context().unwrap();
+        let ctx1 = device1.create_context().unwrap();
+        let stream1 = ctx1.create_stream().unwrap();
+        let event = ctx0.create_event().unwrap();
+        let failed = match event.record(&stream1) {
+            Ok(_) => panic!("an event of device 0 recorded on a stream of device 1"),
+            Err(failed) => failed,
+        };
+        assert!(matches!(
+            failed.error,
+            Error::DeviceMismatch {
+                expected: 0,
+                found: 1,
+                ..
+            }
+        ));
+        let stream0 = ctx0.create_stream().unwrap();
+        let event = failed.value.record(&stream0).unwrap();
+        event.destroy().unwrap();
+    }
+    assert_no_findings(&session.finish());
+}
+
+#[test]
+fn stream_moved_to_another_thread_binds_its_context_d6() {
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx_a = device.create_context().unwrap();
+        let ctx_b = device.create_context().unwrap(); // now current on this thread
+        let stream_a = ctx_a.create_stream().unwrap(); // binds ctx_a again
+        let stream_b = ctx_b.create_stream().unwrap(); // and ctx_b
+        let event = ctx_a.create_event().unwrap();
+        let stream_a = std::thread::scope(|scope| {
+            scope
+                .spawn(move || {
+                    // A fresh thread has no current context: every call binds (D6).
+                    let event = event.record(&stream_a).unwrap();
+                    event.synchronize().unwrap();
+                    event.destroy().unwrap();
+                    stream_a.synchronize().unwrap();
+                    stream_a
+                })
+                .join()
+                .unwrap()
+        });
+        stream_a.destroy().unwrap();
+        stream_b.destroy().unwrap();
+    }
+    assert_no_findings(&session.finish());
+}
+
+#[test]
+fn event_with_a_stream_of_another_context_is_a_typed_error() {
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx_a = device.create_context().unwrap();
+        let ctx_b = device.create_context().unwrap();
+        let stream_b = ctx_b.create_stream().unwrap();
+        let Err(failed) = ctx_a.create_event().unwrap().record(&stream_b) else {
+            panic!("recorded an event of one context on a stream of another")
+        };
+        assert!(matches!(failed.error, Error::ContextMismatch { .. }));
+    }
+    assert_no_findings(&session.finish());
+}
+
+#[test]
+fn second_live_acl_is_a_typed_error_p2() {
+    let session = Session::start();
+    let second = ascend_typestate::Acl::init();
+    assert!(matches!(second, Err(Error::AlreadyInitialized)));
+    assert_no_findings(&session.finish());
+}
+
+#[test]
+fn zero_ms_is_not_a_timeout_s3() {
+    assert_eq!(ascend_typestate::Timeout::from_millis(0), None);
+    assert_eq!(timeout!(forever).as_raw(), -1);
+    let _ = AclError::RtStreamSyncTimeout;
+}
