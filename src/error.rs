@@ -223,9 +223,10 @@ pub enum Error {
         /// What it returned.
         code: AclError,
     },
-    /// The runtime library could not be loaded.
+    /// The runtime library could not be loaded (boxed: it is rare and large, and keeping
+    /// `Error` small keeps every `Result` of the hot path small).
     #[error(transparent)]
-    Load(#[from] LoadError),
+    Load(Box<LoadError>),
     /// The loaded runtime lacks an optional (newer) function.
     #[error("the loaded runtime does not provide `{symbol}` (a newer AscendCL function)")]
     Unsupported {
@@ -256,6 +257,12 @@ pub enum Error {
         /// The device found.
         found: i32,
     },
+}
+
+impl From<LoadError> for Error {
+    fn from(e: LoadError) -> Error {
+        Error::Load(Box::new(e))
+    }
 }
 
 impl Error {

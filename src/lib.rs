@@ -1,4 +1,58 @@
-//! placeholder crate docs
+//! # ascend-typestate
+//!
+//! Typestate bindings to the AscendCL runtime (`libascendcl.so`, the NPU runtime of Atlas
+//! 200/500 A2 boards) in which the call-order rules of the runtime are checked by the
+//! compiler. The rules and their IDs (P1.., D1.., S1.., E1.., C1.., M1..) are those of
+//! `docs/protocol.md`; every item below says which it enforces.
+//!
+//! ```no_run
+//! use ascend_typestate::Acl;
+//!
+//! let acl = Acl::init()?;                       // P1: nothing runs without it
+//! let device = acl.set_device(0)?;              // D1
+//! let ctx = device.create_context()?;           // D2
+//! let (producer, consumer) = (ctx.create_stream()?, ctx.create_stream()?);
+//! let event = ctx.create_event()?;              // Created
+//! let event = event.record(&producer)?;         // Recorded (E2)
+//! let event = event.wait(&consumer, |waited| {  // consumer waits for producer (E3)
+//!     waited.reset()                            // E4: leave it out and it does not compile
+//! })?;                                          // Reset
+//! consumer.synchronize()?;                      // S2
+//! event.destroy()?;                             // D3: events and streams,
+//! producer.destroy()?;
+//! consumer.destroy()?;
+//! ctx.destroy()?;                               //     then contexts,
+//! device.reset()?;                              //     then the device,
+//! acl.finalize()?;                              //     then finalize (P2)
+//! # Ok::<(), ascend_typestate::Error>(())
+//! ```
+//!
+//! ## Layers
+//!
+//! * [`sys`]: the C declarations (bindgen output, checked in) and the function table, loaded
+//!   at run time with `libloading` ([`sys::loader`] documents the search order).
+//! * [`result`]: one method per C function on [`sys::loader::Api`], returning [`Result`].
+//! * The typestate API: [`Acl`] → [`Device`] → [`Context`] → [`Stream`] / [`Event`].
+//!
+//! ## How rules are enforced
+//!
+//! * **Ownership and borrows** order creation and destruction (D3): a [`Stream`] borrows its
+//!   [`Context`], which borrows its [`Device`], which borrows the [`Acl`]; destroying a parent
+//!   consumes it, so it does not compile while a child lives.
+//! * **Marker states** ([`Created`], [`Recorded`], [`Reset`]) decide which event methods exist
+//!   (E1): there is no `wait` on an event that was never recorded.
+//! * **A branded scope** ([`Event::wait`]) must return the [`ResetDone`] proof that only
+//!   [`Waited::reset`] creates (E4); a panic or early error in the scope still resets.
+//! * **Typed run-time errors** where the type system would cost users too much: a stream
+//!   of another device or context ([`Error::DeviceMismatch`], [`Error::ContextMismatch`]),
+//!   a second live [`Acl`] ([`Error::AlreadyInitialized`]).
+//! * **Binding on each call** (D6): see [`context`].
+//!
+//! Soundness never depends on `Drop` running: `Drop` is only a fallback for the explicit,
+//! fallible `destroy`/`finalize` methods, and its errors go to the
+//! [drop-error handler](set_drop_error_handler).
+#![warn(missing_docs)]
+
 pub mod context;
 pub mod device;
 pub mod error;
@@ -14,3 +68,35 @@ pub use error::{AclError, Error, LoadError, Result};
 pub use event::{Created, Event, Recorded, Reset, ResetDone, WaitError, Waited};
 pub use runtime::{Acl, Failed, InitOptions, Timeout, set_drop_error_handler};
 pub use stream::Stream;
+
+/// Sizes and thread-safety, pinned: a change here is a deliberate API change.
+mod assertions {
+    use super::*;
+    use static_assertions::{assert_eq_size, assert_impl_all, assert_not_impl_any};
+    use std::ffi::c_void;
+
+    type Raw = *mut c_void;
+
+    // Zero-sized states.
+    assert_eq_size!(Created, ());
+    assert_eq_size!(Recorded, ());
+    assert_eq_size!(Reset, ());
+    assert_eq_size!(ResetDone<'static>, ());
+    // Handles: the raw pointers they need, nothing more.
+    assert_eq_size!(Acl, Raw); // the loaded library
+    assert_eq_size!(Stream<'static>, [Raw; 2]); // stream + its context (D6 binding)
+    assert_eq_size!(Event<'static, Recorded>, [Raw; 3]); // event + context + last reset stream (E9)
+    assert_eq_size!(Event<'static, Created>, Event<'static, Reset>);
+    assert_eq_size!(Timeout, i32);
+    assert_eq_size!(Error, [Raw; 4]);
+
+    assert_impl_all!(Acl: Send, Sync);
+    assert_impl_all!(Device<'static>: Send, Sync);
+    assert_impl_all!(Context<'static>: Send, Sync);
+    assert_impl_all!(Stream<'static>: Send);
+    assert_not_impl_any!(Stream<'static>: Sync);
+    assert_impl_all!(Event<'static, Recorded>: Send);
+    assert_not_impl_any!(Event<'static, Recorded>: Sync);
+    assert_impl_all!(Error: Send, Sync, std::error::Error);
+    assert_impl_all!(Timeout: Send, Sync, Copy);
+}
