@@ -1,0 +1,1299 @@
+/*
+ * C test programs for the simulator (sim/tests/sim.rs compiles this file with the system C
+ * compiler against include/ascendcl.h + sim/include/aclsim.h, links it to the built
+ * libascendcl.so and runs one case per process: `harness <case>`).
+ *
+ * A case exits 0 on success; on failure it prints what went wrong and exits 1.
+ * Cases are named after the protocol rule they exercise (shared/docs/protocol.md).
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "aclsim.h"
+
+#define CHECK(expr, expected)                                                                \
+    do {                                                                                     \
+        int r_ = (int)(expr);                                                                \
+        if (r_ != (int)(expected)) {                                                         \
+            fprintf(stderr, "%s:%d: %s returned %d, expected %d\n", __FILE__, __LINE__,      \
+                    #expr, r_, (int)(expected));                                             \
+            dump_findings();                                                                 \
+            exit(1);                                                                         \
+        }                                                                                    \
+    } while (0)
+#define OK(expr) CHECK(expr, ACL_SUCCESS)
+#define ASSERT(cond)                                                                         \
+    do {                                                                                     \
+        if (!(cond)) {                                                                       \
+            fprintf(stderr, "%s:%d: assertion failed: %s\n", __FILE__, __LINE__, #cond);    \
+            dump_findings();                                                                 \
+            exit(1);                                                                         \
+        }                                                                                    \
+    } while (0)
+
+static void dump_findings(void) {
+    size_t n = aclsimFindingCount();
+    for (size_t i = 0; i < n; i++) {
+        char rule[8], msg[1024];
+        if (aclsimGetFinding(i, rule, sizeof rule, msg, sizeof msg) == 0)
+            fprintf(stderr, "  finding %zu: [%s] %s\n", i, rule, msg);
+    }
+}
+
+static int count_rule(const char *rule) {
+    int c = 0;
+    size_t n = aclsimFindingCount();
+    for (size_t i = 0; i < n; i++) {
+        char r[8], msg[16];
+        if (aclsimGetFinding(i, r, sizeof r, msg, sizeof msg) == 0 && strcmp(r, rule) == 0) c++;
+    }
+    return c;
+}
+
+/* Exactly the findings of `rule` (n >= 1 if n < 0 means "at least one") and none other. */
+static void expect_only(const char *rule, int n) {
+    int c = count_rule(rule);
+    int total = (int)aclsimFindingCount();
+    if ((n >= 0 && c != n) || (n < 0 && c < 1) || c != total) {
+        fprintf(stderr, "expected %d finding(s) of rule %s (and no other), got %d of %d:\n", n,
+                rule, c, total);
+        dump_findings();
+        exit(1);
+    }
+}
+
+static void expect_clean(void) {
+    if (aclsimFindingCount() != 0) {
+        fprintf(stderr, "expected no finding, got %zu:\n", aclsimFindingCount());
+        dump_findings();
+        exit(1);
+    }
+}
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static void sleep_ms(int ms) { usleep((useconds_t)ms * 1000); }
+
+/* A kernel body writing `*(int*)userData` into the first int of buffer 0. */
+static void k_store(void *ud, void *const *bufs, size_t n) {
+    if (n > 0) *(int *)bufs[0] = *(int *)ud;
+}
+
+static void setup(void) {
+    OK(aclInit(NULL));
+    OK(aclrtSetDevice(0));
+}
+
+static void teardown_clean(void) {
+    OK(aclrtResetDevice(0));
+    ASSERT(aclsimLiveObjectCount() == 0);
+    OK(aclFinalize());
+    expect_clean();
+}
+
+/* ---- Seed 000: the four samples (with the protocol's required additions) ------------- */
+
+/* Event sample: create, record, synchronize, destroy (E2; no reset needed). */
+static void seed000_event_sync(void) {
+    setup();
+    aclrtEvent ev;
+    aclrtStream s;
+    OK(aclrtCreateEvent(&ev));
+    OK(aclrtCreateStream(&s));
+    OK(aclrtRecordEvent(ev, s));
+    OK(aclrtSynchronizeEvent(ev));
+    aclrtEventRecordedStatus st = 0;
+    OK(aclrtQueryEventStatus(ev, &st));
+    ASSERT(st == ACL_EVENT_RECORDED_STATUS_COMPLETE);
+    OK(aclrtDestroyStream(s));
+    OK(aclrtDestroyEvent(ev));
+    teardown_clean();
+}
+
+/* Stream sample: memcpy_async then synchronize_stream (S2, M1). */
+static void seed000_stream_sync_memcpy(void) {
+    setup();
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    size_t n = 4096;
+    unsigned char *host = malloc(n), *back = NULL;
+    for (size_t i = 0; i < n; i++) host[i] = (unsigned char)(i * 7);
+    void *dev;
+    OK(aclrtMalloc(&dev, n, ACL_MEM_MALLOC_HUGE_FIRST));
+    OK(aclrtMallocHost((void **)&back, n));
+    OK(aclrtMemcpyAsync(dev, n, host, n, ACL_MEMCPY_HOST_TO_DEVICE, s));
+    OK(aclrtMemcpyAsync(back, n, dev, n, ACL_MEMCPY_DEVICE_TO_HOST, s));
+    OK(aclrtSynchronizeStream(s));
+    ASSERT(memcmp(host, back, n) == 0);
+    OK(aclrtDestroyStream(s));
+    OK(aclrtFree(dev));
+    OK(aclrtFreeHost(back));
+    free(host);
+    teardown_clean();
+}
+
+/* Stream-to-stream sample: s2 waits for s1's event (E3), then resets it (E1, E4). The
+ * data proves the order: s1's kernel writes 42 after 30 ms, s2 copies it back. */
+static void seed000_stream_to_stream_wait(void) {
+    setup();
+    aclrtEvent ev;
+    aclrtStream s1, s2;
+    OK(aclrtCreateEvent(&ev));
+    OK(aclrtCreateStream(&s1));
+    OK(aclrtCreateStream(&s2));
+    int *dev;
+    OK(aclrtMalloc((void **)&dev, sizeof(int), ACL_MEM_MALLOC_HUGE_FIRST));
+    int val = 42, out = 0;
+    void *bufs[1] = {dev};
+    OK(aclsimLaunchKernel(s1, 30000, k_store, &val, bufs, 1));
+    OK(aclrtRecordEvent(ev, s1));
+    OK(aclrtStreamWaitEvent(s2, ev));
+    OK(aclrtResetEvent(ev, s2));
+    OK(aclrtMemcpyAsync(&out, sizeof out, dev, sizeof out, ACL_MEMCPY_DEVICE_TO_HOST, s2));
+    OK(aclrtSynchronizeStream(s2));
+    ASSERT(out == 42);
+    OK(aclrtSynchronizeStream(s1));
+    OK(aclrtDestroyStream(s2));
+    OK(aclrtDestroyStream(s1));
+    OK(aclrtDestroyEvent(ev));
+    OK(aclrtFree(dev));
+    teardown_clean();
+}
+
+/* The stream-to-stream sample verbatim (record, wait, destroy; no reset, no synchronize):
+ * the checker flags the missing reset (E4). The streams are synchronized here so that the
+ * only finding is E4 (the verbatim sample may also race into S4). */
+static void seed000_stream_to_stream_verbatim_flags_e4(void) {
+    setup();
+    aclrtEvent ev;
+    aclrtStream s1, s2;
+    OK(aclrtCreateEvent(&ev));
+    OK(aclrtCreateStream(&s1));
+    OK(aclrtCreateStream(&s2));
+    OK(aclrtRecordEvent(ev, s1));
+    OK(aclrtStreamWaitEvent(s2, ev));
+    OK(aclrtSynchronizeStream(s2));
+    OK(aclrtDestroyStream(s2));
+    OK(aclrtDestroyStream(s1));
+    OK(aclrtDestroyEvent(ev));
+    OK(aclrtResetDevice(0));
+    OK(aclFinalize());
+    expect_only("E4", 1);
+}
+
+/* Device sample: set device, create context, create stream, synchronize device (D4). The
+ * sample never destroys its stream; D3 requires it before the context. */
+static void seed000_device_sync(void) {
+    OK(aclInit(NULL));
+    OK(aclrtSetDevice(0));
+    aclrtContext ctx;
+    OK(aclrtCreateContext(&ctx, 0));
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    int *dev;
+    OK(aclrtMalloc((void **)&dev, sizeof(int), ACL_MEM_MALLOC_HUGE_FIRST));
+    int val = 7;
+    void *bufs[1] = {dev};
+    OK(aclsimLaunchKernel(s, 30000, k_store, &val, bufs, 1));
+    OK(aclsimLaunchKernel(NULL, 10000, NULL, NULL, NULL, 0)); /* default stream too */
+    OK(aclrtSynchronizeDevice());
+    ASSERT(*dev == 7); /* the simulator's device memory is host memory */
+    OK(aclrtSynchronizeStream(s));
+    OK(aclrtDestroyStream(s));
+    OK(aclrtFree(dev));
+    OK(aclrtDestroyContext(ctx));
+    teardown_clean();
+}
+
+/* ---- Seed 001: the callback flow (C1) ------------------------------------------------ */
+
+static volatile int cb_stop;
+static pthread_t cb_seen_thread;
+static int cb_seen_value;
+
+static void *report_loop(void *ctx) {
+    OK(aclrtSetCurrentContext((aclrtContext)ctx));
+    while (!__atomic_load_n(&cb_stop, __ATOMIC_ACQUIRE)) {
+        int r = aclrtProcessReport(20);
+        if (r == ACL_ERROR_RT_THREAD_SUBSCRIBE) { /* not (or no longer) subscribed (C6) */
+            sleep_ms(1);
+            continue;
+        }
+        if (r != 0 && r != ACL_ERROR_RT_REPORT_TIMEOUT) {
+            fprintf(stderr, "aclrtProcessReport: %d\n", r);
+            exit(1);
+        }
+    }
+    return NULL;
+}
+
+static void cb_record(void *ud) {
+    cb_seen_thread = pthread_self();
+    cb_seen_value = *(int *)ud;
+}
+
+static void seed001_callback_flow(void) {
+    setup();
+    aclrtContext ctx;
+    OK(aclrtGetCurrentContext(&ctx));
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    pthread_t th;
+    cb_stop = 0;
+    pthread_create(&th, NULL, report_loop, ctx);                /* (1) */
+    OK(aclrtSubscribeReport((uint64_t)th, s));                  /* (2) */
+    int host[256], *dev;
+    for (int i = 0; i < 256; i++) host[i] = i;
+    OK(aclrtMalloc((void **)&dev, sizeof host, ACL_MEM_MALLOC_HUGE_FIRST));
+    OK(aclrtMemcpyAsync(dev, sizeof host, host, sizeof host, ACL_MEMCPY_HOST_TO_DEVICE, s)); /* (3) */
+    OK(aclrtLaunchCallback(cb_record, dev + 255, ACL_CALLBACK_BLOCK, s));                     /* (4) */
+    OK(aclrtSynchronizeStream(s));
+    ASSERT(pthread_equal(cb_seen_thread, th));
+    ASSERT(cb_seen_value == 255);
+    OK(aclrtUnSubscribeReport((uint64_t)th, s));                /* (5) */
+    __atomic_store_n(&cb_stop, 1, __ATOMIC_RELEASE);
+    pthread_join(th, NULL);
+    OK(aclrtDestroyStream(s));
+    OK(aclrtFree(dev));
+    teardown_clean();
+}
+
+/* ---- P: process ---------------------------------------------------------------------- */
+
+static void p1_calls_before_init_return_100001(void) {
+    aclrtStream s;
+    CHECK(aclrtSetDevice(0), ACL_ERROR_UNINITIALIZE);
+    CHECK(aclrtCreateStream(&s), ACL_ERROR_UNINITIALIZE);
+    CHECK(aclrtSynchronizeDevice(), ACL_ERROR_UNINITIALIZE);
+    CHECK(aclrtProcessReport(-1), ACL_ERROR_UNINITIALIZE);
+    CHECK(aclFinalize(), ACL_ERROR_UNINITIALIZE);
+    expect_clean();
+}
+
+static void p2_repeat_init_and_finalize_codes(void) {
+    OK(aclInit(NULL));
+    CHECK(aclInit(NULL), ACL_ERROR_REPEAT_INITIALIZE);
+    CHECK(aclsimSetDeviceCount(4), ACL_ERROR_REPEAT_INITIALIZE);
+    OK(aclFinalize());
+    CHECK(aclFinalize(), ACL_ERROR_REPEAT_FINALIZE);
+    CHECK(aclrtSetDevice(0), ACL_ERROR_UNINITIALIZE);
+    /* Deviation for testability: init again after finalize. */
+    OK(aclInit(NULL));
+    OK(aclrtSetDevice(0));
+    OK(aclrtResetDevice(0));
+    OK(aclFinalize());
+    expect_clean();
+}
+
+static void p2_live_resources_at_finalize_are_one_leak_report(void) {
+    setup();
+    aclrtStream s;
+    aclrtEvent e;
+    void *d, *h;
+    OK(aclrtCreateStream(&s));
+    OK(aclrtCreateEvent(&e));
+    OK(aclrtMalloc(&d, 1 << 20, ACL_MEM_MALLOC_HUGE_FIRST));
+    OK(aclrtMallocHost(&h, 64));
+    ASSERT(aclsimLiveObjectCount() == 4);
+    OK(aclFinalize());
+    expect_only("P2", 1);
+    ASSERT(aclsimLiveObjectCount() == 0);
+    /* The next init starts clean; findings survive until cleared. */
+    OK(aclInit(NULL));
+    ASSERT(aclsimLiveObjectCount() == 0);
+    ASSERT(aclsimFindingCount() == 1);
+    aclsimClearFindings();
+    OK(aclFinalize());
+    expect_clean();
+}
+
+static void p3_wait_timeout_reported_by_synchronize_stream(void) {
+    setup();
+    OK(aclrtSetOpWaitTimeout(1));
+    aclrtEvent e;
+    aclrtStream s;
+    OK(aclrtCreateEventWithFlag(&e, ACL_EVENT_SYNC));
+    OK(aclrtCreateStream(&s));
+    OK(aclrtStreamWaitEvent(s, e)); /* never recorded: times out after 1 s */
+    OK(aclrtResetEvent(e, s));
+    double t0 = now_ms();
+    CHECK(aclrtSynchronizeStream(s), ACL_ERROR_RT_WAIT_TIMEOUT);
+    ASSERT(now_ms() - t0 >= 900);
+    OK(aclrtSynchronizeStream(s)); /* the error was reported once and cleared */
+    OK(aclrtDestroyStream(s));
+    OK(aclrtDestroyEvent(e));
+    teardown_clean();
+}
+
+/* ---- D: device and context ----------------------------------------------------------- */
+
+static void d1_invalid_device_id_returns_107001(void) {
+    OK(aclsimSetDeviceCount(3));
+    OK(aclInit(NULL));
+    uint32_t n = 0;
+    OK(aclrtGetDeviceCount(&n));
+    ASSERT(n == 3);
+    CHECK(aclrtSetDevice(3), ACL_ERROR_RT_INVALID_DEVICEID);
+    CHECK(aclrtSetDevice(-1), ACL_ERROR_RT_INVALID_DEVICEID);
+    aclrtContext c;
+    CHECK(aclrtCreateContext(&c, 7), ACL_ERROR_RT_INVALID_DEVICEID);
+    OK(aclFinalize());
+    expect_clean();
+}
+
+static void d1_d5_set_reset_are_reference_counted(void) {
+    OK(aclInit(NULL));
+    CHECK(aclrtResetDevice(1), ACL_ERROR_RT_CONTEXT_RELEASE_ERROR); /* never set */
+    OK(aclrtSetDevice(1));
+    OK(aclrtSetDevice(1));
+    int32_t d = -1;
+    OK(aclrtGetDevice(&d));
+    ASSERT(d == 1);
+    OK(aclrtResetDevice(1));
+    OK(aclrtResetDevice(1));
+    CHECK(aclrtResetDevice(1), ACL_ERROR_RT_CONTEXT_RELEASE_ERROR); /* already reset */
+    OK(aclFinalize());
+    expect_clean();
+}
+
+static void d1_create_context_on_unset_device_is_flagged(void) {
+    OK(aclInit(NULL));
+    aclrtContext c;
+    OK(aclrtCreateContext(&c, 1));
+    OK(aclrtDestroyContext(c));
+    OK(aclFinalize());
+    expect_only("D1", 1);
+}
+
+static void *no_context_thread(void *arg) {
+    (void)arg;
+    aclrtStream s;
+    aclrtEvent e;
+    aclrtContext c;
+    CHECK(aclrtCreateStream(&s), ACL_ERROR_RT_CONTEXT_NULL);
+    CHECK(aclrtCreateEvent(&e), ACL_ERROR_RT_CONTEXT_NULL);
+    CHECK(aclrtGetCurrentContext(&c), ACL_ERROR_RT_CONTEXT_NULL);
+    CHECK(aclrtSynchronizeStream(NULL), ACL_ERROR_RT_CONTEXT_NULL);
+    return NULL;
+}
+
+static void d2_d6_current_context_is_per_thread(void) {
+    OK(aclInit(NULL));
+    aclrtStream s;
+    CHECK(aclrtCreateStream(&s), ACL_ERROR_RT_CONTEXT_NULL); /* no device set yet */
+    OK(aclrtSetDevice(0));
+    aclrtContext dflt, c;
+    OK(aclrtGetCurrentContext(&dflt));
+    OK(aclrtCreateContext(&c, 0)); /* D2: becomes current */
+    aclrtContext cur;
+    OK(aclrtGetCurrentContext(&cur));
+    ASSERT(cur == c && cur != dflt);
+    pthread_t th;
+    pthread_create(&th, NULL, no_context_thread, NULL);
+    pthread_join(th, NULL);
+    OK(aclrtSetCurrentContext(dflt)); /* D6 */
+    OK(aclrtGetCurrentContext(&cur));
+    ASSERT(cur == dflt);
+    OK(aclrtDestroyContext(c));
+    teardown_clean();
+}
+
+static void d3_destroy_context_with_live_stream_and_event_is_flagged(void) {
+    setup();
+    aclrtContext c;
+    OK(aclrtCreateContext(&c, 0));
+    aclrtStream s;
+    aclrtEvent e;
+    OK(aclrtCreateStream(&s));
+    OK(aclrtCreateEvent(&e));
+    OK(aclrtDestroyContext(c));
+    expect_only("D3", 1);
+    CHECK(aclrtDestroyStream(s), ACL_ERROR_RT_PARAM_INVALID); /* already released */
+    ASSERT(aclsimLiveObjectCount() == 0);
+    OK(aclrtResetDevice(0));
+    OK(aclFinalize());
+    expect_only("D3", 1);
+}
+
+static void d3_reset_device_with_live_resources_is_flagged(void) {
+    setup();
+    aclrtContext c;
+    OK(aclrtCreateContext(&c, 0));
+    aclrtStream s;
+    void *d;
+    OK(aclrtCreateStream(&s));
+    OK(aclrtMalloc(&d, 100, ACL_MEM_MALLOC_NORMAL_ONLY));
+    OK(aclrtResetDevice(0));
+    expect_only("D3", 1);
+    ASSERT(aclsimLiveObjectCount() == 0);
+    OK(aclFinalize());
+    expect_only("D3", 1);
+}
+
+static void d5_destroy_default_context_returns_107002(void) {
+    setup();
+    aclrtContext dflt;
+    OK(aclrtGetCurrentContext(&dflt));
+    CHECK(aclrtDestroyContext(dflt), ACL_ERROR_RT_CONTEXT_NULL);
+    CHECK(aclrtDestroyContext((aclrtContext)0x1234), ACL_ERROR_RT_PARAM_INVALID);
+    teardown_clean();
+}
+
+static void d6_stream_outside_current_context_returns_107003(void) {
+    setup();
+    aclrtContext a, b;
+    OK(aclrtCreateContext(&a, 0));
+    aclrtStream sa;
+    aclrtEvent e;
+    OK(aclrtCreateStream(&sa));
+    OK(aclrtCreateEvent(&e));
+    OK(aclrtCreateContext(&b, 0)); /* b is current now */
+    CHECK(aclrtRecordEvent(e, sa), ACL_ERROR_RT_STREAM_CONTEXT);
+    CHECK(aclrtStreamWaitEvent(sa, e), ACL_ERROR_RT_STREAM_CONTEXT);
+    CHECK(aclrtResetEvent(e, sa), ACL_ERROR_RT_STREAM_CONTEXT);
+    CHECK(aclrtDestroyStream(sa), ACL_ERROR_RT_STREAM_CONTEXT);
+    CHECK(aclrtLaunchCallback(cb_record, NULL, ACL_CALLBACK_BLOCK, sa), ACL_ERROR_RT_STREAM_CONTEXT);
+    OK(aclrtSetCurrentContext(a));
+    OK(aclrtDestroyStream(sa));
+    OK(aclrtDestroyEvent(e));
+    OK(aclrtDestroyContext(a));
+    OK(aclrtDestroyContext(b));
+    teardown_clean();
+}
+
+static void d_run_mode_and_handles(void) {
+    OK(aclInit(NULL));
+    aclrtRunMode m = 7;
+    OK(aclrtGetRunMode(&m));
+    const char *env = getenv("ACLSIM_RUN_MODE");
+    ASSERT(m == ((env && strcmp(env, "device") == 0) ? ACL_DEVICE : ACL_HOST));
+    OK(aclrtSetDevice(0));
+    /* A garbage handle is never dereferenced: 107000. */
+    CHECK(aclrtSynchronizeStream((aclrtStream)0xdeadbeef), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK(aclrtDestroyEvent((aclrtEvent)0x10), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK(aclrtGetDevice(NULL), ACL_ERROR_INVALID_PARAM);
+    teardown_clean();
+}
+
+/* ---- S: streams ---------------------------------------------------------------------- */
+
+static void s1_tasks_run_in_issue_order(void) {
+    setup();
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    unsigned char *d;
+    unsigned char h[64];
+    OK(aclrtMalloc((void **)&d, 64, ACL_MEM_MALLOC_HUGE_FIRST));
+    for (int i = 1; i <= 100; i++) OK(aclrtMemsetAsync(d, 64, i, 64, s));
+    OK(aclrtMemcpyAsync(h, 64, d, 64, ACL_MEMCPY_DEVICE_TO_HOST, s));
+    OK(aclrtSynchronizeStream(s));
+    for (int i = 0; i < 64; i++) ASSERT(h[i] == 100);
+    OK(aclrtDestroyStream(s));
+    OK(aclrtFree(d));
+    teardown_clean();
+}
+
+static void s1_streams_are_independent(void) {
+    setup();
+    aclrtStream slow, fast;
+    OK(aclrtCreateStream(&slow));
+    OK(aclrtCreateStream(&fast));
+    OK(aclsimLaunchKernel(slow, 300000, NULL, NULL, NULL, 0));
+    double t0 = now_ms();
+    OK(aclsimLaunchKernel(fast, 1000, NULL, NULL, NULL, 0));
+    OK(aclrtSynchronizeStream(fast));
+    ASSERT(now_ms() - t0 < 200); /* fast did not wait for slow */
+    aclrtEventRecordedStatus st;
+    aclrtEvent e;
+    OK(aclrtCreateEvent(&e));
+    OK(aclrtRecordEvent(e, slow));
+    OK(aclrtQueryEventStatus(e, &st));
+    ASSERT(st == ACL_EVENT_RECORDED_STATUS_NOT_READY);
+    OK(aclrtSynchronizeStream(slow));
+    OK(aclrtDestroyEvent(e));
+    OK(aclrtDestroyStream(slow));
+    OK(aclrtDestroyStream(fast));
+    teardown_clean();
+}
+
+static void s3_synchronize_stream_with_timeout_codes(void) {
+    setup();
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    CHECK(aclrtSynchronizeStreamWithTimeout(s, 0), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK(aclrtSynchronizeStreamWithTimeout(s, -2), ACL_ERROR_RT_PARAM_INVALID);
+    OK(aclsimLaunchKernel(s, 300000, NULL, NULL, NULL, 0));
+    CHECK(aclrtSynchronizeStreamWithTimeout(s, 20), ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
+    CHECK(aclrtSynchronizeDeviceWithTimeout(20), ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
+    CHECK(aclrtSynchronizeDeviceWithTimeout(0), ACL_ERROR_RT_PARAM_INVALID);
+    OK(aclrtSynchronizeStreamWithTimeout(s, -1));
+    OK(aclrtSynchronizeDeviceWithTimeout(1000));
+    OK(aclrtDestroyStream(s));
+    teardown_clean();
+}
+
+static void s4_destroy_stream_with_unfinished_tasks_is_flagged(void) {
+    setup();
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    OK(aclsimLaunchKernel(s, 100000, NULL, NULL, NULL, 0));
+    OK(aclsimLaunchKernel(s, 100000, NULL, NULL, NULL, 0));
+    OK(aclrtDestroyStream(s));
+    expect_only("S4", 1);
+    ASSERT(aclsimLiveObjectCount() == 0);
+    OK(aclrtResetDevice(0));
+    OK(aclFinalize());
+}
+
+/* ---- E: events ----------------------------------------------------------------------- */
+
+static void e1_wait_on_never_recorded_plain_event_returns_107000(void) {
+    setup();
+    aclrtEvent e;
+    aclrtStream s;
+    OK(aclrtCreateEvent(&e));
+    OK(aclrtCreateStream(&s));
+    CHECK(aclrtStreamWaitEvent(s, e), ACL_ERROR_RT_PARAM_INVALID);
+    OK(aclrtDestroyStream(s));
+    OK(aclrtDestroyEvent(e));
+    teardown_clean();
+}
+
+static void e1_wait_on_sync_event_is_released_by_a_later_record(void) {
+    setup();
+    aclrtEvent e;
+    aclrtStream s1, s2;
+    OK(aclrtCreateEventWithFlag(&e, ACL_EVENT_SYNC));
+    OK(aclrtCreateStream(&s1));
+    OK(aclrtCreateStream(&s2));
+    OK(aclrtStreamWaitEvent(s2, e)); /* queued: only a later record releases it */
+    OK(aclrtResetEvent(e, s2));
+    sleep_ms(30);
+    CHECK(aclrtSynchronizeStreamWithTimeout(s2, 20), ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
+    OK(aclrtRecordEvent(e, s1));
+    OK(aclrtSynchronizeStream(s2));
+    OK(aclrtSynchronizeStream(s1));
+    OK(aclrtDestroyStream(s1));
+    OK(aclrtDestroyStream(s2));
+    OK(aclrtDestroyEvent(e));
+    teardown_clean();
+}
+
+static void e1_deadlock_on_never_recorded_sync_event_is_diagnosed(void) {
+    setup();
+    aclrtEvent e;
+    aclrtStream s;
+    OK(aclrtCreateEventWithFlag(&e, ACL_EVENT_SYNC));
+    OK(aclrtCreateStream(&s));
+    OK(aclrtStreamWaitEvent(s, e));
+    OK(aclrtResetEvent(e, s));
+    CHECK(aclrtSynchronizeStream(s), ACL_ERROR_RT_INTERNAL_ERROR); /* watchdog, not a hang */
+    CHECK(aclrtSynchronizeDevice(), ACL_ERROR_RT_INTERNAL_ERROR);
+    expect_only("E1", 2);
+    aclsimClearFindings();
+    OK(aclrtRecordEvent(e, s)); /* queued behind the wait: a self-cycle */
+    CHECK(aclrtSynchronizeEvent(e), ACL_ERROR_RT_INTERNAL_ERROR);
+    expect_only("E1", 1);
+    aclsimClearFindings();
+    OK(aclrtDestroyStream(s)); /* S4: unfinished tasks */
+    OK(aclrtDestroyEvent(e));
+    expect_only("S4", 1);
+    aclsimClearFindings();
+    teardown_clean();
+}
+
+static void e1_deadlock_cycle_between_two_streams_is_diagnosed(void) {
+    setup();
+    aclrtEvent a, b;
+    aclrtStream s1, s2;
+    OK(aclrtCreateEventWithFlag(&a, ACL_EVENT_SYNC));
+    OK(aclrtCreateEventWithFlag(&b, ACL_EVENT_SYNC));
+    OK(aclrtCreateStream(&s1));
+    OK(aclrtCreateStream(&s2));
+    OK(aclrtStreamWaitEvent(s1, b));
+    OK(aclrtResetEvent(b, s1));
+    OK(aclrtRecordEvent(a, s1));
+    OK(aclrtStreamWaitEvent(s2, a));
+    OK(aclrtResetEvent(a, s2));
+    OK(aclrtRecordEvent(b, s2));
+    CHECK(aclrtSynchronizeStream(s1), ACL_ERROR_RT_INTERNAL_ERROR);
+    expect_only("E1", 1);
+    aclsimClearFindings();
+    OK(aclFinalize()); /* leak report frees everything, blocked workers included */
+    expect_only("P2", 1);
+}
+
+static void e2_query_status_and_synchronize_event(void) {
+    setup();
+    aclrtEvent e;
+    aclrtStream s;
+    OK(aclrtCreateEvent(&e));
+    OK(aclrtCreateStream(&s));
+    aclrtEventRecordedStatus st = 7;
+    OK(aclrtQueryEventStatus(e, &st));
+    ASSERT(st == ACL_EVENT_RECORDED_STATUS_COMPLETE); /* never recorded: COMPLETE */
+    OK(aclrtSynchronizeEvent(e));                     /* never recorded: returns at once */
+    OK(aclsimLaunchKernel(s, 100000, NULL, NULL, NULL, 0));
+    OK(aclrtRecordEvent(e, s));
+    OK(aclrtQueryEventStatus(e, &st));
+    ASSERT(st == ACL_EVENT_RECORDED_STATUS_NOT_READY);
+    OK(aclrtSynchronizeEvent(e));
+    OK(aclrtQueryEventStatus(e, &st));
+    ASSERT(st == ACL_EVENT_RECORDED_STATUS_COMPLETE);
+    OK(aclrtDestroyStream(s));
+    OK(aclrtDestroyEvent(e));
+    teardown_clean();
+}
+
+static void e4_wait_without_reset_then_destroy_is_flagged(void) {
+    setup();
+    aclrtEvent e;
+    aclrtStream s1, s2;
+    OK(aclrtCreateEvent(&e));
+    OK(aclrtCreateStream(&s1));
+    OK(aclrtCreateStream(&s2));
+    OK(aclrtRecordEvent(e, s1));
+    OK(aclrtStreamWaitEvent(s2, e));
+    OK(aclrtSynchronizeStream(s1));
+    OK(aclrtSynchronizeStream(s2));
+    OK(aclrtDestroyEvent(e));
+    expect_only("E4", 1);
+    OK(aclrtDestroyStream(s1));
+    OK(aclrtDestroyStream(s2));
+    OK(aclrtResetDevice(0));
+    OK(aclFinalize());
+    expect_only("E4", 1);
+}
+
+static void e4_rerecord_without_reset_is_flagged(void) {
+    setup();
+    aclrtEvent e;
+    aclrtStream s1, s2;
+    OK(aclrtCreateEvent(&e));
+    OK(aclrtCreateStream(&s1));
+    OK(aclrtCreateStream(&s2));
+    OK(aclrtRecordEvent(e, s1));
+    OK(aclrtStreamWaitEvent(s2, e));
+    OK(aclrtRecordEvent(e, s1)); /* E4 */
+    OK(aclrtStreamWaitEvent(s2, e));
+    OK(aclrtResetEvent(e, s2));
+    OK(aclrtSynchronizeDevice());
+    OK(aclrtDestroyEvent(e));
+    OK(aclrtDestroyStream(s1));
+    OK(aclrtDestroyStream(s2));
+    OK(aclrtResetDevice(0));
+    OK(aclFinalize());
+    expect_only("E4", 1);
+}
+
+/* Two streams wait on one event; the reset issued on s3 overtakes s2's earlier wait (s2 is
+ * busy with a kernel): E5 at the reset, then the synchronize of s2 is a diagnosed deadlock. */
+static void e5_reset_overtaking_another_streams_wait_is_flagged(void) {
+    setup();
+    aclrtEvent e;
+    aclrtStream s1, s2, s3;
+    OK(aclrtCreateEvent(&e));
+    OK(aclrtCreateStream(&s1));
+    OK(aclrtCreateStream(&s2));
+    OK(aclrtCreateStream(&s3));
+    OK(aclsimLaunchKernel(s2, 100000, NULL, NULL, NULL, 0));
+    OK(aclrtRecordEvent(e, s1));
+    OK(aclrtStreamWaitEvent(s2, e));
+    OK(aclrtStreamWaitEvent(s3, e));
+    OK(aclrtResetEvent(e, s3));
+    OK(aclrtSynchronizeStream(s3));
+    OK(aclrtSynchronizeStream(s1));
+    ASSERT(count_rule("E5") == 1);
+    CHECK(aclrtSynchronizeStream(s2), ACL_ERROR_RT_INTERNAL_ERROR);
+    expect_only("E5", 2);
+    aclsimClearFindings();
+    OK(aclrtRecordEvent(e, s1)); /* a new record releases s2 */
+    OK(aclrtSynchronizeStream(s2));
+    OK(aclrtResetEvent(e, s2));
+    OK(aclrtSynchronizeDevice());
+    OK(aclrtDestroyStream(s1));
+    OK(aclrtDestroyStream(s2));
+    OK(aclrtDestroyStream(s3));
+    OK(aclrtDestroyEvent(e));
+    teardown_clean();
+}
+
+static void e6_synchronize_event_with_timeout_codes(void) {
+    setup();
+    aclrtEvent e;
+    aclrtStream s;
+    OK(aclrtCreateEvent(&e));
+    OK(aclrtCreateStream(&s));
+    OK(aclsimLaunchKernel(s, 300000, NULL, NULL, NULL, 0));
+    OK(aclrtRecordEvent(e, s));
+    CHECK(aclrtSynchronizeEventWithTimeout(e, 0), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK(aclrtSynchronizeEventWithTimeout(e, -5), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK(aclrtSynchronizeEventWithTimeout(e, 20), ACL_ERROR_RT_EVENT_SYNC_TIMEOUT);
+    OK(aclrtSynchronizeEventWithTimeout(e, -1));
+    OK(aclrtDestroyStream(s));
+    OK(aclrtDestroyEvent(e));
+    teardown_clean();
+}
+
+static void e7_event_flags_without_sync_cannot_wait_or_reset(void) {
+    setup();
+    aclrtEvent e, t;
+    aclrtStream s;
+    CHECK(aclrtCreateEventWithFlag(&e, 0), ACL_ERROR_RT_PARAM_INVALID);
+    OK(aclrtCreateEventWithFlag(&t, ACL_EVENT_TIME_LINE));
+    OK(aclrtCreateStream(&s));
+    OK(aclrtRecordEvent(t, s));
+    CHECK(aclrtStreamWaitEvent(s, t), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+    CHECK(aclrtResetEvent(t, s), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+    OK(aclrtSynchronizeEvent(t));
+    OK(aclrtDestroyStream(s));
+    OK(aclrtDestroyEvent(t));
+    teardown_clean();
+}
+
+static void e8_elapsed_time_needs_both_events_complete(void) {
+    setup();
+    aclrtEvent a, b;
+    aclrtStream s;
+    OK(aclrtCreateEvent(&a));
+    OK(aclrtCreateEvent(&b));
+    OK(aclrtCreateStream(&s));
+    float ms = -1;
+    CHECK(aclrtEventElapsedTime(&ms, a, b), ACL_ERROR_RT_INTERNAL_ERROR);
+    OK(aclrtRecordEvent(a, s));
+    OK(aclsimLaunchKernel(s, 50000, NULL, NULL, NULL, 0));
+    OK(aclrtRecordEvent(b, s));
+    CHECK(aclrtEventElapsedTime(&ms, a, b), ACL_ERROR_RT_INTERNAL_ERROR); /* b not complete */
+    OK(aclrtSynchronizeEvent(b));
+    OK(aclrtEventElapsedTime(&ms, a, b));
+    ASSERT(ms >= 45.0f && ms < 2000.0f);
+    OK(aclrtDestroyStream(s));
+    OK(aclrtDestroyEvent(a));
+    OK(aclrtDestroyEvent(b));
+    teardown_clean();
+}
+
+static void e9_destroy_event_referenced_by_pending_task_is_flagged(void) {
+    setup();
+    aclrtEvent e;
+    aclrtStream s;
+    OK(aclrtCreateEvent(&e));
+    OK(aclrtCreateStream(&s));
+    OK(aclsimLaunchKernel(s, 100000, NULL, NULL, NULL, 0));
+    OK(aclrtRecordEvent(e, s));
+    OK(aclrtDestroyEvent(e));
+    expect_only("E9", 1);
+    CHECK(aclrtSynchronizeEvent(e), ACL_ERROR_RT_PARAM_INVALID); /* handle is dead */
+    OK(aclrtSynchronizeStream(s));                               /* no crash */
+    OK(aclrtDestroyStream(s));
+    ASSERT(aclsimLiveObjectCount() == 0);
+    OK(aclrtResetDevice(0));
+    OK(aclFinalize());
+    expect_only("E9", 1);
+}
+
+/* ---- C: callbacks -------------------------------------------------------------------- */
+
+static void c2_second_subscription_of_a_stream_returns_107011(void) {
+    setup();
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    OK(aclrtSubscribeReport(1111, s));
+    CHECK(aclrtSubscribeReport(2222, s), ACL_ERROR_RT_STREAM_SUBSCRIBE);
+    CHECK(aclrtSubscribeReport(1111, s), ACL_ERROR_RT_STREAM_SUBSCRIBE);
+    OK(aclrtUnSubscribeReport(1111, s));
+    OK(aclrtDestroyStream(s));
+    teardown_clean();
+}
+
+static void c3_same_thread_on_two_devices_returns_107012(void) {
+    setup();
+    aclrtStream s0a, s0b, s1;
+    OK(aclrtCreateStream(&s0a));
+    OK(aclrtCreateStream(&s0b));
+    OK(aclrtSubscribeReport(77, s0a));
+    OK(aclrtSubscribeReport(77, s0b)); /* several streams of one device: fine */
+    OK(aclrtSetDevice(1));
+    OK(aclrtCreateStream(&s1));
+    CHECK(aclrtSubscribeReport(77, s1), ACL_ERROR_RT_THREAD_SUBSCRIBE);
+    OK(aclrtDestroyStream(s1));
+    OK(aclrtResetDevice(1));
+    OK(aclrtSetDevice(0));
+    OK(aclrtUnSubscribeReport(77, s0a));
+    OK(aclrtUnSubscribeReport(77, s0b));
+    OK(aclrtDestroyStream(s0a));
+    OK(aclrtDestroyStream(s0b));
+    OK(aclrtResetDevice(0));
+    teardown_clean();
+}
+
+static void c4_more_than_1024_subscribed_threads_returns_107012(void) {
+    setup();
+    enum { N = 1025 };
+    static aclrtStream s[N];
+    for (int i = 0; i < N; i++) OK(aclrtCreateStream(&s[i]));
+    for (int i = 0; i < 1024; i++) OK(aclrtSubscribeReport(10000 + i, s[i]));
+    CHECK(aclrtSubscribeReport(10000 + 1024, s[1024]), ACL_ERROR_RT_THREAD_SUBSCRIBE);
+    OK(aclrtSubscribeReport(10000, s[1024])); /* an already-subscribed thread is fine */
+    OK(aclrtUnSubscribeReport(10000, s[1024]));
+    for (int i = 0; i < 1024; i++) OK(aclrtUnSubscribeReport(10000 + i, s[i]));
+    for (int i = 0; i < N; i++) OK(aclrtDestroyStream(s[i]));
+    teardown_clean();
+}
+
+static void c5_launch_callback_errors(void) {
+    setup();
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    CHECK(aclrtLaunchCallback(cb_record, NULL, ACL_CALLBACK_BLOCK, s), ACL_ERROR_RT_STREAM_NO_CB_REG);
+    OK(aclrtSubscribeReport(5, s));
+    CHECK(aclrtLaunchCallback(cb_record, NULL, (aclrtCallbackBlockType)2, s), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtLaunchCallback(NULL, NULL, ACL_CALLBACK_BLOCK, s), ACL_ERROR_INVALID_PARAM);
+    OK(aclrtUnSubscribeReport(5, s));
+    OK(aclrtDestroyStream(s));
+    teardown_clean();
+}
+
+static volatile int order_flag;
+static pthread_mutex_t gate_m = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_c = PTHREAD_COND_INITIALIZER;
+static int gate_open;
+
+static void cb_slow_set(void *ud) {
+    (void)ud;
+    sleep_ms(50);
+    __atomic_store_n(&order_flag, 1, __ATOMIC_RELEASE);
+}
+static void k_see_flag(void *ud, void *const *b, size_t n) {
+    (void)b;
+    (void)n;
+    *(int *)ud = __atomic_load_n(&order_flag, __ATOMIC_ACQUIRE);
+}
+/* NO_BLOCK: the callback waits for the kernel launched after it. */
+static void cb_wait_gate(void *ud) {
+    (void)ud;
+    pthread_mutex_lock(&gate_m);
+    while (!gate_open) pthread_cond_wait(&gate_c, &gate_m);
+    pthread_mutex_unlock(&gate_m);
+    __atomic_store_n(&order_flag, 2, __ATOMIC_RELEASE);
+}
+static void k_open_gate(void *ud, void *const *b, size_t n) {
+    (void)ud;
+    (void)b;
+    (void)n;
+    pthread_mutex_lock(&gate_m);
+    gate_open = 1;
+    pthread_cond_broadcast(&gate_c);
+    pthread_mutex_unlock(&gate_m);
+}
+
+static void c5_block_holds_the_stream_and_no_block_does_not(void) {
+    setup();
+    aclrtContext ctx;
+    OK(aclrtGetCurrentContext(&ctx));
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    pthread_t th;
+    cb_stop = 0;
+    pthread_create(&th, NULL, report_loop, ctx);
+    OK(aclrtSubscribeReport((uint64_t)th, s));
+    int seen = -1;
+    order_flag = 0;
+    OK(aclrtLaunchCallback(cb_slow_set, NULL, ACL_CALLBACK_BLOCK, s));
+    OK(aclsimLaunchKernel(s, 0, k_see_flag, &seen, NULL, 0));
+    OK(aclrtSynchronizeStream(s));
+    ASSERT(seen == 1); /* the kernel ran after the blocking callback */
+    gate_open = 0;
+    OK(aclrtLaunchCallback(cb_wait_gate, NULL, ACL_CALLBACK_NO_BLOCK, s));
+    OK(aclsimLaunchKernel(s, 0, k_open_gate, NULL, NULL, 0));
+    OK(aclrtSynchronizeStream(s)); /* waits for the non-blocking callback too */
+    ASSERT(__atomic_load_n(&order_flag, __ATOMIC_ACQUIRE) == 2);
+    OK(aclrtUnSubscribeReport((uint64_t)th, s));
+    __atomic_store_n(&cb_stop, 1, __ATOMIC_RELEASE);
+    pthread_join(th, NULL);
+    OK(aclrtDestroyStream(s));
+    teardown_clean();
+}
+
+static void *process_report_no_ctx(void *arg) {
+    (void)arg;
+    CHECK(aclrtProcessReport(10), ACL_ERROR_RT_CONTEXT_NULL);
+    return NULL;
+}
+
+static void c6_process_report_errors(void) {
+    setup();
+    CHECK(aclrtProcessReport(0), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtProcessReport(-2), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtProcessReport(10), ACL_ERROR_RT_THREAD_SUBSCRIBE);
+    pthread_t th;
+    pthread_create(&th, NULL, process_report_no_ctx, NULL);
+    pthread_join(th, NULL);
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    OK(aclrtSubscribeReport((uint64_t)pthread_self(), s));
+    CHECK(aclrtProcessReport(20), ACL_ERROR_RT_REPORT_TIMEOUT);
+    /* The calling thread itself can serve its own stream (non-blocking callback). */
+    cb_seen_value = 0;
+    int v = 9;
+    OK(aclrtLaunchCallback(cb_record, &v, ACL_CALLBACK_NO_BLOCK, s));
+    OK(aclrtProcessReport(1000));
+    ASSERT(cb_seen_value == 9);
+    OK(aclrtSynchronizeStream(s));
+    OK(aclrtUnSubscribeReport((uint64_t)pthread_self(), s));
+    OK(aclrtDestroyStream(s));
+    teardown_clean();
+}
+
+static int inner_rc;
+static void cb_calls_runtime(void *ud) { inner_rc = aclrtSynchronizeStream((aclrtStream)ud); }
+
+static void c8_runtime_call_inside_callback_is_flagged(void) {
+    setup();
+    aclrtContext ctx;
+    OK(aclrtGetCurrentContext(&ctx));
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    pthread_t th;
+    cb_stop = 0;
+    pthread_create(&th, NULL, report_loop, ctx);
+    OK(aclrtSubscribeReport((uint64_t)th, s));
+    OK(aclrtLaunchCallback(cb_calls_runtime, s, ACL_CALLBACK_BLOCK, s));
+    OK(aclrtSynchronizeStream(s)); /* no deadlock */
+    ASSERT(inner_rc == ACL_ERROR_RT_PARAM_INVALID);
+    OK(aclrtUnSubscribeReport((uint64_t)th, s));
+    __atomic_store_n(&cb_stop, 1, __ATOMIC_RELEASE);
+    pthread_join(th, NULL);
+    OK(aclrtDestroyStream(s));
+    OK(aclrtResetDevice(0));
+    OK(aclFinalize());
+    expect_only("C8", 1);
+}
+
+static void c1_synchronize_on_the_processing_thread_is_diagnosed(void) {
+    setup();
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    OK(aclrtSubscribeReport((uint64_t)pthread_self(), s));
+    OK(aclrtLaunchCallback(cb_record, &inner_rc, ACL_CALLBACK_BLOCK, s));
+    CHECK(aclrtSynchronizeStream(s), ACL_ERROR_RT_INTERNAL_ERROR);
+    expect_only("C1", 1);
+    aclsimClearFindings();
+    OK(aclrtProcessReport(1000));
+    OK(aclrtSynchronizeStream(s));
+    OK(aclrtUnSubscribeReport((uint64_t)pthread_self(), s));
+    OK(aclrtDestroyStream(s));
+    teardown_clean();
+}
+
+static void c9_unsubscribe_errors(void) {
+    setup();
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    CHECK(aclrtUnSubscribeReport(1, s), ACL_ERROR_RT_STREAM_SUBSCRIBE);
+    OK(aclrtSubscribeReport(1, s));
+    CHECK(aclrtUnSubscribeReport(2, s), ACL_ERROR_RT_THREAD_SUBSCRIBE);
+    OK(aclrtUnSubscribeReport(1, s));
+    CHECK(aclrtUnSubscribeReport(1, s), ACL_ERROR_RT_STREAM_SUBSCRIBE);
+    OK(aclrtDestroyStream(s));
+    teardown_clean();
+}
+
+/* ---- M: memory ----------------------------------------------------------------------- */
+
+static void m1_memcpy_violations_return_100000_and_are_flagged(void) {
+    setup();
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    char *d, *h;
+    char stack[64];
+    OK(aclrtMalloc((void **)&d, 64, ACL_MEM_MALLOC_HUGE_FIRST));
+    OK(aclrtMallocHost((void **)&h, 64));
+    CHECK(aclrtMemcpy(d, 32, stack, 64, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM); /* count > destMax */
+    CHECK(aclrtMemcpy(d, 64, stack, 64, ACL_MEMCPY_DEVICE_TO_HOST), ACL_ERROR_INVALID_PARAM); /* kind */
+    CHECK(aclrtMemcpy(stack, 64, h, 64, ACL_MEMCPY_DEVICE_TO_HOST), ACL_ERROR_INVALID_PARAM); /* src is host */
+    CHECK(aclrtMemcpyAsync(d + 8, 64, stack, 64, ACL_MEMCPY_HOST_TO_DEVICE, s), ACL_ERROR_INVALID_PARAM); /* overrun */
+    CHECK(aclrtMemcpyAsync(d, 64, stack, 64, (aclrtMemcpyKind)9, s), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtMemset(d, 64, 0, 65), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtMemsetAsync(d + 60, 8, 0, 8, s), ACL_ERROR_INVALID_PARAM);
+    expect_only("M1", 7);
+    aclsimClearFindings();
+    /* Legal ones. */
+    memset(stack, 5, sizeof stack);
+    OK(aclrtMemcpy(d, 64, stack, 64, ACL_MEMCPY_HOST_TO_DEVICE));
+    OK(aclrtMemcpy(h, 64, d, 64, ACL_MEMCPY_DEVICE_TO_HOST));
+    ASSERT(h[63] == 5);
+    OK(aclrtMemset(d, 64, 3, 64));
+    OK(aclrtMemcpy(stack, 64, d, 64, ACL_MEMCPY_DEVICE_TO_HOST));
+    ASSERT(stack[0] == 3);
+    OK(aclrtMemcpy(h, 64, stack, 64, ACL_MEMCPY_HOST_TO_HOST));
+    OK(aclrtMemcpyAsync(d, 64, d, 64, ACL_MEMCPY_DEVICE_TO_DEVICE, s));
+    OK(aclrtSynchronizeStream(s));
+    OK(aclrtDestroyStream(s));
+    OK(aclrtFree(d));
+    OK(aclrtFreeHost(h));
+    teardown_clean();
+}
+
+static void m1_malloc_and_free_codes(void) {
+    setup();
+    void *p;
+    CHECK(aclrtMalloc(&p, 0, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtMallocHost(&p, 0), ACL_ERROR_INVALID_PARAM);
+    int x;
+    CHECK(aclrtFree(&x), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK(aclrtFreeHost(&x), ACL_ERROR_RT_PARAM_INVALID);
+    /* 1 GiB is cheap: lazily zeroed pages. */
+    char *big;
+    OK(aclrtMalloc((void **)&big, (size_t)1 << 30, ACL_MEM_MALLOC_HUGE_FIRST));
+    ASSERT(big[12345678] == 0);
+    OK(aclrtFree(big));
+    CHECK(aclrtFree(big), ACL_ERROR_RT_PARAM_INVALID); /* double free */
+    teardown_clean();
+}
+
+static void m2_free_memory_used_by_pending_task_is_flagged(void) {
+    setup();
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    char *d, *h;
+    OK(aclrtMalloc((void **)&d, 4096, ACL_MEM_MALLOC_HUGE_FIRST));
+    OK(aclrtMallocHost((void **)&h, 4096));
+    OK(aclsimLaunchKernel(s, 100000, NULL, NULL, NULL, 0));
+    OK(aclrtMemcpyAsync(h, 4096, d, 4096, ACL_MEMCPY_DEVICE_TO_HOST, s));
+    OK(aclrtFree(d));
+    expect_only("M2", 1);
+    CHECK(aclrtFree(d), ACL_ERROR_RT_PARAM_INVALID);
+    OK(aclrtSynchronizeStream(s)); /* the copy still ran safely: release was deferred */
+    OK(aclrtFreeHost(h));
+    CHECK(aclrtFreeHost(d), ACL_ERROR_RT_PARAM_INVALID);
+    OK(aclrtDestroyStream(s));
+    ASSERT(aclsimLiveObjectCount() == 0);
+    OK(aclrtResetDevice(0));
+    OK(aclFinalize());
+    expect_only("M2", 1);
+}
+
+static void m2_free_with_wrong_pair_is_flagged(void) {
+    setup();
+    void *d, *h;
+    OK(aclrtMalloc(&d, 16, ACL_MEM_MALLOC_HUGE_FIRST));
+    OK(aclrtMallocHost(&h, 16));
+    CHECK(aclrtFreeHost(d), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK(aclrtFree(h), ACL_ERROR_RT_PARAM_INVALID);
+    expect_only("M2", 2);
+    aclsimClearFindings();
+    OK(aclrtFree(d));
+    OK(aclrtFreeHost(h));
+    teardown_clean();
+}
+
+/* ---- Checker switch, trace ----------------------------------------------------------- */
+
+static void check_disabled_by_env_keeps_error_codes(void) {
+    /* Run with ACLSIM_CHECK=0. */
+    setup();
+    aclrtEvent e;
+    aclrtStream s1, s2;
+    void *d;
+    OK(aclrtCreateEvent(&e));
+    OK(aclrtCreateStream(&s1));
+    OK(aclrtCreateStream(&s2));
+    OK(aclrtMalloc(&d, 8, ACL_MEM_MALLOC_HUGE_FIRST));
+    CHECK(aclrtMemset(d, 8, 0, 9), ACL_ERROR_INVALID_PARAM);
+    OK(aclrtRecordEvent(e, s1));
+    OK(aclrtStreamWaitEvent(s2, e));
+    OK(aclrtSynchronizeDevice());
+    OK(aclrtDestroyEvent(e)); /* E4, unreported */
+    OK(aclFinalize());        /* P2, unreported */
+    expect_clean();
+}
+
+/* Two-stream ping-pong with a callback: the trace test parses the JSON it leaves. */
+static void trace_ping_pong(void) {
+    setup();
+    aclrtContext ctx;
+    OK(aclrtGetCurrentContext(&ctx));
+    aclrtStream a, b;
+    OK(aclrtCreateStream(&a));
+    OK(aclrtCreateStream(&b));
+    aclrtEvent ea, eb;
+    OK(aclrtCreateEvent(&ea));
+    OK(aclrtCreateEvent(&eb));
+    char *d;
+    static char h[4096];
+    OK(aclrtMalloc((void **)&d, 4096, ACL_MEM_MALLOC_HUGE_FIRST));
+    pthread_t th;
+    cb_stop = 0;
+    pthread_create(&th, NULL, report_loop, ctx);
+    OK(aclrtSubscribeReport((uint64_t)th, b));
+    for (int i = 0; i < 3; i++) {
+        OK(aclrtMemcpyAsync(d, 4096, h, 4096, ACL_MEMCPY_HOST_TO_DEVICE, a));
+        OK(aclsimLaunchKernel(a, 2000, NULL, NULL, NULL, 0));
+        OK(aclrtRecordEvent(ea, a));
+        OK(aclrtStreamWaitEvent(b, ea));
+        OK(aclrtResetEvent(ea, b));
+        OK(aclrtLaunchCallback(cb_record, &i, ACL_CALLBACK_BLOCK, b));
+        OK(aclrtRecordEvent(eb, b));
+        OK(aclrtStreamWaitEvent(a, eb));
+        OK(aclrtResetEvent(eb, a));
+        OK(aclrtSynchronizeStream(a));
+    }
+    OK(aclrtSynchronizeStream(b));
+    OK(aclrtUnSubscribeReport((uint64_t)th, b));
+    __atomic_store_n(&cb_stop, 1, __ATOMIC_RELEASE);
+    pthread_join(th, NULL);
+    OK(aclrtDestroyEvent(ea));
+    OK(aclrtDestroyEvent(eb));
+    OK(aclrtDestroyStream(a));
+    OK(aclrtDestroyStream(b));
+    OK(aclrtFree(d));
+    teardown_clean();
+}
+
+/* ---- Stress -------------------------------------------------------------------------- */
+
+#define STRESS_THREADS 4
+static int stress_streams_per_thread = 8;
+static int stress_iters = 500;
+
+static void *stress_thread(void *arg) {
+    int idx = (int)(intptr_t)arg;
+    int dev = idx % 2;
+    OK(aclrtSetDevice(dev));
+    aclrtContext ctx;
+    OK(aclrtCreateContext(&ctx, dev));
+    int n = stress_streams_per_thread;
+    aclrtStream *s = calloc((size_t)n, sizeof *s);
+    for (int i = 0; i < n; i++) OK(aclrtCreateStream(&s[i]));
+    int *d;
+    OK(aclrtMalloc((void **)&d, sizeof(int) * (size_t)n, ACL_MEM_MALLOC_HUGE_FIRST));
+    int *h = calloc((size_t)n, sizeof(int));
+    for (int it = 0; it < stress_iters; it++) {
+        int a = it % n, b = (it * 7 + 3) % n;
+        if (a == b) b = (b + 1) % n;
+        aclrtEvent e;
+        OK(aclrtCreateEvent(&e));
+        h[a] = it;
+        OK(aclrtMemcpyAsync(&d[a], sizeof(int), &h[a], sizeof(int), ACL_MEMCPY_HOST_TO_DEVICE, s[a]));
+        OK(aclrtRecordEvent(e, s[a]));
+        OK(aclrtStreamWaitEvent(s[b], e));
+        OK(aclrtResetEvent(e, s[b]));
+        OK(aclrtMemcpyAsync(&d[b], sizeof(int), &d[a], sizeof(int), ACL_MEMCPY_DEVICE_TO_DEVICE, s[b]));
+        OK(aclrtSynchronizeStream(s[b]));
+        ASSERT(d[b] == it);
+        OK(aclrtSynchronizeStream(s[a]));
+        OK(aclrtDestroyEvent(e));
+    }
+    OK(aclrtSynchronizeDevice());
+    for (int i = 0; i < n; i++) OK(aclrtDestroyStream(s[i]));
+    OK(aclrtFree(d));
+    OK(aclrtDestroyContext(ctx));
+    OK(aclrtResetDevice(dev));
+    free(s);
+    free(h);
+    return NULL;
+}
+
+static void stress_many_streams_events_threads(void) {
+    const char *small = getenv("ACLSIM_STRESS_SMALL");
+    if (small && *small) {
+        stress_streams_per_thread = 3;
+        stress_iters = 40;
+    }
+    OK(aclInit(NULL));
+    pthread_t th[STRESS_THREADS];
+    for (int i = 0; i < STRESS_THREADS; i++)
+        pthread_create(&th[i], NULL, stress_thread, (void *)(intptr_t)i);
+    for (int i = 0; i < STRESS_THREADS; i++) pthread_join(th[i], NULL);
+    ASSERT(aclsimLiveObjectCount() == 0);
+    OK(aclFinalize());
+    expect_clean();
+}
+
+/* ---- Dispatch ------------------------------------------------------------------------ */
+
+struct tcase {
+    const char *name;
+    void (*fn)(void);
+};
+#define T(x) {#x, x}
+static const struct tcase cases[] = {
+    T(seed000_event_sync),
+    T(seed000_stream_sync_memcpy),
+    T(seed000_stream_to_stream_wait),
+    T(seed000_stream_to_stream_verbatim_flags_e4),
+    T(seed000_device_sync),
+    T(seed001_callback_flow),
+    T(p1_calls_before_init_return_100001),
+    T(p2_repeat_init_and_finalize_codes),
+    T(p2_live_resources_at_finalize_are_one_leak_report),
+    T(p3_wait_timeout_reported_by_synchronize_stream),
+    T(d1_invalid_device_id_returns_107001),
+    T(d1_d5_set_reset_are_reference_counted),
+    T(d1_create_context_on_unset_device_is_flagged),
+    T(d2_d6_current_context_is_per_thread),
+    T(d3_destroy_context_with_live_stream_and_event_is_flagged),
+    T(d3_reset_device_with_live_resources_is_flagged),
+    T(d5_destroy_default_context_returns_107002),
+    T(d6_stream_outside_current_context_returns_107003),
+    T(d_run_mode_and_handles),
+    T(s1_tasks_run_in_issue_order),
+    T(s1_streams_are_independent),
+    T(s3_synchronize_stream_with_timeout_codes),
+    T(s4_destroy_stream_with_unfinished_tasks_is_flagged),
+    T(e1_wait_on_never_recorded_plain_event_returns_107000),
+    T(e1_wait_on_sync_event_is_released_by_a_later_record),
+    T(e1_deadlock_on_never_recorded_sync_event_is_diagnosed),
+    T(e1_deadlock_cycle_between_two_streams_is_diagnosed),
+    T(e2_query_status_and_synchronize_event),
+    T(e4_wait_without_reset_then_destroy_is_flagged),
+    T(e4_rerecord_without_reset_is_flagged),
+    T(e5_reset_overtaking_another_streams_wait_is_flagged),
+    T(e6_synchronize_event_with_timeout_codes),
+    T(e7_event_flags_without_sync_cannot_wait_or_reset),
+    T(e8_elapsed_time_needs_both_events_complete),
+    T(e9_destroy_event_referenced_by_pending_task_is_flagged),
+    T(c2_second_subscription_of_a_stream_returns_107011),
+    T(c3_same_thread_on_two_devices_returns_107012),
+    T(c4_more_than_1024_subscribed_threads_returns_107012),
+    T(c5_launch_callback_errors),
+    T(c5_block_holds_the_stream_and_no_block_does_not),
+    T(c6_process_report_errors),
+    T(c8_runtime_call_inside_callback_is_flagged),
+    T(c1_synchronize_on_the_processing_thread_is_diagnosed),
+    T(c9_unsubscribe_errors),
+    T(m1_memcpy_violations_return_100000_and_are_flagged),
+    T(m1_malloc_and_free_codes),
+    T(m2_free_memory_used_by_pending_task_is_flagged),
+    T(m2_free_with_wrong_pair_is_flagged),
+    T(check_disabled_by_env_keeps_error_codes),
+    T(trace_ping_pong),
+    T(stress_many_streams_events_threads),
+};
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) printf("%s\n", cases[i].name);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (strcmp(cases[i].name, argv[1]) == 0) {
+            cases[i].fn();
+            printf("ok %s\n", argv[1]);
+            return 0;
+        }
+    }
+    fprintf(stderr, "unknown case %s\n", argv[1]);
+    return 2;
+}

@@ -1,0 +1,214 @@
+//! Runs the C harness (tests/c/harness.c) against the built libascendcl.so, one process per
+//! case so that every case starts from a fresh simulator. Test names cite protocol rules.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// Directory holding libascendcl.so: the test binary lives in target/<profile>/deps, and so
+/// does the cdylib (no target dir is hard-coded).
+fn lib_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    let deps = exe.parent().expect("deps dir").to_path_buf();
+    for d in [deps.clone(), deps.parent().map(Path::to_path_buf).unwrap_or_default()] {
+        if d.join("libascendcl.so").exists() {
+            return d;
+        }
+    }
+    panic!("libascendcl.so not found next to {}", exe.display());
+}
+
+fn harness() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let out_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+        std::fs::create_dir_all(&out_dir).expect("tmpdir");
+        let bin = out_dir.join("aclsim_harness");
+        let lib = lib_dir();
+        let status = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+            .args(["-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pthread"])
+            .arg(format!("-I{}", manifest.join("include").display()))
+            .arg(format!("-I{}", manifest.join("../include").display()))
+            .arg(manifest.join("tests/c/harness.c"))
+            .arg("-o")
+            .arg(&bin)
+            .arg(format!("-L{}", lib.display()))
+            .arg("-lascendcl")
+            .arg(format!("-Wl,-rpath,{}", lib.display()))
+            .status()
+            .expect("run the C compiler (cc)");
+        assert!(status.success(), "compiling tests/c/harness.c failed");
+        bin
+    })
+}
+
+pub fn run_case_env(case: &str, env: &[(&str, &str)]) -> std::process::Output {
+    let mut cmd = Command::new(harness());
+    cmd.arg(case)
+        .env("LD_LIBRARY_PATH", lib_dir())
+        .env_remove("ACLSIM_CHECK")
+        .env_remove("ACLSIM_TRACE")
+        .env_remove("ACLSIM_DEVICE_COUNT")
+        .env_remove("ACLSIM_RUN_MODE")
+        .env_remove("ACLSIM_DEADLOCK_MS")
+        .env("ACLSIM_QUIET", "0");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run harness");
+    if !out.status.success() {
+        panic!(
+            "case {case} failed ({}):\n--- stdout\n{}\n--- stderr\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    out
+}
+
+fn run_case(case: &str) {
+    run_case_env(case, &[]);
+}
+
+macro_rules! cases {
+    ($($name:ident),* $(,)?) => {
+        $( #[test] fn $name() { run_case(stringify!($name)); } )*
+    };
+}
+
+cases!(
+    seed000_event_sync,
+    seed000_stream_sync_memcpy,
+    seed000_stream_to_stream_wait,
+    seed000_stream_to_stream_verbatim_flags_e4,
+    seed000_device_sync,
+    seed001_callback_flow,
+    p1_calls_before_init_return_100001,
+    p2_repeat_init_and_finalize_codes,
+    p2_live_resources_at_finalize_are_one_leak_report,
+    p3_wait_timeout_reported_by_synchronize_stream,
+    d1_invalid_device_id_returns_107001,
+    d1_d5_set_reset_are_reference_counted,
+    d1_create_context_on_unset_device_is_flagged,
+    d2_d6_current_context_is_per_thread,
+    d3_destroy_context_with_live_stream_and_event_is_flagged,
+    d3_reset_device_with_live_resources_is_flagged,
+    d5_destroy_default_context_returns_107002,
+    d6_stream_outside_current_context_returns_107003,
+    s1_tasks_run_in_issue_order,
+    s1_streams_are_independent,
+    s3_synchronize_stream_with_timeout_codes,
+    s4_destroy_stream_with_unfinished_tasks_is_flagged,
+    e1_wait_on_never_recorded_plain_event_returns_107000,
+    e1_wait_on_sync_event_is_released_by_a_later_record,
+    e1_deadlock_on_never_recorded_sync_event_is_diagnosed,
+    e1_deadlock_cycle_between_two_streams_is_diagnosed,
+    e2_query_status_and_synchronize_event,
+    e4_wait_without_reset_then_destroy_is_flagged,
+    e4_rerecord_without_reset_is_flagged,
+    e5_reset_overtaking_another_streams_wait_is_flagged,
+    e6_synchronize_event_with_timeout_codes,
+    e7_event_flags_without_sync_cannot_wait_or_reset,
+    e8_elapsed_time_needs_both_events_complete,
+    e9_destroy_event_referenced_by_pending_task_is_flagged,
+    c2_second_subscription_of_a_stream_returns_107011,
+    c3_same_thread_on_two_devices_returns_107012,
+    c4_more_than_1024_subscribed_threads_returns_107012,
+    c5_launch_callback_errors,
+    c5_block_holds_the_stream_and_no_block_does_not,
+    c6_process_report_errors,
+    c8_runtime_call_inside_callback_is_flagged,
+    c1_synchronize_on_the_processing_thread_is_diagnosed,
+    c9_unsubscribe_errors,
+    m1_memcpy_violations_return_100000_and_are_flagged,
+    m1_malloc_and_free_codes,
+    m2_free_memory_used_by_pending_task_is_flagged,
+    m2_free_with_wrong_pair_is_flagged,
+    stress_many_streams_events_threads,
+);
+
+#[test]
+fn d_run_mode_host_by_default_and_handles_are_validated() {
+    run_case("d_run_mode_and_handles");
+}
+
+#[test]
+fn d_run_mode_device_from_env() {
+    run_case_env("d_run_mode_and_handles", &[("ACLSIM_RUN_MODE", "device")]);
+}
+
+#[test]
+fn checker_disabled_by_aclsim_check_0_keeps_error_codes() {
+    run_case_env(
+        "check_disabled_by_env_keeps_error_codes",
+        &[("ACLSIM_CHECK", "0")],
+    );
+}
+
+#[test]
+fn aclsim_quiet_silences_stderr() {
+    let out = run_case_env(
+        "seed000_stream_to_stream_verbatim_flags_e4",
+        &[("ACLSIM_QUIET", "1")],
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("aclsim: [E4]"));
+}
+
+fn run_case_stderr(case: &str) -> String {
+    String::from_utf8_lossy(&run_case_env(case, &[]).stderr).into_owned()
+}
+
+#[test]
+fn e4_finding_is_printed_with_rule_prefix() {
+    let err = run_case_stderr("seed000_stream_to_stream_verbatim_flags_e4");
+    assert!(err.contains("aclsim: [E4] "), "stderr: {err}");
+}
+
+#[test]
+fn trace_is_valid_chrome_trace_json_with_tracks_spans_and_flows() {
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("aclsim_trace_test.json");
+    let _ = std::fs::remove_file(&path);
+    run_case_env(
+        "trace_ping_pong",
+        &[("ACLSIM_TRACE", path.to_str().expect("utf-8 path"))],
+    );
+    let text = std::fs::read_to_string(&path).expect("trace written at aclFinalize");
+    let v: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    let evs = v["traceEvents"].as_array().expect("traceEvents array");
+    let names = |ph: &str| -> Vec<String> {
+        evs.iter()
+            .filter(|e| e["ph"] == ph)
+            .map(|e| e["name"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    let tracks: Vec<_> = evs
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+        .collect();
+    assert!(tracks.len() >= 2, "one track per stream");
+    let spans = names("X");
+    assert!(spans.iter().any(|n| n == "memcpy_async H2D 4096 B"), "{spans:?}");
+    assert!(spans.iter().any(|n| n.starts_with("kernel")));
+    assert!(spans.iter().any(|n| n.starts_with("record e")));
+    assert!(spans.iter().any(|n| n.starts_with("wait e")));
+    assert!(spans.iter().any(|n| n.starts_with("reset e")));
+    assert!(spans.iter().any(|n| n.starts_with("callback")));
+    for e in evs.iter().filter(|e| e["ph"] == "X") {
+        assert!(e["ts"].as_f64().is_some() && e["dur"].as_f64().is_some());
+        assert!(e["tid"].as_u64().is_some());
+    }
+    let starts: Vec<_> = evs.iter().filter(|e| e["ph"] == "s").collect();
+    let finishes: Vec<_> = evs.iter().filter(|e| e["ph"] == "f").collect();
+    assert_eq!(starts.len(), 6, "one arrow per released wait (3 iterations x 2)");
+    assert_eq!(finishes.len(), starts.len());
+    for s in &starts {
+        let id = &s["id"];
+        let f = finishes
+            .iter()
+            .find(|f| &f["id"] == id)
+            .expect("matching flow end");
+        assert_ne!(s["tid"], f["tid"], "arrows go from one stream to another");
+    }
+}
