@@ -32,6 +32,8 @@ use crate::error::{LoadError, TriedPath};
 
 /// The library file name of the AscendCL runtime (and of the simulator).
 pub const LIBRARY_NAME: &str = "libascendcl.so";
+/// A symbol only the simulator (`sim/`) exports.
+const SIMULATOR_MARKER: &[u8] = b"aclsimApiVersion\0";
 /// The environment variable naming the runtime library to load.
 pub const LIBRARY_ENV: &str = "ASCEND_ACL_LIB";
 
@@ -155,6 +157,7 @@ pub struct Api {
     pub(crate) table: FunctionTable,
     path: PathBuf,
     source: &'static str,
+    simulator: bool,
     // Declared last: dropped after `table`, whose pointers point into it.
     _library: libloading::Library,
 }
@@ -197,10 +200,15 @@ impl Api {
                     // SAFETY: the library is an AscendCL runtime (same reasoning), and the
                     // table is stored beside the library it points into, which outlives it.
                     let table = unsafe { FunctionTable::resolve(&library, &candidate.path)? };
+                    // SAFETY: only the symbol's presence is read; it is never called here.
+                    let simulator =
+                        unsafe { library.get::<unsafe extern "C" fn() -> u32>(SIMULATOR_MARKER) }
+                            .is_ok();
                     return Ok(Api {
                         table,
                         path: candidate.path,
                         source: candidate.source,
+                        simulator,
                         _library: library,
                     });
                 }
@@ -222,6 +230,12 @@ impl Api {
     /// Which search step found the library (e.g. `"ASCEND_ACL_LIB"`, `"system loader"`).
     pub fn source(&self) -> &'static str {
         self.source
+    }
+
+    /// Whether the loaded library is this project's CPU simulator (it exports the `aclsim*`
+    /// extension API) rather than the vendor runtime.
+    pub fn is_simulator(&self) -> bool {
+        self.simulator
     }
 
     /// Whether the loaded library provides `symbol` (required ones always do).
