@@ -318,7 +318,9 @@ fn step(rt: &mut Rt, sid: u64) -> Step {
             t.started = Some(now);
         }
         match &t.kind {
-            TaskKind::Copy { dst, src, count, .. } => {
+            TaskKind::Copy {
+                dst, src, count, ..
+            } => {
                 if t.state == TaskState::Running {
                     return Step::Idle;
                 }
@@ -391,10 +393,7 @@ fn step(rt: &mut Rt, sid: u64) -> Step {
                     }
                     HOST_CV.broadcast();
                     if block {
-                        if let Some(t) = rt
-                            .streams
-                            .get_mut(&sid)
-                            .and_then(|s| s.tasks.front_mut())
+                        if let Some(t) = rt.streams.get_mut(&sid).and_then(|s| s.tasks.front_mut())
                         {
                             t.state = TaskState::WaitingCb;
                         }
@@ -500,7 +499,9 @@ fn step(rt: &mut Rt, sid: u64) -> Step {
             if !overtaken.is_empty() {
                 let list: Vec<String> = overtaken
                     .iter()
-                    .map(|(wt, ws)| format!("wait task {wt} on stream {:#x}", handle(STREAM_BASE, *ws)))
+                    .map(|(wt, ws)| {
+                        format!("wait task {wt} on stream {:#x}", handle(STREAM_BASE, *ws))
+                    })
                     .collect();
                 rt.report(
                     "E5",
@@ -663,7 +664,9 @@ pub fn host_wait(
                     if let Some((rule, msg)) = diagnose(rt, targets, me) {
                         rt.report(
                             rule,
-                            format!("deadlock: {what} can never return: {msg}; the call returns 507000"),
+                            format!(
+                                "deadlock: {what} can never return: {msg}; the call returns 507000"
+                            ),
                         );
                         return Err(WaitEnd::Deadlock);
                     }
@@ -739,7 +742,11 @@ fn diagnose(rt: &Rt, targets: &[u64], me: u64) -> Option<(&'static str, String)>
                 };
                 stuck.push(format!(
                     "stream {sh:#x}{} waits (task {}) for event {eh:#x}: {why}",
-                    if tset.contains(sid) { " (synchronized)" } else { "" },
+                    if tset.contains(sid) {
+                        " (synchronized)"
+                    } else {
+                        ""
+                    },
                     t.id
                 ));
             }

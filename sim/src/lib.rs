@@ -15,7 +15,7 @@ pub mod pt;
 pub mod state;
 pub mod trace;
 
-use std::ffi::{CStr, c_char, c_void};
+use std::ffi::{c_char, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
@@ -665,8 +665,8 @@ pub extern "C" fn aclrtStreamWaitEvent(stream: *mut c_void, event: *mut c_void) 
         if e.plain && e.records_issued == 0 {
             return Err(code::RT_PARAM_INVALID); // E1: plain event never recorded
         }
-        let timeout = (rt.op_wait_timeout > 0)
-            .then(|| Duration::from_secs(u64::from(rt.op_wait_timeout))); // P3
+        let timeout =
+            (rt.op_wait_timeout > 0).then(|| Duration::from_secs(u64::from(rt.op_wait_timeout))); // P3
         exec::enqueue(rt, sid, TaskKind::Wait { ev: eid, timeout }, Vec::new());
         Ok(())
     })
@@ -1055,7 +1055,8 @@ pub extern "C" fn aclrtProcessReport(timeout: i32) -> i32 {
         if !rt.subs.contains_key(&me) {
             return Err(code::RT_THREAD_SUBSCRIBE); // C6
         }
-        let deadline = (timeout > 0).then(|| Instant::now() + Duration::from_millis(timeout as u64));
+        let deadline =
+            (timeout > 0).then(|| Instant::now() + Duration::from_millis(timeout as u64));
         let item = loop {
             let rt = rt_of(&mut g)?;
             let Some(ts) = rt.subs.get_mut(&me) else {
@@ -1219,12 +1220,22 @@ fn check_copy(
     Ok(allocs)
 }
 
-fn check_set(rt: &mut Rt, call: &str, p: usize, max: usize, count: usize) -> Result<Vec<usize>, i32> {
+fn check_set(
+    rt: &mut Rt,
+    call: &str,
+    p: usize,
+    max: usize,
+    count: usize,
+) -> Result<Vec<usize>, i32> {
     if p == 0 {
         return Err(m1(rt, call, "NULL buffer".into()));
     }
     if count > max {
-        return Err(m1(rt, call, format!("count {count} exceeds maxCount {max}")));
+        return Err(m1(
+            rt,
+            call,
+            format!("count {count} exceeds maxCount {max}"),
+        ));
     }
     match locate(rt, p, count) {
         Loc::Bad(m) => {
@@ -1341,7 +1352,15 @@ pub extern "C" fn aclrtMemcpy(
     ffi(|| {
         let mut g = enter("aclrtMemcpy", Call::Action)?;
         let rt = rt_of(&mut g)?;
-        check_copy(rt, "aclrtMemcpy", dst as usize, destMax, src as usize, count, kind)?;
+        check_copy(
+            rt,
+            "aclrtMemcpy",
+            dst as usize,
+            destMax,
+            src as usize,
+            count,
+            kind,
+        )?;
         // Copied under the lock, so a concurrent aclrtFree cannot release the memory.
         // SAFETY: ranges validated above (M1); untracked host memory is the caller's.
         unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, count) };
@@ -1387,7 +1406,12 @@ pub extern "C" fn aclrtMemcpyAsync(
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn aclrtMemset(devPtr: *mut c_void, maxCount: usize, value: i32, count: usize) -> i32 {
+pub extern "C" fn aclrtMemset(
+    devPtr: *mut c_void,
+    maxCount: usize,
+    value: i32,
+    count: usize,
+) -> i32 {
     ffi(|| {
         let mut g = enter("aclrtMemset", Call::Action)?;
         let rt = rt_of(&mut g)?;
@@ -1434,6 +1458,13 @@ pub extern "C" fn aclsimApiVersion() -> u32 {
     1
 }
 
+/// Reads entry `i` of the caller's buffer list.
+fn buffer_at(buffers: *const *mut c_void, i: usize) -> usize {
+    // SAFETY: aclsimLaunchKernel's contract: `buffers` holds `bufferCount` readable
+    // pointers (checked non-NULL by the caller of this helper), and i < bufferCount.
+    unsafe { *buffers.add(i) as usize }
+}
+
 #[unsafe(no_mangle)]
 pub extern "C" fn aclsimLaunchKernel(
     stream: *mut c_void,
@@ -1453,8 +1484,7 @@ pub extern "C" fn aclsimLaunchKernel(
         let mut bufs = Vec::with_capacity(bufferCount);
         let mut allocs = Vec::new();
         for i in 0..bufferCount {
-            // SAFETY: the caller passes `bufferCount` readable pointers at `buffers`.
-            let b = unsafe { *buffers.add(i) } as usize;
+            let b = buffer_at(buffers, i);
             match locate(rt, b, 1) {
                 Loc::Device(s) => {
                     allocs.push(s);
@@ -1538,9 +1568,7 @@ pub extern "C" fn aclsimGetFinding(
         let f = if index < saved {
             g.saved_findings.get(index)
         } else {
-            g.rt
-                .as_ref()
-                .and_then(|r| r.findings.get(index - saved))
+            g.rt.as_ref().and_then(|r| r.findings.get(index - saved))
         };
         let f = f.ok_or(code::INVALID_PARAM)?;
         copy_cstr(&f.rule, rule, ruleCap.min(8));
@@ -1567,13 +1595,4 @@ pub extern "C" fn aclsimLiveObjectCount() -> usize {
         g.rt.as_ref().map_or(0, |r| r.live_object_count())
     })
     .unwrap_or(0)
-}
-
-/// Reads a C string config path (unused; kept for diagnostics in tests).
-pub fn config_path_str(p: *const c_char) -> Option<String> {
-    if p.is_null() {
-        return None;
-    }
-    // SAFETY: a NUL-terminated string from the caller of aclInit.
-    Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
 }

@@ -179,7 +179,7 @@ extern "C" fn thread_start(arg: *mut libc::c_void) -> *mut libc::c_void {
     // SAFETY: `arg` is the `Box<Job>` leaked by `spawn` for exactly this thread.
     let job: Box<Job> = unsafe { Box::from_raw(arg as *mut Job) };
     // A panic must never unwind out of a pthread start routine.
-    let _ = catch_unwind(AssertUnwindSafe(move || job()));
+    let _ = catch_unwind(AssertUnwindSafe(job));
     std::ptr::null_mut()
 }
 

@@ -57,7 +57,7 @@ pub fn handle(base: usize, id: u64) -> usize {
 }
 
 pub fn decode(base: usize, h: usize) -> Option<u64> {
-    if h >= base && h < base + HANDLE_SPAN && (h - base) % 16 == 0 {
+    if h >= base && h < base + HANDLE_SPAN && (h - base).is_multiple_of(16) {
         Some(((h - base) / 16) as u64)
     } else {
         None

@@ -10,7 +10,10 @@ use std::sync::OnceLock;
 fn lib_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
     let deps = exe.parent().expect("deps dir").to_path_buf();
-    for d in [deps.clone(), deps.parent().map(Path::to_path_buf).unwrap_or_default()] {
+    for d in [
+        deps.clone(),
+        deps.parent().map(Path::to_path_buf).unwrap_or_default(),
+    ] {
         if d.join("libascendcl.so").exists() {
             return d;
         }
@@ -27,7 +30,9 @@ fn harness() -> &'static Path {
         let bin = out_dir.join("aclsim_harness");
         let lib = lib_dir();
         let status = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
-            .args(["-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pthread"])
+            .args([
+                "-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pthread",
+            ])
             .arg(format!("-I{}", manifest.join("include").display()))
             .arg(format!("-I{}", manifest.join("../include").display()))
             .arg(manifest.join("tests/c/harness.c"))
@@ -189,7 +194,10 @@ fn trace_is_valid_chrome_trace_json_with_tracks_spans_and_flows() {
         .collect();
     assert!(tracks.len() >= 2, "one track per stream");
     let spans = names("X");
-    assert!(spans.iter().any(|n| n == "memcpy_async H2D 4096 B"), "{spans:?}");
+    assert!(
+        spans.iter().any(|n| n == "memcpy_async H2D 4096 B"),
+        "{spans:?}"
+    );
     assert!(spans.iter().any(|n| n.starts_with("kernel")));
     assert!(spans.iter().any(|n| n.starts_with("record e")));
     assert!(spans.iter().any(|n| n.starts_with("wait e")));
@@ -201,7 +209,11 @@ fn trace_is_valid_chrome_trace_json_with_tracks_spans_and_flows() {
     }
     let starts: Vec<_> = evs.iter().filter(|e| e["ph"] == "s").collect();
     let finishes: Vec<_> = evs.iter().filter(|e| e["ph"] == "f").collect();
-    assert_eq!(starts.len(), 6, "one arrow per released wait (3 iterations x 2)");
+    assert_eq!(
+        starts.len(),
+        6,
+        "one arrow per released wait (3 iterations x 2)"
+    );
     assert_eq!(finishes.len(), starts.len());
     for s in &starts {
         let id = &s["id"];

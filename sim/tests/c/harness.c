@@ -217,13 +217,26 @@ static void seed000_device_sync(void) {
 
 /* ---- Seed 001: the callback flow (C1) ------------------------------------------------ */
 
-static volatile int cb_stop;
+/* The stop flag of the report loops, behind a mutex (no bare atomics: helgrind runs these). */
+static pthread_mutex_t cb_stop_m = PTHREAD_MUTEX_INITIALIZER;
+static int cb_stop_flag;
+static int cb_stopped(void) {
+    pthread_mutex_lock(&cb_stop_m);
+    int v = cb_stop_flag;
+    pthread_mutex_unlock(&cb_stop_m);
+    return v;
+}
+static void cb_set_stop(int v) {
+    pthread_mutex_lock(&cb_stop_m);
+    cb_stop_flag = v;
+    pthread_mutex_unlock(&cb_stop_m);
+}
 static pthread_t cb_seen_thread;
 static int cb_seen_value;
 
 static void *report_loop(void *ctx) {
     OK(aclrtSetCurrentContext((aclrtContext)ctx));
-    while (!__atomic_load_n(&cb_stop, __ATOMIC_ACQUIRE)) {
+    while (!cb_stopped()) {
         int r = aclrtProcessReport(20);
         if (r == ACL_ERROR_RT_THREAD_SUBSCRIBE) { /* not (or no longer) subscribed (C6) */
             sleep_ms(1);
@@ -249,7 +262,7 @@ static void seed001_callback_flow(void) {
     aclrtStream s;
     OK(aclrtCreateStream(&s));
     pthread_t th;
-    cb_stop = 0;
+    cb_set_stop(0);
     pthread_create(&th, NULL, report_loop, ctx);                /* (1) */
     OK(aclrtSubscribeReport((uint64_t)th, s));                  /* (2) */
     int host[256], *dev;
@@ -261,7 +274,7 @@ static void seed001_callback_flow(void) {
     ASSERT(pthread_equal(cb_seen_thread, th));
     ASSERT(cb_seen_value == 255);
     OK(aclrtUnSubscribeReport((uint64_t)th, s));                /* (5) */
-    __atomic_store_n(&cb_stop, 1, __ATOMIC_RELEASE);
+    cb_set_stop(1);
     pthread_join(th, NULL);
     OK(aclrtDestroyStream(s));
     OK(aclrtFree(dev));
@@ -904,7 +917,7 @@ static void c5_block_holds_the_stream_and_no_block_does_not(void) {
     aclrtStream s;
     OK(aclrtCreateStream(&s));
     pthread_t th;
-    cb_stop = 0;
+    cb_set_stop(0);
     pthread_create(&th, NULL, report_loop, ctx);
     OK(aclrtSubscribeReport((uint64_t)th, s));
     int seen = -1;
@@ -919,7 +932,7 @@ static void c5_block_holds_the_stream_and_no_block_does_not(void) {
     OK(aclrtSynchronizeStream(s)); /* waits for the non-blocking callback too */
     ASSERT(__atomic_load_n(&order_flag, __ATOMIC_ACQUIRE) == 2);
     OK(aclrtUnSubscribeReport((uint64_t)th, s));
-    __atomic_store_n(&cb_stop, 1, __ATOMIC_RELEASE);
+    cb_set_stop(1);
     pthread_join(th, NULL);
     OK(aclrtDestroyStream(s));
     teardown_clean();
@@ -965,14 +978,14 @@ static void c8_runtime_call_inside_callback_is_flagged(void) {
     aclrtStream s;
     OK(aclrtCreateStream(&s));
     pthread_t th;
-    cb_stop = 0;
+    cb_set_stop(0);
     pthread_create(&th, NULL, report_loop, ctx);
     OK(aclrtSubscribeReport((uint64_t)th, s));
     OK(aclrtLaunchCallback(cb_calls_runtime, s, ACL_CALLBACK_BLOCK, s));
     OK(aclrtSynchronizeStream(s)); /* no deadlock */
     ASSERT(inner_rc == ACL_ERROR_RT_PARAM_INVALID);
     OK(aclrtUnSubscribeReport((uint64_t)th, s));
-    __atomic_store_n(&cb_stop, 1, __ATOMIC_RELEASE);
+    cb_set_stop(1);
     pthread_join(th, NULL);
     OK(aclrtDestroyStream(s));
     OK(aclrtResetDevice(0));
@@ -1134,7 +1147,7 @@ static void trace_ping_pong(void) {
     static char h[4096];
     OK(aclrtMalloc((void **)&d, 4096, ACL_MEM_MALLOC_HUGE_FIRST));
     pthread_t th;
-    cb_stop = 0;
+    cb_set_stop(0);
     pthread_create(&th, NULL, report_loop, ctx);
     OK(aclrtSubscribeReport((uint64_t)th, b));
     for (int i = 0; i < 3; i++) {
@@ -1151,7 +1164,7 @@ static void trace_ping_pong(void) {
     }
     OK(aclrtSynchronizeStream(b));
     OK(aclrtUnSubscribeReport((uint64_t)th, b));
-    __atomic_store_n(&cb_stop, 1, __ATOMIC_RELEASE);
+    cb_set_stop(1);
     pthread_join(th, NULL);
     OK(aclrtDestroyEvent(ea));
     OK(aclrtDestroyEvent(eb));

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Runs small simulator workloads under helgrind (and drd) with zero tolerated errors.
+#
+# Usage: sim/valgrind.sh            (from anywhere; uses $CARGO_TARGET_DIR or <repo>/target)
+# Env:   ACLSIM_VALGRIND_TOOLS="helgrind drd"   tools to run (default: both)
+#
+# The simulator synchronizes only through pthread mutexes/condvars and raw pthreads
+# (sim/src/pt.rs), so the tools see every happens-before edge; no suppression file is used.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+command -v valgrind >/dev/null || { echo "valgrind.sh: valgrind is not installed (apt-get install valgrind)" >&2; exit 1; }
+target="${CARGO_TARGET_DIR:-$root/target}"
+(cd "$root" && cargo build -p ascendcl-sim --quiet)
+lib="$target/debug"
+[ -f "$lib/libascendcl.so" ] || { echo "valgrind.sh: $lib/libascendcl.so missing" >&2; exit 1; }
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+cc -std=c11 -O1 -g -pthread -I"$here/include" -I"$root/include" "$here/tests/c/harness.c" \
+   -o "$work/harness" -L"$lib" -lascendcl -Wl,-rpath,"$lib"
+export LD_LIBRARY_PATH="$lib" ACLSIM_STRESS_SMALL=1 ACLSIM_QUIET=1
+cases="stress_many_streams_events_threads seed001_callback_flow seed000_stream_to_stream_wait e5_reset_overtaking_another_streams_wait_is_flagged"
+fail=0
+for tool in ${ACLSIM_VALGRIND_TOOLS:-helgrind drd}; do
+  for c in $cases; do
+    if valgrind --tool="$tool" --error-exitcode=1 -q "$work/harness" "$c" >"$work/out" 2>&1; then
+      echo "valgrind.sh: $tool $c: 0 errors"
+    else
+      echo "valgrind.sh: $tool $c: FAILED"; cat "$work/out"; fail=1
+    fi
+  done
+done
+exit $fail
