@@ -102,6 +102,7 @@ cases!(
     d3_reset_device_with_live_resources_is_flagged,
     d5_destroy_default_context_returns_107002,
     d6_stream_outside_current_context_returns_107003,
+    aclsim_extension_api_contract,
     s1_tasks_run_in_issue_order,
     s1_streams_are_independent,
     s3_synchronize_stream_with_timeout_codes,

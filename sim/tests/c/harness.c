@@ -498,6 +498,29 @@ static void d_run_mode_and_handles(void) {
     teardown_clean();
 }
 
+static void aclsim_extension_api_contract(void) {
+    ASSERT(aclsimApiVersion() == ACLSIM_API_VERSION);
+    CHECK(aclsimSetDeviceCount(0), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclsimSetDeviceCount(65), ACL_ERROR_INVALID_PARAM);
+    char rule[8], msg[64];
+    CHECK(aclsimGetFinding(0, rule, sizeof rule, msg, sizeof msg), ACL_ERROR_INVALID_PARAM);
+    ASSERT(aclsimLiveObjectCount() == 0);
+    setup();
+    aclrtContext c;
+    OK(aclrtCreateContext(&c, 1)); /* D1 finding */
+    CHECK(aclsimGetFinding(0, NULL, 8, msg, sizeof msg), ACL_ERROR_INVALID_PARAM);
+    OK(aclsimGetFinding(0, rule, sizeof rule, msg, 10)); /* truncated message */
+    ASSERT(strcmp(rule, "D1") == 0 && strlen(msg) == 9);
+    OK(aclsimGetFinding(0, NULL, 0, NULL, 0));
+    ASSERT(aclsimLiveObjectCount() == 1);
+    CHECK(aclsimLaunchKernel(NULL, 0, NULL, NULL, (void *const *)&c, 1), ACL_ERROR_INVALID_PARAM); /* M1 */
+    ASSERT(count_rule("M1") == 1);
+    aclsimClearFindings();
+    OK(aclrtDestroyContext(c));
+    OK(aclrtSetCurrentContext(NULL) == ACL_ERROR_RT_PARAM_INVALID ? 0 : 1);
+    teardown_clean();
+}
+
 /* ---- S: streams ---------------------------------------------------------------------- */
 
 static void s1_tasks_run_in_issue_order(void) {
@@ -521,11 +544,11 @@ static void s1_streams_are_independent(void) {
     aclrtStream slow, fast;
     OK(aclrtCreateStream(&slow));
     OK(aclrtCreateStream(&fast));
-    OK(aclsimLaunchKernel(slow, 300000, NULL, NULL, NULL, 0));
+    OK(aclsimLaunchKernel(slow, 600000, NULL, NULL, NULL, 0));
     double t0 = now_ms();
     OK(aclsimLaunchKernel(fast, 1000, NULL, NULL, NULL, 0));
     OK(aclrtSynchronizeStream(fast));
-    ASSERT(now_ms() - t0 < 200); /* fast did not wait for slow */
+    ASSERT(now_ms() - t0 < 500); /* fast did not wait for slow */
     aclrtEventRecordedStatus st;
     aclrtEvent e;
     OK(aclrtCreateEvent(&e));
@@ -1261,6 +1284,7 @@ static const struct tcase cases[] = {
     T(d5_destroy_default_context_returns_107002),
     T(d6_stream_outside_current_context_returns_107003),
     T(d_run_mode_and_handles),
+    T(aclsim_extension_api_contract),
     T(s1_tasks_run_in_issue_order),
     T(s1_streams_are_independent),
     T(s3_synchronize_stream_with_timeout_codes),
