@@ -1,0 +1,836 @@
+//! Device and host memory, and copies that cannot outlive their buffers (M1, M2).
+//!
+//! * [`DeviceBuffer`]: `aclrtMalloc` / `aclrtFree`, with the [`MallocPolicy`] as a typed
+//!   choice. Device memory cannot be read or written from the host except by a copy.
+//! * [`HostBuffer`]: page-locked host memory, `aclrtMallocHost` / `aclrtFreeHost`; it
+//!   dereferences to a slice.
+//! * Ordinary Rust slices (`[T]`) are host memory too.
+//!
+//! Element types are [`bytemuck::Pod`]: a copy writes raw bytes into them.
+//!
+//! # Kinds and counts (M1)
+//!
+//! The `aclrtMemcpyKind` is derived from the buffer types at compile time ([`Location`] of
+//! source and destination), so a wrong kind cannot be written. `destMax` is always the
+//! destination's size and `count` the source's; a source larger than its destination is a
+//! typed [`Error::InvalidArgument`] before any call (take a [`DeviceBuffer::slice`] or a
+//! sub-slice to copy part of a buffer).
+//!
+//! # Asynchronous copies (M1, M2)
+//!
+//! `aclrtMemcpyAsync` returns before the copy runs. Asynchronous copies and memsets exist
+//! only inside [`Context::async_scope`], which borrows every buffer it is given for the whole
+//! scope and synchronises every stream it used before it returns, on every path, panics
+//! included (like [`std::thread::scope`] joins its threads). So, at compile time:
+//! reading the destination or writing/dropping the source while the copy is pending does not
+//! compile, and neither does freeing device memory a pending task uses. No guard value is
+//! involved: leaking one (`mem::forget`) cannot end the borrow early.
+//!
+//! ```no_run
+//! # use ascend_typestate::{Acl, memory::MallocPolicy};
+//! # let acl = Acl::init()?;
+//! # let device = acl.set_device(0)?;
+//! let ctx = device.create_context()?;
+//! let stream = ctx.create_stream()?;
+//! let input = vec![1.0f32; 1024];
+//! let mut output = vec![0.0f32; 1024];
+//! let mut on_device = ctx.alloc::<f32>(1024, MallocPolicy::HugeFirst)?;
+//! ctx.async_scope(|scope| {
+//!     scope.copy(&stream, &mut on_device, &input)?;      // H2D, derived from the types
+//!     Ok(())
+//! })?;                                                    // synchronised here (M1)
+//! ctx.copy(&mut output[..], &on_device)?;                 // D2H, synchronous
+//! assert_eq!(input, output);
+//! # Ok::<(), ascend_typestate::Error>(())
+//! ```
+
+use std::cell::RefCell;
+use std::ffi::c_void;
+use std::marker::PhantomData;
+use std::mem::{ManuallyDrop, size_of};
+use std::ops::{Bound, Deref, DerefMut, RangeBounds};
+use std::ptr::NonNull;
+
+use bytemuck::Pod;
+
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::runtime::{Failed, report_drop_error};
+use crate::stream::Stream;
+use crate::sys::aclrtStream;
+use crate::sys::bindings::{
+    ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEM_MALLOC_HUGE_ONLY, ACL_MEM_MALLOC_NORMAL_ONLY,
+    ACL_MEMCPY_DEVICE_TO_DEVICE, ACL_MEMCPY_DEVICE_TO_HOST, ACL_MEMCPY_HOST_TO_DEVICE,
+    ACL_MEMCPY_HOST_TO_HOST, aclrtMemMallocPolicy, aclrtMemcpyKind,
+};
+
+/// How `aclrtMalloc` chooses pages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum MallocPolicy {
+    /// Huge pages if available, else normal pages (`ACL_MEM_MALLOC_HUGE_FIRST`).
+    #[default]
+    HugeFirst,
+    /// Huge pages only (`ACL_MEM_MALLOC_HUGE_ONLY`).
+    HugeOnly,
+    /// Normal pages only (`ACL_MEM_MALLOC_NORMAL_ONLY`).
+    NormalOnly,
+}
+
+impl MallocPolicy {
+    fn raw(self) -> aclrtMemMallocPolicy {
+        match self {
+            MallocPolicy::HugeFirst => ACL_MEM_MALLOC_HUGE_FIRST,
+            MallocPolicy::HugeOnly => ACL_MEM_MALLOC_HUGE_ONLY,
+            MallocPolicy::NormalOnly => ACL_MEM_MALLOC_NORMAL_ONLY,
+        }
+    }
+}
+
+/// Where a buffer lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Location {
+    /// Host memory: a Rust slice or a [`HostBuffer`].
+    Host,
+    /// Device memory: a [`DeviceBuffer`] or a view of one.
+    Device,
+}
+
+/// The copy kind for a source and a destination location (M1).
+pub const fn memcpy_kind(src: Location, dst: Location) -> aclrtMemcpyKind {
+    match (src, dst) {
+        (Location::Host, Location::Host) => ACL_MEMCPY_HOST_TO_HOST,
+        (Location::Host, Location::Device) => ACL_MEMCPY_HOST_TO_DEVICE,
+        (Location::Device, Location::Host) => ACL_MEMCPY_DEVICE_TO_HOST,
+        (Location::Device, Location::Device) => ACL_MEMCPY_DEVICE_TO_DEVICE,
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// Memory a copy can read: `T` elements at a [`Location`]. Sealed.
+///
+/// # Safety (for the implementations in this crate)
+/// `as_ptr` is valid for reads of `len() * size_of::<T>()` bytes at `LOCATION` for as long
+/// as the value is borrowed.
+pub unsafe trait Memory<T: Pod>: sealed::Sealed {
+    /// Where the memory lives; decides the copy kind at compile time.
+    const LOCATION: Location;
+    /// The first byte.
+    fn as_ptr(&self) -> *const c_void;
+    /// The number of elements.
+    fn len(&self) -> usize;
+    /// Whether there are no elements.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The device the memory belongs to (`None` for host memory).
+    fn device_id(&self) -> Option<i32>;
+}
+
+/// Memory a copy can write. Sealed.
+///
+/// # Safety (for the implementations in this crate)
+/// As [`Memory`], for writes, through an exclusive borrow.
+pub unsafe trait MemoryMut<T: Pod>: Memory<T> {
+    /// The first byte, for writing.
+    fn as_mut_ptr(&mut self) -> *mut c_void;
+}
+
+impl<T: Pod> sealed::Sealed for [T] {}
+// SAFETY: a slice is valid for its length, and borrowed host memory is host memory.
+unsafe impl<T: Pod> Memory<T> for [T] {
+    const LOCATION: Location = Location::Host;
+    fn as_ptr(&self) -> *const c_void {
+        <[T]>::as_ptr(self).cast()
+    }
+    fn len(&self) -> usize {
+        <[T]>::len(self)
+    }
+    fn device_id(&self) -> Option<i32> {
+        None
+    }
+}
+// SAFETY: an exclusively borrowed slice may be written for its length; `T: Pod` accepts any
+// bytes.
+unsafe impl<T: Pod> MemoryMut<T> for [T] {
+    fn as_mut_ptr(&mut self) -> *mut c_void {
+        <[T]>::as_mut_ptr(self).cast()
+    }
+}
+
+impl<T: Pod> sealed::Sealed for Vec<T> {}
+// SAFETY: as for the slice it holds.
+unsafe impl<T: Pod> Memory<T> for Vec<T> {
+    const LOCATION: Location = Location::Host;
+    fn as_ptr(&self) -> *const c_void {
+        self.as_slice().as_ptr().cast()
+    }
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+    fn device_id(&self) -> Option<i32> {
+        None
+    }
+}
+// SAFETY: as for the slice it holds (the length does not change).
+unsafe impl<T: Pod> MemoryMut<T> for Vec<T> {
+    fn as_mut_ptr(&mut self) -> *mut c_void {
+        self.as_mut_slice().as_mut_ptr().cast()
+    }
+}
+
+fn byte_len<T>(len: usize) -> Result<usize> {
+    len.checked_mul(size_of::<T>())
+        .ok_or(Error::InvalidArgument("buffer size overflows usize"))
+}
+
+/// Device memory from `aclrtMalloc`, holding `len` elements of `T`, zeroed at allocation.
+///
+/// # States
+///
+/// ```text
+///  Context::alloc() ──► Idle ──(borrowed by an async_scope: tasks pending)──► Idle
+///                        │
+///                        └── free() / Drop ──► Freed (consumed)
+/// ```
+///
+/// Freeing takes `self`, so it does not compile while an [`AsyncScope`] borrows the buffer
+/// (M2); outside a scope no task can be using it.
+///
+/// `Send + Sync`: the host never dereferences device memory; a shared borrow only lets
+/// copies read it.
+pub struct DeviceBuffer<'ctx, T: Pod> {
+    ptr: NonNull<c_void>,
+    len: usize,
+    ctx: &'ctx Context<'ctx>,
+    _elem: PhantomData<T>,
+}
+
+// SAFETY: device memory is not tied to a thread; the context is `Sync` and binds per call.
+unsafe impl<T: Pod> Send for DeviceBuffer<'_, T> {}
+// SAFETY: `&DeviceBuffer` only allows reading copies.
+unsafe impl<T: Pod> Sync for DeviceBuffer<'_, T> {}
+
+impl<'ctx> Context<'ctx> {
+    /// `aclrtMalloc` for `len` elements of `T`, then `aclrtMemset` to zero. A zero-length
+    /// request is [`Error::InvalidArgument`] (the runtime rejects size 0).
+    pub fn alloc<T: Pod>(&self, len: usize, policy: MallocPolicy) -> Result<DeviceBuffer<'_, T>> {
+        let bytes = byte_len::<T>(len)?;
+        if bytes == 0 {
+            return Err(Error::InvalidArgument("a device buffer cannot be empty"));
+        }
+        self.bind()?;
+        let raw = self.api().malloc(bytes, policy.raw())?;
+        let ptr = NonNull::new(raw).ok_or(Error::InvalidArgument(
+            "aclrtMalloc returned a null pointer",
+        ))?;
+        let buffer = DeviceBuffer {
+            ptr,
+            len,
+            ctx: self,
+            _elem: PhantomData,
+        };
+        // SAFETY: the allocation is `bytes` long and nothing else uses it yet.
+        unsafe { self.api().memset(raw, bytes, 0, bytes)? };
+        Ok(buffer)
+    }
+
+    /// `aclrtMallocHost` for `len` elements of `T`, zeroed: page-locked host memory, the
+    /// fastest source and destination of copies.
+    pub fn alloc_host<T: Pod>(&self, len: usize) -> Result<HostBuffer<'_, T>> {
+        let bytes = byte_len::<T>(len)?;
+        if bytes == 0 {
+            return Err(Error::InvalidArgument("a host buffer cannot be empty"));
+        }
+        if std::mem::align_of::<T>() > 64 {
+            return Err(Error::InvalidArgument("element alignment above 64 bytes"));
+        }
+        self.bind()?;
+        let raw = self.api().malloc_host(bytes)?;
+        let ptr = NonNull::new(raw).ok_or(Error::InvalidArgument(
+            "aclrtMallocHost returned a null pointer",
+        ))?;
+        if (raw as usize) % std::mem::align_of::<T>() != 0 {
+            // SAFETY: `raw` is the allocation just made, used by nothing.
+            let _ = unsafe { self.api().free_host(raw) };
+            return Err(Error::InvalidArgument(
+                "aclrtMallocHost returned misaligned memory",
+            ));
+        }
+        // SAFETY: `raw` is valid for `bytes` writable bytes; zero is a valid `T` (`Pod`).
+        unsafe { std::ptr::write_bytes(raw.cast::<u8>(), 0, bytes) };
+        Ok(HostBuffer {
+            ptr,
+            len,
+            ctx: self,
+            _elem: PhantomData,
+        })
+    }
+
+    fn check_device(&self, device: Option<i32>) -> Result<()> {
+        match device {
+            Some(found) if found != self.device_id() => Err(Error::DeviceMismatch {
+                what: "a buffer",
+                expected: self.device_id(),
+                found,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Synchronous `aclrtMemcpy` from `src` to `dst` (M1): the kind comes from the types,
+    /// `destMax` from `dst`, `count` from `src`; `src` longer than `dst` is
+    /// [`Error::InvalidArgument`].
+    pub fn copy<T, D, S>(&self, dst: &mut D, src: &S) -> Result<()>
+    where
+        T: Pod,
+        D: MemoryMut<T> + ?Sized,
+        S: Memory<T> + ?Sized,
+    {
+        let (dest_max, count) = copy_sizes::<T>(dst.len(), src.len())?;
+        self.check_device(dst.device_id())?;
+        self.check_device(src.device_id())?;
+        self.bind()?;
+        let kind = memcpy_kind(S::LOCATION, D::LOCATION);
+        // SAFETY: `dst` is exclusively borrowed and valid for `dest_max` bytes, `src` for
+        // `count <= dest_max` bytes, at the locations the kind names (M1); the call is
+        // synchronous, so the borrows outlive the copy.
+        unsafe {
+            self.api()
+                .memcpy(dst.as_mut_ptr(), dest_max, src.as_ptr(), count, kind)
+        }
+    }
+
+    /// Synchronous `aclrtMemset` of every byte of a device buffer to `value`.
+    pub fn memset<T: Pod>(&self, dst: &mut DeviceBuffer<'_, T>, value: u8) -> Result<()> {
+        self.check_device(Some(dst.ctx.device_id()))?;
+        self.bind()?;
+        let bytes = dst.byte_len();
+        // SAFETY: `dst` is exclusively borrowed device memory of `bytes` bytes.
+        unsafe {
+            self.api()
+                .memset(dst.ptr.as_ptr(), bytes, i32::from(value), bytes)
+        }
+    }
+
+    /// The asynchronous scope (M1, M2): `body` issues copies and memsets on streams of this
+    /// context; every buffer it is given stays borrowed until the scope returns, and the
+    /// scope synchronises every stream it used before returning, whether `body` returned
+    /// `Ok`, `Err` or panicked.
+    ///
+    /// If a stream cannot be synchronised (the runtime reports an error twice in a row, so
+    /// its tasks may still be running), the process aborts rather than release memory a copy
+    /// may still write: that is the one failure soundness cannot recover from.
+    pub fn async_scope<'env, F, R>(&'env self, body: F) -> Result<R>
+    where
+        F: for<'scope> FnOnce(&'scope AsyncScope<'scope, 'env>) -> Result<R>,
+    {
+        let scope = AsyncScope {
+            ctx: self,
+            used: RefCell::new(Vec::new()),
+            _scope: PhantomData,
+            _env: PhantomData,
+        };
+        // As `std::thread::scope` joins: catch a panic, synchronise, then resume it, so the
+        // borrows never end before the tasks that use them (M1).
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&scope)));
+        let synced = scope.synchronize_all();
+        match outcome {
+            Ok(result) => {
+                let value = result?;
+                synced?;
+                Ok(value)
+            }
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+}
+
+fn copy_sizes<T>(dst_len: usize, src_len: usize) -> Result<(usize, usize)> {
+    if src_len > dst_len {
+        return Err(Error::InvalidArgument(
+            "the source is longer than the destination (count > destMax, M1)",
+        ));
+    }
+    Ok((byte_len::<T>(dst_len)?, byte_len::<T>(src_len)?))
+}
+
+impl<'ctx, T: Pod> DeviceBuffer<'ctx, T> {
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the buffer has no elements (never: allocation requires at least one).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The size in bytes.
+    pub fn byte_len(&self) -> usize {
+        self.len * size_of::<T>()
+    }
+
+    /// The raw device pointer, for calls this crate does not wrap.
+    pub fn as_raw(&self) -> *mut c_void {
+        self.ptr.as_ptr()
+    }
+
+    /// A read-only view of `range` (in elements); `None` when out of bounds.
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> Option<DeviceSlice<'_, T>> {
+        let (start, end) = bounds(range, self.len)?;
+        Some(DeviceSlice {
+            // SAFETY: `start <= len`, so the offset stays inside the allocation.
+            ptr: unsafe { self.ptr.as_ptr().cast::<T>().add(start) }.cast(),
+            len: end - start,
+            device: self.ctx.device_id(),
+            _borrow: PhantomData,
+        })
+    }
+
+    /// A writable view of `range` (in elements); `None` when out of bounds.
+    pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Option<DeviceSliceMut<'_, T>> {
+        let (start, end) = bounds(range, self.len)?;
+        Some(DeviceSliceMut {
+            // SAFETY: `start <= len`, so the offset stays inside the allocation.
+            ptr: unsafe { self.ptr.as_ptr().cast::<T>().add(start) }.cast(),
+            len: end - start,
+            device: self.ctx.device_id(),
+            _borrow: PhantomData,
+        })
+    }
+
+    fn release(&self) -> Result<()> {
+        self.ctx.bind()?;
+        // SAFETY: the pointer came from `aclrtMalloc`; no task uses it (async tasks exist
+        // only inside a scope, which borrows the buffer and synchronises before it ends, M2);
+        // the value is consumed or being dropped, so this is the only free.
+        unsafe { self.ctx.api().free(self.ptr.as_ptr()) }
+    }
+
+    /// `aclrtFree` (M2). On failure the buffer is given back.
+    pub fn free(self) -> Result<(), Failed<DeviceBuffer<'ctx, T>>> {
+        match self.release() {
+            Ok(()) => {
+                let _ = ManuallyDrop::new(self);
+                Ok(())
+            }
+            Err(e) => Err(Failed::new(e, self)),
+        }
+    }
+}
+
+impl<T: Pod> Drop for DeviceBuffer<'_, T> {
+    fn drop(&mut self) {
+        report_drop_error("DeviceBuffer", self.release());
+    }
+}
+
+impl<T: Pod> std::fmt::Debug for DeviceBuffer<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceBuffer")
+            .field("ptr", &self.ptr)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+fn bounds(range: impl RangeBounds<usize>, len: usize) -> Option<(usize, usize)> {
+    let start = match range.start_bound() {
+        Bound::Included(&s) => s,
+        Bound::Excluded(&s) => s.checked_add(1)?,
+        Bound::Unbounded => 0,
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e.checked_add(1)?,
+        Bound::Excluded(&e) => e,
+        Bound::Unbounded => len,
+    };
+    (start <= end && end <= len).then_some((start, end))
+}
+
+/// A read-only view of part of a [`DeviceBuffer`].
+#[derive(Clone, Copy)]
+pub struct DeviceSlice<'a, T: Pod> {
+    ptr: *const c_void,
+    len: usize,
+    device: i32,
+    _borrow: PhantomData<&'a [T]>,
+}
+
+/// A writable view of part of a [`DeviceBuffer`].
+pub struct DeviceSliceMut<'a, T: Pod> {
+    ptr: *mut c_void,
+    len: usize,
+    device: i32,
+    _borrow: PhantomData<&'a mut [T]>,
+}
+
+// SAFETY: views of device memory, with the borrow rules of `&[T]` / `&mut [T]`.
+unsafe impl<T: Pod> Send for DeviceSlice<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: Pod> Sync for DeviceSlice<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: Pod> Send for DeviceSliceMut<'_, T> {}
+// SAFETY: as above; `&DeviceSliceMut` only allows reading copies.
+unsafe impl<T: Pod> Sync for DeviceSliceMut<'_, T> {}
+
+macro_rules! device_memory {
+    ($ty:ident<$($lt:lifetime),*>, $ptr:expr, $device:expr) => {
+        impl<$($lt,)* T: Pod> sealed::Sealed for $ty<$($lt,)* T> {}
+        // SAFETY: the pointer is device memory valid for `len` elements for as long as the
+        // value (and the buffer it borrows) lives.
+        unsafe impl<$($lt,)* T: Pod> Memory<T> for $ty<$($lt,)* T> {
+            const LOCATION: Location = Location::Device;
+            fn as_ptr(&self) -> *const c_void {
+                let f: fn(&Self) -> *const c_void = $ptr;
+                f(self)
+            }
+            fn len(&self) -> usize {
+                self.len
+            }
+            fn device_id(&self) -> Option<i32> {
+                let f: fn(&Self) -> i32 = $device;
+                Some(f(self))
+            }
+        }
+    };
+}
+
+device_memory!(DeviceBuffer<'ctx>, |b| b.ptr.as_ptr().cast_const(), |b| b
+    .ctx
+    .device_id());
+device_memory!(DeviceSlice<'a>, |s| s.ptr, |s| s.device);
+device_memory!(DeviceSliceMut<'a>, |s| s.ptr.cast_const(), |s| s.device);
+
+// SAFETY: exclusively borrowed device memory may be written for its length.
+unsafe impl<T: Pod> MemoryMut<T> for DeviceBuffer<'_, T> {
+    fn as_mut_ptr(&mut self) -> *mut c_void {
+        self.ptr.as_ptr()
+    }
+}
+// SAFETY: as above; the view holds the buffer's exclusive borrow.
+unsafe impl<T: Pod> MemoryMut<T> for DeviceSliceMut<'_, T> {
+    fn as_mut_ptr(&mut self) -> *mut c_void {
+        self.ptr
+    }
+}
+
+/// Page-locked host memory from `aclrtMallocHost`, zeroed at allocation; dereferences to
+/// `[T]`.
+///
+/// Like [`DeviceBuffer`], freeing takes `self`, so it cannot happen while a scope's pending
+/// copy borrows it (M2).
+pub struct HostBuffer<'ctx, T: Pod> {
+    ptr: NonNull<c_void>,
+    len: usize,
+    ctx: &'ctx Context<'ctx>,
+    _elem: PhantomData<T>,
+}
+
+// SAFETY: ordinary memory, owned like a `Box<[T]>`.
+unsafe impl<T: Pod + Send> Send for HostBuffer<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: Pod + Sync> Sync for HostBuffer<'_, T> {}
+
+impl<T: Pod> Deref for HostBuffer<'_, T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: the allocation holds `len` initialised (zeroed, then only written as `T`)
+        // elements, is aligned for `T` (checked at allocation), and is borrowed with `self`.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().cast::<T>(), self.len) }
+    }
+}
+
+impl<T: Pod> DerefMut for HostBuffer<'_, T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as `deref`, with the exclusive borrow of `self`.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr().cast::<T>(), self.len) }
+    }
+}
+
+impl<T: Pod> sealed::Sealed for HostBuffer<'_, T> {}
+// SAFETY: host memory valid for `len` elements while borrowed.
+unsafe impl<T: Pod> Memory<T> for HostBuffer<'_, T> {
+    const LOCATION: Location = Location::Host;
+    fn as_ptr(&self) -> *const c_void {
+        self.ptr.as_ptr().cast_const()
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn device_id(&self) -> Option<i32> {
+        None
+    }
+}
+// SAFETY: exclusively borrowed host memory; `T: Pod` accepts any bytes.
+unsafe impl<T: Pod> MemoryMut<T> for HostBuffer<'_, T> {
+    fn as_mut_ptr(&mut self) -> *mut c_void {
+        self.ptr.as_ptr()
+    }
+}
+
+impl<'ctx, T: Pod> HostBuffer<'ctx, T> {
+    fn release(&self) -> Result<()> {
+        self.ctx.bind()?;
+        // SAFETY: from `aclrtMallocHost`, used by no pending task (M2, as for device
+        // buffers), freed once.
+        unsafe { self.ctx.api().free_host(self.ptr.as_ptr()) }
+    }
+
+    /// `aclrtFreeHost` (M2). On failure the buffer is given back.
+    pub fn free(self) -> Result<(), Failed<HostBuffer<'ctx, T>>> {
+        match self.release() {
+            Ok(()) => {
+                let _ = ManuallyDrop::new(self);
+                Ok(())
+            }
+            Err(e) => Err(Failed::new(e, self)),
+        }
+    }
+}
+
+impl<T: Pod> Drop for HostBuffer<'_, T> {
+    fn drop(&mut self) {
+        report_drop_error("HostBuffer", self.release());
+    }
+}
+
+impl<T: Pod> std::fmt::Debug for HostBuffer<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostBuffer")
+            .field("ptr", &self.ptr)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+/// What an asynchronous copy may read: a buffer borrowed for the whole scope (`&'scope S`),
+/// or the [`Pending`] result of an earlier copy of the same scope. Sealed.
+pub trait Source<'scope, T: Pod>: sealed::Sealed {
+    /// Where the memory lives.
+    const LOCATION: Location;
+    /// The first byte.
+    fn as_ptr(&self) -> *const c_void;
+    /// The number of elements.
+    fn len(&self) -> usize;
+    /// Whether there are no elements.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The device the memory belongs to (`None` for host memory).
+    fn device_id(&self) -> Option<i32>;
+}
+
+impl<S: ?Sized> sealed::Sealed for &S {}
+impl<'scope, T: Pod, S: Memory<T> + ?Sized> Source<'scope, T> for &'scope S {
+    const LOCATION: Location = S::LOCATION;
+    fn as_ptr(&self) -> *const c_void {
+        S::as_ptr(self)
+    }
+    fn len(&self) -> usize {
+        S::len(self)
+    }
+    fn device_id(&self) -> Option<i32> {
+        S::device_id(self)
+    }
+}
+
+/// The destination of an asynchronous copy, usable only as the source of later copies in
+/// the same scope: it gives no access from the host (the copy may still be running), and
+/// its borrow ends with the scope. `Copy`, so several later copies may read it.
+#[derive(Clone, Copy)]
+pub struct Pending<'scope, T: Pod> {
+    ptr: *const c_void,
+    len: usize,
+    location: Location,
+    device: Option<i32>,
+    _borrow: PhantomData<&'scope [T]>,
+}
+
+impl<T: Pod> sealed::Sealed for Pending<'_, T> {}
+impl<'scope, T: Pod> Pending<'scope, T> {
+    /// Where the memory lives.
+    pub fn location(&self) -> Location {
+        self.location
+    }
+}
+
+/// Pending host memory: the source of a later host-to-device copy.
+pub struct PendingHost<'scope, T: Pod>(Pending<'scope, T>);
+/// Pending device memory: the source of a later device-to-host or device-to-device copy.
+pub struct PendingDevice<'scope, T: Pod>(Pending<'scope, T>);
+
+impl<'scope, T: Pod> Pending<'scope, T> {
+    /// As a device source; `None` if the copy's destination was host memory.
+    pub fn device(self) -> Option<PendingDevice<'scope, T>> {
+        (self.location == Location::Device).then_some(PendingDevice(self))
+    }
+    /// As a host source; `None` if the copy's destination was device memory.
+    pub fn host(self) -> Option<PendingHost<'scope, T>> {
+        (self.location == Location::Host).then_some(PendingHost(self))
+    }
+}
+
+macro_rules! pending_source {
+    ($ty:ident, $loc:expr) => {
+        impl<T: Pod> sealed::Sealed for $ty<'_, T> {}
+        impl<'scope, T: Pod> Source<'scope, T> for $ty<'scope, T> {
+            const LOCATION: Location = $loc;
+            fn as_ptr(&self) -> *const c_void {
+                self.0.ptr
+            }
+            fn len(&self) -> usize {
+                self.0.len
+            }
+            fn device_id(&self) -> Option<i32> {
+                self.0.device
+            }
+        }
+    };
+}
+pending_source!(PendingHost, Location::Host);
+pending_source!(PendingDevice, Location::Device);
+
+/// The scope of [`Context::async_scope`]: asynchronous copies and memsets whose buffers stay
+/// borrowed (`'scope`) until every stream the scope used has been synchronised (M1, M2).
+///
+/// `'scope` is invariant, as in [`std::thread::Scope`], so a buffer borrowed for it cannot
+/// be released, read (destination) or written (source) before the scope ends.
+pub struct AsyncScope<'scope, 'env: 'scope> {
+    ctx: &'env Context<'env>,
+    used: RefCell<Vec<aclrtStream>>,
+    _scope: PhantomData<&'scope mut &'scope ()>,
+    _env: PhantomData<&'env mut &'env ()>,
+}
+
+impl<'scope, 'env> AsyncScope<'scope, 'env> {
+    fn use_stream(&self, stream: &Stream<'_>) -> Result<()> {
+        if !std::ptr::eq(stream.context().as_raw(), self.ctx.as_raw()) {
+            return Err(Error::ContextMismatch {
+                what: "the stream of an async scope",
+            });
+        }
+        stream.bind()?;
+        let raw = stream.as_raw();
+        let mut used = self.used.borrow_mut();
+        if !used.contains(&raw) {
+            used.push(raw);
+        }
+        Ok(())
+    }
+
+    /// `aclrtMemcpyAsync` on `stream` (M1): `dst` and `src` stay borrowed until the scope has
+    /// synchronised the stream. The kind comes from the types; `src` longer than `dst` is
+    /// [`Error::InvalidArgument`].
+    ///
+    /// Returns the destination as a [`Pending`] source: later copies of the same scope may
+    /// read it (on the same stream, or on another stream that waits on an event recorded
+    /// after this copy, E3), while the host still cannot read it before the scope ends.
+    pub fn copy<T, D, S>(
+        &'scope self,
+        stream: &'scope Stream<'_>,
+        dst: &'scope mut D,
+        src: S,
+    ) -> Result<Pending<'scope, T>>
+    where
+        T: Pod,
+        D: MemoryMut<T> + ?Sized,
+        S: Source<'scope, T>,
+    {
+        let (dest_max, count) = copy_sizes::<T>(dst.len(), src.len())?;
+        self.ctx.check_device(dst.device_id())?;
+        self.ctx.check_device(src.device_id())?;
+        self.use_stream(stream)?;
+        let kind = memcpy_kind(S::LOCATION, D::LOCATION);
+        let dst_ptr = dst.as_mut_ptr();
+        // SAFETY: both buffers are valid for the sizes given at the locations the kind names,
+        // and stay borrowed ('scope) until the scope synchronises `stream` (M1).
+        unsafe {
+            self.ctx.api().memcpy_async(
+                dst_ptr,
+                dest_max,
+                src.as_ptr(),
+                count,
+                kind,
+                stream.as_raw(),
+            )?
+        };
+        Ok(Pending {
+            ptr: dst_ptr.cast_const(),
+            len: dst.len(),
+            location: D::LOCATION,
+            device: dst.device_id(),
+            _borrow: PhantomData,
+        })
+    }
+
+    /// `aclrtMemsetAsync` on `stream`: every byte of `dst` set to `value`; `dst` stays
+    /// borrowed until the scope has synchronised the stream.
+    pub fn memset<T, D>(
+        &'scope self,
+        stream: &'scope Stream<'_>,
+        dst: &'scope mut D,
+        value: u8,
+    ) -> Result<()>
+    where
+        T: Pod,
+        D: MemoryMut<T> + ?Sized,
+    {
+        if D::LOCATION != Location::Device {
+            return Err(Error::InvalidArgument(
+                "aclrtMemsetAsync needs device memory",
+            ));
+        }
+        self.ctx.check_device(dst.device_id())?;
+        self.use_stream(stream)?;
+        let bytes = byte_len::<T>(dst.len())?;
+        // SAFETY: `dst` is device memory of `bytes` bytes, borrowed until the scope
+        // synchronises `stream`.
+        unsafe {
+            self.ctx.api().memset_async(
+                dst.as_mut_ptr(),
+                bytes,
+                i32::from(value),
+                bytes,
+                stream.as_raw(),
+            )
+        }
+    }
+
+    /// Synchronises a stream of the scope now (its pending tasks are then done), e.g. to
+    /// read a result before issuing more work. Buffers stay borrowed until the scope ends.
+    pub fn synchronize(&self, stream: &Stream<'_>) -> Result<()> {
+        stream.synchronize()
+    }
+
+    /// Synchronises every stream used, each until the runtime reports success; aborts if a
+    /// stream fails twice in a row (its tasks may still run: releasing their buffers would
+    /// be unsound, M1).
+    fn synchronize_all(&self) -> Result<()> {
+        let used = std::mem::take(&mut *self.used.borrow_mut());
+        let api = self.ctx.api();
+        let mut first_error = None;
+        for stream in used {
+            // SAFETY: every stream in `used` is borrowed for 'scope, so it is still live.
+            let first = unsafe { api.synchronize_stream(stream) };
+            if let Err(e) = first {
+                // An asynchronous task's error is reported once; a second failure means the
+                // stream did not finish.
+                // SAFETY: as above.
+                if unsafe { api.synchronize_stream(stream) }.is_err() {
+                    eprintln!(
+                        "ascend-typestate: stream {stream:?} cannot be synchronised ({e}); \
+                         aborting rather than release buffers a pending copy may use (M1)"
+                    );
+                    std::process::abort();
+                }
+                first_error.get_or_insert(e);
+            }
+            self.ctx.destroy_deferred(Some(stream));
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}

@@ -1,0 +1,166 @@
+//! Memory on the simulator (M1, M2): round trips of every kind, the seed 000 stream sample,
+//! two streams joined by an event through device memory, size checks, a large allocation.
+//! Every test ends with zero checker findings (the simulator checks kinds and bounds).
+
+mod support;
+
+use ascend_typestate::memory::{DeviceBuffer, MallocPolicy};
+use ascend_typestate::{Error, Event, Reset};
+use support::sim::{Session, assert_no_findings};
+
+#[test]
+fn round_trips_of_every_kind_m1() {
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let input: Vec<u32> = (0..4096).collect();
+        // H2D, D2D, D2H, synchronous.
+        let mut a: DeviceBuffer<'_, u32> = ctx.alloc(4096, MallocPolicy::HugeFirst).unwrap();
+        let mut b = ctx.alloc::<u32>(4096, MallocPolicy::NormalOnly).unwrap();
+        ctx.copy(&mut a, &input[..]).unwrap();
+        ctx.copy(&mut b, &a).unwrap();
+        let mut out = vec![0u32; 4096];
+        ctx.copy(&mut out[..], &b).unwrap();
+        assert_eq!(out, input);
+        // H2H through pinned memory.
+        let mut pinned = ctx.alloc_host::<u32>(4096).unwrap();
+        ctx.copy(&mut *pinned, &input[..]).unwrap();
+        assert_eq!(&pinned[..], &input[..]);
+        // Asynchronous, with pinned memory, and through views.
+        let stream = ctx.create_stream().unwrap();
+        let mut back = vec![0u32; 1024];
+        ctx.async_scope(|scope| {
+            scope.memset(&stream, &mut b, 0)?;
+            scope.copy(&stream, &mut a, &pinned)?;
+            Ok(())
+        })
+        .unwrap();
+        let tail = a.slice(3072..).unwrap();
+        ctx.async_scope(|scope| {
+            scope.copy(&stream, &mut back, &tail)?;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(back, (3072..4096).collect::<Vec<u32>>());
+        let mut zeros = vec![1u32; 16];
+        ctx.copy(&mut zeros[..], &b.slice(..16).unwrap()).unwrap();
+        assert_eq!(zeros, vec![0; 16]);
+        stream.destroy().unwrap();
+        pinned.free().unwrap();
+        a.free().unwrap();
+        b.free().unwrap();
+    }
+    assert_no_findings(&session.finish());
+}
+
+#[test]
+fn seed000_stream_sample_memcpy_async_then_synchronize_m1_s2() {
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let stream = ctx.create_stream().unwrap();
+        let host: Vec<u8> = (0..=255).cycle().take(1 << 20).collect();
+        let mut dev = ctx
+            .alloc::<u8>(host.len(), MallocPolicy::HugeFirst)
+            .unwrap();
+        ctx.async_scope(|scope| scope.copy(&stream, &mut dev, &host).map(drop))
+            .unwrap();
+        let mut check = vec![0u8; host.len()];
+        ctx.copy(&mut check[..], &dev).unwrap();
+        assert_eq!(check, host);
+    }
+    assert_no_findings(&session.finish());
+}
+
+#[test]
+fn two_streams_joined_by_an_event_through_device_memory_e3_m1() {
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let (upload, download) = (ctx.create_stream().unwrap(), ctx.create_stream().unwrap());
+        let mut event: Event<'_, Reset> = ctx.create_event().unwrap().into();
+        let mut staging = ctx.alloc::<u64>(1 << 16, MallocPolicy::HugeFirst).unwrap();
+        for frame in 0..8u64 {
+            let input: Vec<u64> = (0..1 << 16).map(|i| i * 31 + frame).collect();
+            let mut output = vec![0u64; 1 << 16];
+            event = ctx
+                .async_scope(|scope| {
+                    let staged = scope.copy(&upload, &mut staging, &input)?;
+                    let uploaded = event.record(&upload)?;
+                    let event = uploaded.wait(&download, |waited| waited.reset())?;
+                    let staged = staged
+                        .device()
+                        .ok_or(Error::InvalidArgument("not device"))?;
+                    scope.copy(&download, &mut output, staged)?;
+                    Ok(event)
+                })
+                .unwrap();
+            assert_eq!(output, input, "frame {frame}");
+        }
+        event.destroy().unwrap();
+    }
+    assert_no_findings(&session.finish());
+}
+
+#[test]
+fn source_longer_than_destination_is_a_typed_error_before_the_call_m1() {
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let mut small = ctx.alloc::<u16>(8, MallocPolicy::HugeFirst).unwrap();
+        let big = vec![7u16; 9];
+        let err = ctx.copy(&mut small, &big[..]).unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+        // A shorter source is a partial copy.
+        ctx.copy(&mut small, &big[..4]).unwrap();
+        let err = ctx.alloc::<u8>(0, MallocPolicy::HugeFirst).unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument(_)));
+    }
+    assert_no_findings(&session.finish());
+}
+
+#[test]
+fn one_gib_device_allocation() {
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let big = ctx.alloc::<u8>(1 << 30, MallocPolicy::HugeFirst).unwrap();
+        assert_eq!(big.byte_len(), 1 << 30);
+        let mut tail = [1u8; 64];
+        ctx.copy(&mut tail[..], &big.slice((1 << 30) - 64..).unwrap())
+            .unwrap();
+        assert_eq!(tail, [0u8; 64]);
+        assert!(big.slice(..(1 << 30) + 1).is_none());
+        big.free().unwrap();
+    }
+    assert_no_findings(&session.finish());
+}
+
+#[test]
+fn panic_inside_an_async_scope_synchronises_before_unwinding_m1() {
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let stream = ctx.create_stream().unwrap();
+        let host = vec![5u32; 1 << 18];
+        let mut dev = ctx.alloc::<u32>(1 << 18, MallocPolicy::HugeFirst).unwrap();
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _ = ctx.async_scope(|scope| -> ascend_typestate::Result<()> {
+                scope.copy(&stream, &mut dev, &host)?;
+                panic!("a bug while the copy is pending");
+            });
+        }));
+        assert!(caught.is_err());
+        // The scope synchronised before unwinding: the copy is complete.
+        let mut check = vec![0u32; 1 << 18];
+        ctx.copy(&mut check[..], &dev).unwrap();
+        assert_eq!(check, host);
+    }
+    assert_no_findings(&session.finish());
+}
