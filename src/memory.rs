@@ -111,8 +111,8 @@ mod sealed {
 
 /// Memory a copy can read: `T` elements at a [`Location`]. Sealed.
 ///
-/// # Safety (for the implementations in this crate)
-/// `as_ptr` is valid for reads of `len() * size_of::<T>()` bytes at `LOCATION` for as long
+/// # Safety
+/// Implemented only in this crate (sealed): `as_ptr` is valid for reads of `len() * size_of::<T>()` bytes at `LOCATION` for as long
 /// as the value is borrowed.
 pub unsafe trait Memory<T: Pod>: sealed::Sealed {
     /// Where the memory lives; decides the copy kind at compile time.
@@ -131,8 +131,8 @@ pub unsafe trait Memory<T: Pod>: sealed::Sealed {
 
 /// Memory a copy can write. Sealed.
 ///
-/// # Safety (for the implementations in this crate)
-/// As [`Memory`], for writes, through an exclusive borrow.
+/// # Safety
+/// Implemented only in this crate (sealed): as [`Memory`], for writes, through an exclusive borrow.
 pub unsafe trait MemoryMut<T: Pod>: Memory<T> {
     /// The first byte, for writing.
     fn as_mut_ptr(&mut self) -> *mut c_void;
@@ -252,7 +252,7 @@ impl<'ctx> Context<'ctx> {
         let ptr = NonNull::new(raw).ok_or(Error::InvalidArgument(
             "aclrtMallocHost returned a null pointer",
         ))?;
-        if (raw as usize) % std::mem::align_of::<T>() != 0 {
+        if !(raw as usize).is_multiple_of(std::mem::align_of::<T>()) {
             // SAFETY: `raw` is the allocation just made, used by nothing.
             let _ = unsafe { self.api().free_host(raw) };
             return Err(Error::InvalidArgument(
