@@ -1,0 +1,16 @@
+// D2: twin of ui-tests/fail/d2_stream_without_context.rs, the same program in the legal order; it compiles.
+
+use ascend_typestate::{Acl, Error};
+
+fn program(acl: &Acl) -> Result<(), Error> {
+    let device = acl.set_device(0)?;
+    let ctx = device.create_context()?;
+    let stream = ctx.create_stream()?;
+    stream.destroy()?;
+    Ok(())
+}
+
+fn main() {
+    // Built, never run: trybuild runs pass cases, and this program needs a runtime.
+    let _ = program;
+}

@@ -1,0 +1,17 @@
+// D3: twin of ui-tests/fail/d3_context_destroyed_while_event_lives.rs, the same program in the legal order; it compiles.
+
+use ascend_typestate::{Acl, Error};
+
+fn program(acl: &Acl) -> Result<(), Error> {
+    let device = acl.set_device(0)?;
+    let ctx = device.create_context()?;
+    let event = ctx.create_event()?;
+    event.destroy()?;
+    ctx.destroy()?;
+    Ok(())
+}
+
+fn main() {
+    // Built, never run: trybuild runs pass cases, and this program needs a runtime.
+    let _ = program;
+}

@@ -1,0 +1,20 @@
+// E1: twin of ui-tests/fail/e1_wait_on_created_event.rs, the same program in the legal order; it compiles.
+
+use ascend_typestate::{Acl, Error};
+
+fn program(acl: &Acl) -> Result<(), Error> {
+    let device = acl.set_device(0)?;
+    let ctx = device.create_context()?;
+    let s1 = ctx.create_stream()?;
+    let s2 = ctx.create_stream()?;
+    let event = ctx.create_event()?;
+    let event = event.record(&s1)?;
+    let event = event.wait(&s2, |waited| waited.reset())?;
+    event.destroy()?;
+    Ok(())
+}
+
+fn main() {
+    // Built, never run: trybuild runs pass cases, and this program needs a runtime.
+    let _ = program;
+}
