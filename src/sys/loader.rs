@@ -5,6 +5,10 @@
 //! 1. A path given by the caller ([`LoadOptions::path`]): only that file is tried.
 //! 2. The environment variable `ASCEND_ACL_LIB`: only that file is tried.
 //!
+//!    In steps 1 and 2 a bare file name without a directory (`libascendcl.so`) is looked up
+//!    by the system loader (`LD_LIBRARY_PATH`, ...), not in the current directory; write
+//!    `./libascendcl.so` for that.
+//!
 //!    An explicit choice is never silently replaced by another library.
 //! 3. For each install root, in order: `$ASCEND_HOME_PATH`, `$ASCEND_TOOLKIT_HOME`,
 //!    `/usr/local/Ascend/ascend-toolkit/latest`, `/usr/local/Ascend/cann`,
@@ -138,7 +142,8 @@ pub fn candidates(
             path: dir.join(LIBRARY_NAME),
             source: "beside the executable",
         });
-        if let Some(parent) = dir.parent() {
+        // Tests already run from `deps`: do not try (and list) the same path twice.
+        if let Some(parent) = dir.parent().filter(|p| p.join("deps") != dir) {
             let deps = parent.join("deps").join(LIBRARY_NAME);
             list.push(Candidate {
                 path: deps,
@@ -249,6 +254,15 @@ impl Api {
     }
 }
 
+/// Whether two paths name the same file (after resolving links and relative parts, when
+/// both exist).
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
+
 /// The process-wide runtime: loaded once, never unloaded (handles may outlive any scope).
 static GLOBAL: OnceLock<Api> = OnceLock::new();
 static LOADING: Mutex<()> = Mutex::new(());
@@ -265,7 +279,7 @@ pub fn global() -> Option<&'static Api> {
 /// other than the loaded one is [`LoadError::AlreadyLoaded`].
 pub fn load_global(options: &LoadOptions) -> Result<&'static Api, LoadError> {
     let check = |api: &'static Api| match options.explicit_path() {
-        Some(requested) if requested != api.path() => Err(LoadError::AlreadyLoaded {
+        Some(requested) if !same_file(requested, api.path()) => Err(LoadError::AlreadyLoaded {
             loaded: api.path().to_path_buf(),
             requested: requested.to_path_buf(),
         }),
