@@ -150,3 +150,29 @@ impl Sim {
 pub fn assert_no_findings(findings: &[Finding]) {
     assert!(findings.is_empty(), "checker findings: {findings:#?}");
 }
+
+impl Sim {
+    /// Enqueues a synthetic kernel of `micros` µs on a raw stream whose `body` runs on the
+    /// stream's worker thread when the task is reached, as `body(user_data, NULL, 0)` (no
+    /// buffers). `user_data` must stay valid until the stream has passed the task.
+    pub fn body_kernel(
+        &self,
+        stream: *mut c_void,
+        micros: u64,
+        body: KernelFn,
+        user_data: *mut c_void,
+    ) {
+        let f: unsafe extern "C" fn(
+            *mut c_void,
+            u64,
+            Option<KernelFn>,
+            *mut c_void,
+            *const *mut c_void,
+            usize,
+        ) -> i32 = self.symbol("aclsimLaunchKernel");
+        // SAFETY: a live stream of the current context (the caller binds it), no buffers;
+        // the caller keeps `user_data` valid for `body` (see above).
+        let rc = unsafe { f(stream, micros, Some(body), user_data, std::ptr::null(), 0) };
+        assert_eq!(rc, 0, "aclsimLaunchKernel");
+    }
+}
