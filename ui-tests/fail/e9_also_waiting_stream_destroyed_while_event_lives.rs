@@ -1,0 +1,27 @@
+// E9/D3: every stream that waited in a scope (`also_wait`) may still have the wait pending;
+// the `Reset` event keeps all of them borrowed, so destroying one while the event lives does
+// not compile (E0505).
+// Twin: ui-tests/pass/e9_also_waiting_stream_destroyed_while_event_lives.rs destroys the event first.
+
+use ascend_typestate::{Acl, Error};
+
+fn program(acl: &Acl) -> Result<(), Error> {
+    let device = acl.set_device(0)?;
+    let ctx = device.create_context()?;
+    let s1 = ctx.create_stream()?;
+    let s2 = ctx.create_stream()?;
+    let s3 = ctx.create_stream()?;
+    let event = ctx.create_event()?.record(&s1)?;
+    let event = event.wait(&s2, |mut waited| {
+        waited.also_wait(&s3)?;
+        waited.reset()
+    })?;
+    s3.destroy()?;
+    event.destroy()?;
+    Ok(())
+}
+
+fn main() {
+    // Built, never run: trybuild runs pass cases, and this program needs a runtime.
+    let _ = program;
+}

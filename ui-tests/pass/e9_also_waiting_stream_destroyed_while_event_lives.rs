@@ -1,0 +1,24 @@
+// E9/D3: twin of ui-tests/fail/e9_also_waiting_stream_destroyed_while_event_lives.rs, the same program in the legal order; it compiles.
+
+use ascend_typestate::{Acl, Error};
+
+fn program(acl: &Acl) -> Result<(), Error> {
+    let device = acl.set_device(0)?;
+    let ctx = device.create_context()?;
+    let s1 = ctx.create_stream()?;
+    let s2 = ctx.create_stream()?;
+    let s3 = ctx.create_stream()?;
+    let event = ctx.create_event()?.record(&s1)?;
+    let event = event.wait(&s2, |mut waited| {
+        waited.also_wait(&s3)?;
+        waited.reset()
+    })?;
+    event.destroy()?;
+    s3.destroy()?;
+    Ok(())
+}
+
+fn main() {
+    // Built, never run: trybuild runs pass cases, and this program needs a runtime.
+    let _ = program;
+}
