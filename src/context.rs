@@ -41,6 +41,19 @@ thread_local! {
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
+/// The cache value meaning "this thread is running a host callback" (C8).
+const INSIDE_CALLBACK: u64 = u64::MAX;
+
+/// Marks the calling thread as running a host callback, until `leave_callback` (C8).
+pub(crate) fn enter_callback() -> u64 {
+    CURRENT.with(|c| c.replace(INSIDE_CALLBACK))
+}
+
+/// Ends `enter_callback`, restoring the cache value it returned.
+pub(crate) fn leave_callback(previous: u64) {
+    CURRENT.with(|c| c.set(previous));
+}
+
 /// Forgets which context is current on this thread (after a runtime call that changes it
 /// behind the cache: `aclrtSetDevice`, `aclrtResetDevice`, `aclrtDestroyContext`).
 pub(crate) fn forget_current() {
@@ -109,6 +122,9 @@ impl<'dev> Context<'dev> {
 
     #[cold]
     fn bind_slow(&self) -> Result<()> {
+        if CURRENT.with(Cell::get) == INSIDE_CALLBACK {
+            return Err(crate::Error::InsideCallback);
+        }
         // SAFETY: `self.raw` is live: it is destroyed only by consuming `self`.
         unsafe { self.api.set_current_context(self.raw)? };
         CURRENT.with(|c| c.set(self.id));
@@ -162,6 +178,29 @@ impl<'dev> Context<'dev> {
         self.api.synchronize_device_with_timeout(timeout.as_raw())?;
         self.destroy_deferred(None);
         Ok(())
+    }
+
+    /// Orders `to` after the tasks issued on `from` so far, with a fresh join event: recorded
+    /// on `from`, waited on and reset by `to` (its only waiter, so the reset cannot overtake
+    /// another wait, E5), destroyed once `to` is synchronised (E9). Both streams must be in
+    /// this context, which the caller has bound (D6).
+    pub(crate) fn join_streams(&self, from: aclrtStream, to: aclrtStream) -> Result<()> {
+        if from == to {
+            return Ok(());
+        }
+        let api = self.api;
+        let join = api.create_event_with_flag(ACL_EVENT_SYNC)?;
+        // SAFETY: `join` is fresh; both streams are live (the caller borrows them) and in the
+        // current context; `join` is recorded before it is waited on (E1) and reset right
+        // after the wait on its only waiting stream (E4); it is never recorded again.
+        let issued = unsafe {
+            api.record_event(join, from)
+                .and_then(|()| api.stream_wait_event(to, join))
+                .and_then(|()| api.reset_event(join, to))
+        };
+        // Destroyed once `to` is synchronised, whether or not every call was issued.
+        self.defer_destroy(to, join);
+        issued
     }
 
     pub(crate) fn defer_destroy(&self, stream: aclrtStream, event: aclrtEvent) {

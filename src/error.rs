@@ -239,6 +239,28 @@ pub enum Error {
     /// A value was rejected before any runtime call (the message says which and why).
     #[error("invalid argument: {0}")]
     InvalidArgument(&'static str),
+    /// More report threads than the runtime allows per process (C4: 1024 on Atlas 200/500
+    /// A2; 32 or fewer is recommended).
+    #[error("too many report threads: the limit is {limit} per process (C4)")]
+    TooManyReportThreads {
+        /// The limit.
+        limit: usize,
+    },
+    /// Host callbacks panicked (caught at the FFI boundary, never unwound into C).
+    #[error("{count} host callback(s) panicked; first: {first}")]
+    CallbackPanicked {
+        /// How many panicked since the last report.
+        count: usize,
+        /// The first panic's message.
+        first: String,
+    },
+    /// A runtime call from inside a host callback (C8: it could deadlock the runtime).
+    #[error("runtime call from inside a host callback (C8)")]
+    InsideCallback,
+    /// The report thread stopped (its `aclrtProcessReport` loop failed); callbacks can no
+    /// longer run.
+    #[error("the report thread has stopped: {0}")]
+    ReportThreadStopped(String),
     /// An event used with a stream of another context of the same device. The typed API keeps
     /// each event to the streams of its own context, so one binding serves every call (D6)
     /// and every task on the event can be ordered (E5, E9).

@@ -33,8 +33,18 @@
 //!
 //! Several streams waiting on one event (E3) never see a reset overtake their wait (E5):
 //! when more than one stream waited, the reset is ordered after every wait by a join event
-//! recorded on each other waiting stream and waited on by the resetting stream. Join events
-//! are destroyed after the stream they were issued on is synchronised (E9).
+//! recorded on each other waiting stream and waited on by the resetting stream.
+//!
+//! The runtime's event is a flag (a record sets it, a wait passes while it is set, a reset
+//! clears it), so re-using an event also needs order: a record or a wait issued after a
+//! reset on another stream is joined after that reset. Otherwise the new record could run
+//! before the old scope's waits and release them early, or a new wait could pass on the old
+//! record's flag. In the usual pipeline (producer records, consumer waits and resets) that
+//! is one join per cycle, on the producer; none when the same stream records and resets.
+//!
+//! Join events are fresh each time (never re-recorded) and destroyed once the stream that
+//! waited on them is synchronised (E9). A program that never synchronises keeps them alive:
+//! synchronise streams (or the device) now and then in long-running loops.
 //!
 //! Every typed event is created with `ACL_EVENT_SYNC`, so the E7 error cannot occur.
 
@@ -46,7 +56,6 @@ use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::runtime::{Failed, Timeout, report_drop_error};
 use crate::stream::Stream;
-use crate::sys::bindings::ACL_EVENT_SYNC;
 use crate::sys::{aclrtEvent, aclrtStream};
 
 mod sealed {
@@ -244,7 +253,11 @@ impl<'s, S: Recordable> Event<'s, S> {
     where
         's: 't,
     {
-        if let Err(e) = self.check_stream(stream).and_then(|()| stream.bind()) {
+        if let Err(e) = self
+            .check_stream(stream)
+            .and_then(|()| stream.bind())
+            .and_then(|()| self.after_previous_reset(stream))
+        {
             return Err(Failed::new(e, self));
         }
         // SAFETY: both handles are live (borrowed), and the stream's context is current.
@@ -262,6 +275,18 @@ impl<'s, S: Recordable> Event<'s, S> {
 impl<S: EventState> Event<'_, S> {
     fn check_stream(&self, stream: &Stream<'_>) -> Result<()> {
         check_stream(self.ctx, stream)
+    }
+
+    /// Orders `stream` after the event's previous reset, if that may still be pending on
+    /// another stream. The runtime's event is a flag: a record that ran before the previous
+    /// reset would release that scope's waits early (or be cleared by the reset), and a wait
+    /// that ran before it would pass on the previous record's flag (E1, E4, E5). The caller
+    /// has bound the context.
+    fn after_previous_reset(&self, stream: &Stream<'_>) -> Result<()> {
+        if self.stream.is_null() {
+            return Ok(());
+        }
+        self.ctx.join_streams(self.stream, stream.as_raw())
     }
 }
 
@@ -347,6 +372,7 @@ impl<'s> Event<'s, Recorded> {
     fn issue_wait(&self, stream: &Stream<'_>) -> Result<()> {
         self.check_stream(stream)?;
         stream.bind()?;
+        self.after_previous_reset(stream)?;
         // SAFETY: both handles are live (borrowed), the stream's context is current, and
         // the event was recorded (E1): waiting on it cannot hang.
         unsafe { self.ctx.api().stream_wait_event(stream.as_raw(), self.raw) }
@@ -396,8 +422,9 @@ pub struct Waited<'id, 't> {
     raw: aclrtEvent,
     ctx: &'t Context<'t>,
     reset_stream: &'t Stream<'t>,
-    /// The stream of the event's previous reset (null if none): the new reset is ordered
-    /// after it, so that syncing the last resetting stream covers every task (E9).
+    /// The stream of the event's previous reset (null if none): every wait of this scope is
+    /// ordered after it, so that no wait passes on a stale flag and syncing the last
+    /// resetting stream covers every task (E9).
     previous_reset: aclrtStream,
     others: Vec<&'t Stream<'t>>,
     done: bool,
@@ -417,6 +444,10 @@ impl<'id, 't> Waited<'id, 't> {
     pub fn also_wait(&mut self, stream: &'t Stream<'_>) -> Result<()> {
         check_stream(self.ctx, stream)?;
         stream.bind()?;
+        if !self.previous_reset.is_null() {
+            self.ctx
+                .join_streams(self.previous_reset, stream.as_raw())?;
+        }
         // SAFETY: both handles are live, the stream's context is current, and the event was
         // recorded before the scope began (E1).
         unsafe {
@@ -445,39 +476,21 @@ impl<'id, 't> Waited<'id, 't> {
     }
 
     fn issue_reset(&self) -> Result<()> {
-        let api = self.ctx.api();
-        let target = self.reset_stream;
-        let mut joined: Vec<aclrtStream> = Vec::new();
-        let sources = self
-            .others
-            .iter()
-            .map(|s| s.as_raw())
-            .chain((!self.previous_reset.is_null()).then_some(self.previous_reset));
+        let target = self.reset_stream.as_raw();
         // Every stream is in the event's context (checked when it was used), so one binding
         // serves all the calls below (D6).
         self.ctx.bind()?;
-        for other in sources {
-            if other == target.as_raw() || joined.contains(&other) {
-                continue;
+        let mut joined: Vec<aclrtStream> = Vec::new();
+        for other in self.others.iter().map(|s| s.as_raw()) {
+            if other != target && !joined.contains(&other) {
+                joined.push(other);
+                // E5: the reset runs after `other` has passed its wait.
+                self.ctx.join_streams(other, target)?;
             }
-            joined.push(other);
-            // E5: join `other` (after its wait, or its earlier reset) into `target`.
-            let join = api.create_event_with_flag(ACL_EVENT_SYNC)?;
-            // SAFETY: `join` is fresh; both streams are live and in the current context (one
-            // context per scope, checked in `also_wait`); `join` is recorded before it is
-            // waited on (E1), and reset right after the wait on its only waiting stream (E4).
-            let issued = unsafe {
-                api.record_event(join, other)
-                    .and_then(|()| api.stream_wait_event(target.as_raw(), join))
-                    .and_then(|()| api.reset_event(join, target.as_raw()))
-            };
-            // Destroyed once `target` is synchronised (E9), whether or not all was issued.
-            self.ctx.defer_destroy(target.as_raw(), join);
-            issued?;
         }
         // SAFETY: both handles are live, the stream's context is current, and the stream has
         // waited on the event (E1 order: record, wait, reset).
-        unsafe { api.reset_event(self.raw, target.as_raw()) }
+        unsafe { self.ctx.api().reset_event(self.raw, target) }
     }
 }
 

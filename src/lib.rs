@@ -53,6 +53,7 @@
 //! [drop-error handler](set_drop_error_handler).
 #![warn(missing_docs)]
 
+pub mod callback;
 pub mod context;
 pub mod device;
 pub mod error;
@@ -63,6 +64,7 @@ pub mod runtime;
 pub mod stream;
 pub mod sys;
 
+pub use callback::{CallbackMode, ReportThread, Subscribed};
 pub use context::Context;
 pub use device::Device;
 pub use error::{AclError, Error, LoadError, Result};

@@ -1,0 +1,500 @@
+//! Host callbacks (C1-C9): report threads, stream subscription, and `launch` only where a
+//! callback can run.
+//!
+//! # The flow (C1), in types
+//!
+//! ```text
+//!  ReportThread::spawn(&ctx)      (1) a thread loops on aclrtProcessReport, ctx current (C6)
+//!        │
+//!  report.subscribe(stream) ────► Subscribed   (2) aclrtSubscribeReport(thread, stream) (C2, C3, C7)
+//!        │                          │  (3) tasks on the stream (Subscribed derefs to Stream)
+//!        │                          │  (4) launch(mode, closure): runs once on the report thread (C5)
+//!        │                          ▼
+//!        │                  unsubscribe() ──► Stream  (5) after the stream's tasks and
+//!        │                                               callbacks are done (C1, C9)
+//!  report.stop()   (joins; does not compile while a Subscribed borrows the thread)
+//! ```
+//!
+//! * `launch` exists only on [`Subscribed`] (C5); a plain [`Stream`] has none.
+//! * `subscribe` takes the stream by value and `Subscribed` has no `subscribe`, so a stream
+//!   cannot be subscribed twice (C2).
+//! * A stream of another device than the report thread's is [`Error::DeviceMismatch`] (C3:
+//!   a run-time check, because streams carry no device brand).
+//! * More than 1024 report threads is [`Error::TooManyReportThreads`] (C4).
+//! * Callbacks are `FnOnce() + Send + 'static` closures that receive nothing: no handle to
+//!   call the runtime with (C8). A handle smuggled in anyway is refused with
+//!   [`Error::InsideCallback`] by the typed API (and flagged C8 by the simulator). A panic is
+//!   caught at the FFI boundary, never unwinds into C, and is reported by
+//!   [`ReportThread::take_panics`] and [`ReportThread::stop`].
+//! * Nothing launched is lost or run twice: each callback is boxed once and freed by the
+//!   only run of its trampoline; `unsubscribe` waits until every callback launched on the
+//!   stream has run, and `stop` cannot happen while a stream is subscribed.
+
+use std::any::Any;
+use std::ffi::c_void;
+use std::mem::ManuallyDrop;
+use std::ops::Deref;
+use std::os::unix::thread::JoinHandleExt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::context::{self, Context};
+use crate::error::{AclError, Error, Result};
+use crate::runtime::{Failed, report_drop_error};
+use crate::stream::Stream;
+use crate::sys::bindings::{ACL_CALLBACK_BLOCK, ACL_CALLBACK_NO_BLOCK, aclrtCallbackBlockType};
+use crate::sys::loader::Api;
+
+/// The most report threads a process may have (C4, Atlas 200/500 A2).
+pub const MAX_REPORT_THREADS: usize = 1024;
+
+static REPORT_THREADS: AtomicUsize = AtomicUsize::new(0);
+
+/// How often the report thread wakes to check whether it should stop (`aclrtProcessReport`
+/// timeout, C6: must be `> 0`).
+const POLL_MS: i32 = 10;
+
+/// Whether a callback holds its stream (C5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CallbackMode {
+    /// `ACL_CALLBACK_BLOCK`: the stream's later tasks wait until the callback has run.
+    Blocking,
+    /// `ACL_CALLBACK_NO_BLOCK`: the stream goes on; the callback runs when the thread can.
+    NonBlocking,
+}
+
+impl CallbackMode {
+    fn raw(self) -> aclrtCallbackBlockType {
+        match self {
+            CallbackMode::Blocking => ACL_CALLBACK_BLOCK,
+            CallbackMode::NonBlocking => ACL_CALLBACK_NO_BLOCK,
+        }
+    }
+}
+
+/// State shared by a report thread, its subscriptions and the callbacks in flight.
+#[derive(Default)]
+struct Shared {
+    stop: AtomicBool,
+    /// Callbacks launched and not yet run, on every stream of this thread.
+    outstanding: AtomicUsize,
+    panics: Mutex<Vec<String>>,
+    /// Why the loop ended early, if it did.
+    failure: Mutex<Option<Error>>,
+}
+
+/// A raw context handle, moved to the report thread once, while the context is borrowed.
+struct SendContext(crate::sys::aclrtContext);
+// SAFETY: an opaque handle; the runtime allows making a context current on any thread.
+unsafe impl Send for SendContext {}
+
+/// A thread that runs host callbacks: it calls `aclrtProcessReport` in a loop with its
+/// context current (C1 step 1, C6), and is the `threadId` streams subscribe to (C7).
+///
+/// # States
+///
+/// ```text
+///  spawn() ──► Running ──subscribe(stream)──► serving ≥ 1 Subscribed (borrowed)
+///                 │
+///                 └── stop() / Drop ──► Joined (consumed; needs no Subscribed alive)
+/// ```
+///
+/// Belongs to one device, that of its context (C3). `Send + Sync`.
+///
+/// ```no_run
+/// # use ascend_typestate::Acl;
+/// use ascend_typestate::callback::{CallbackMode, ReportThread};
+/// # let acl = Acl::init()?;
+/// # let device = acl.set_device(0)?;
+/// let ctx = device.create_context()?;
+/// let report = ReportThread::spawn(&ctx)?;
+/// let stream = report.subscribe(ctx.create_stream()?)?;
+/// stream.launch(CallbackMode::Blocking, || println!("the stream reached this point"))?;
+/// let stream = stream.unsubscribe()?;    // after every callback has run (C1 step 5)
+/// stream.destroy()?;
+/// report.stop()?;
+/// # Ok::<(), ascend_typestate::Error>(())
+/// ```
+pub struct ReportThread<'ctx> {
+    ctx: &'ctx Context<'ctx>,
+    thread_id: u64,
+    shared: Arc<Shared>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl<'ctx> ReportThread<'ctx> {
+    /// Starts a report thread for `ctx`'s device.
+    pub fn spawn(ctx: &'ctx Context<'ctx>) -> Result<ReportThread<'ctx>> {
+        let reserved = REPORT_THREADS.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            (n < MAX_REPORT_THREADS).then_some(n + 1)
+        });
+        if reserved.is_err() {
+            return Err(Error::TooManyReportThreads {
+                limit: MAX_REPORT_THREADS,
+            });
+        }
+        let release_slot = || {
+            REPORT_THREADS.fetch_sub(1, Ordering::AcqRel);
+        };
+        let shared = Arc::new(Shared::default());
+        let api = ctx.api();
+        let raw_ctx = SendContext(ctx.as_raw());
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<()>>();
+        let thread_shared = Arc::clone(&shared);
+        let spawned = std::thread::Builder::new()
+            .name("acl-report".into())
+            .spawn(move || {
+                let raw_ctx = raw_ctx;
+                // SAFETY: `spawn` waits for this message while it borrows the context, so the
+                // handle is live here; it is not used again after the message (C6 needs it current).
+                let bound = unsafe { api.set_current_context(raw_ctx.0) };
+                let ok = bound.is_ok();
+                let _ = ready_tx.send(bound);
+                if ok {
+                    serve(api, &thread_shared);
+                }
+            });
+        let handle = match spawned {
+            Ok(handle) => handle,
+            Err(_) => {
+                release_slot();
+                return Err(Error::ReportThreadStopped(
+                    "the OS refused to start a thread".into(),
+                ));
+            }
+        };
+        let ready = ready_rx
+            .recv()
+            .unwrap_or_else(|_| Err(Error::ReportThreadStopped("it exited at start".into())));
+        if let Err(e) = ready {
+            let _ = handle.join();
+            release_slot();
+            return Err(e);
+        }
+        // C7: the thread id is the thread's pthread_t, as pthread_self() returns it there.
+        let thread_id = handle.as_pthread_t() as u64;
+        Ok(ReportThread {
+            ctx,
+            thread_id,
+            shared,
+            handle: Some(handle),
+        })
+    }
+
+    /// The `threadId` given to `aclrtSubscribeReport` (the thread's `pthread_self()`, C7).
+    pub fn thread_id(&self) -> u64 {
+        self.thread_id
+    }
+
+    /// The device this thread serves (C3).
+    pub fn device_id(&self) -> i32 {
+        self.ctx.device_id()
+    }
+
+    /// `aclrtSubscribeReport(thread, stream)` (C1 step 2): callbacks launched on the stream
+    /// run on this thread. The stream must be of this thread's device (C3); on failure it is
+    /// given back.
+    pub fn subscribe<'s>(
+        &self,
+        stream: Stream<'s>,
+    ) -> Result<Subscribed<'_, 's>, Failed<Stream<'s>>> {
+        let found = stream.context().device_id();
+        if found != self.device_id() {
+            let e = Error::DeviceMismatch {
+                what: "the stream (C3)",
+                expected: self.device_id(),
+                found,
+            };
+            return Err(Failed::new(e, stream));
+        }
+        if let Err(e) = self.alive() {
+            return Err(Failed::new(e, stream));
+        }
+        let subscribed = stream.bind().and_then(|()| {
+            // SAFETY: the stream is live (owned) and its context current; the thread id is a
+            // running thread that processes reports until `stop`, which cannot happen while
+            // the returned `Subscribed` borrows `self`.
+            unsafe {
+                self.ctx
+                    .api()
+                    .subscribe_report(self.thread_id, stream.as_raw())
+            }
+        });
+        match subscribed {
+            Ok(()) => Ok(Subscribed {
+                stream: ManuallyDrop::new(stream),
+                report: self,
+                pending: Arc::new(AtomicUsize::new(0)),
+            }),
+            Err(e) => Err(Failed::new(e, stream)),
+        }
+    }
+
+    fn alive(&self) -> Result<()> {
+        let failure = self
+            .shared
+            .failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        match &*failure {
+            Some(e) => Err(Error::ReportThreadStopped(e.to_string())),
+            None => Ok(()),
+        }
+    }
+
+    /// The messages of callbacks that panicked since the last call (caught at the FFI
+    /// boundary).
+    pub fn take_panics(&self) -> Vec<String> {
+        std::mem::take(&mut *self.shared.panics.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    fn shut_down(&mut self) -> Result<()> {
+        self.shared.stop.store(true, Ordering::Release);
+        if let Some(handle) = self.handle.take() {
+            let joined = handle.join();
+            REPORT_THREADS.fetch_sub(1, Ordering::AcqRel);
+            if joined.is_err() {
+                return Err(Error::ReportThreadStopped(
+                    "the report thread panicked".into(),
+                ));
+            }
+        }
+        if let Some(e) = self
+            .shared
+            .failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            return Err(e);
+        }
+        let panics = self.take_panics();
+        match panics.first() {
+            Some(first) => Err(Error::CallbackPanicked {
+                count: panics.len(),
+                first: first.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Stops and joins the thread. Does not compile while a stream is subscribed to it.
+    /// Returns the loop's failure, or [`Error::CallbackPanicked`] for panics not yet taken.
+    pub fn stop(mut self) -> Result<()> {
+        self.shut_down()
+    }
+}
+
+impl Drop for ReportThread<'_> {
+    fn drop(&mut self) {
+        report_drop_error("ReportThread", self.shut_down());
+    }
+}
+
+impl std::fmt::Debug for ReportThread<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReportThread")
+            .field("thread_id", &self.thread_id)
+            .finish()
+    }
+}
+
+/// The report thread's loop: run callbacks until asked to stop with none outstanding.
+fn serve(api: &'static Api, shared: &Shared) {
+    loop {
+        match api.process_report(POLL_MS) {
+            Ok(()) => {}
+            Err(Error::Runtime {
+                code: AclError::RtReportTimeout,
+                ..
+            }) => {}
+            // Not subscribed (yet, or any more): nothing can arrive for now (C6).
+            Err(Error::Runtime {
+                code: AclError::RtThreadSubscribe,
+                ..
+            }) => {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(e) => {
+                *shared.failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                return;
+            }
+        }
+        if shared.stop.load(Ordering::Acquire) && shared.outstanding.load(Ordering::Acquire) == 0 {
+            return;
+        }
+    }
+}
+
+/// A stream subscribed to a [`ReportThread`] (C1 step 2): the only place
+/// [`launch`](Subscribed::launch) exists (C5). Derefs to the [`Stream`] for every other use.
+///
+/// [`unsubscribe`](Subscribed::unsubscribe) gives the stream back after its tasks and
+/// callbacks are done (C1 step 5, C9); `Drop` does the same as a fallback, then destroys
+/// the stream.
+pub struct Subscribed<'r, 's> {
+    stream: ManuallyDrop<Stream<'s>>,
+    report: &'r ReportThread<'r>,
+    /// Callbacks launched on this stream and not yet run.
+    pending: Arc<AtomicUsize>,
+}
+
+impl<'s> Deref for Subscribed<'_, 's> {
+    type Target = Stream<'s>;
+    fn deref(&self) -> &Stream<'s> {
+        &self.stream
+    }
+}
+
+/// One launched callback: freed by the only run of [`trampoline`].
+struct Payload {
+    body: Box<dyn FnOnce() + Send + 'static>,
+    shared: Arc<Shared>,
+    pending: Arc<AtomicUsize>,
+}
+
+fn panic_message(panic: &(dyn Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a non-string panic payload".to_owned()
+    }
+}
+
+/// The C callback: runs the closure once, catching any panic (never unwinds into C).
+unsafe extern "C" fn trampoline(user_data: *mut c_void) {
+    if user_data.is_null() {
+        return;
+    }
+    // SAFETY: `user_data` is the `Box<Payload>` leaked by `launch`, and the runtime calls each
+    // callback exactly once (C1 step 4), so this is the only owner.
+    let payload = unsafe { Box::from_raw(user_data.cast::<Payload>()) };
+    let Payload {
+        body,
+        shared,
+        pending,
+    } = *payload;
+    let previous = context::enter_callback();
+    let outcome = catch_unwind(AssertUnwindSafe(body));
+    context::leave_callback(previous);
+    if let Err(panic) = outcome {
+        let message = panic_message(panic.as_ref());
+        eprintln!("ascend-typestate: a host callback panicked: {message}");
+        shared
+            .panics
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(message);
+    }
+    pending.fetch_sub(1, Ordering::AcqRel);
+    shared.outstanding.fetch_sub(1, Ordering::AcqRel);
+}
+
+impl<'r, 's> Subscribed<'r, 's> {
+    /// `aclrtLaunchCallback` (C1 step 4, C5): `body` runs once on the report thread when the
+    /// stream reaches this point. `Blocking` holds the stream's later tasks until it has run.
+    ///
+    /// `body` receives nothing and must be `'static`: it has no handle to call the runtime
+    /// with (C8).
+    pub fn launch<F>(&self, mode: CallbackMode, body: F) -> Result<()>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        self.report.alive()?;
+        self.stream.bind()?;
+        let payload = Box::new(Payload {
+            body: Box::new(body),
+            shared: Arc::clone(&self.report.shared),
+            pending: Arc::clone(&self.pending),
+        });
+        self.pending.fetch_add(1, Ordering::AcqRel);
+        self.report
+            .shared
+            .outstanding
+            .fetch_add(1, Ordering::AcqRel);
+        let user_data = Box::into_raw(payload).cast::<c_void>();
+        // SAFETY: the stream is live, subscribed and its context current; `trampoline` frees
+        // `user_data` on its only run, and the payload owns everything the closure needs
+        // ('static).
+        let launched = unsafe {
+            self.stream.context().api().launch_callback(
+                Some(trampoline),
+                user_data,
+                mode.raw(),
+                self.stream.as_raw(),
+            )
+        };
+        if let Err(e) = launched {
+            // Not enqueued: take the payload back, so that it is neither lost nor run.
+            // SAFETY: the runtime refused the callback, so `user_data` is still ours alone.
+            drop(unsafe { Box::from_raw(user_data.cast::<Payload>()) });
+            self.pending.fetch_sub(1, Ordering::AcqRel);
+            self.report
+                .shared
+                .outstanding
+                .fetch_sub(1, Ordering::AcqRel);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Callbacks launched on this stream that have not run yet.
+    pub fn pending_callbacks(&self) -> usize {
+        self.pending.load(Ordering::Acquire)
+    }
+
+    fn release(&self) -> Result<()> {
+        // C1 step 5: every task done, then every callback run, then unsubscribe (C9).
+        self.stream.bind()?;
+        self.stream.synchronize()?;
+        while self.pending.load(Ordering::Acquire) != 0 {
+            self.report.alive()?;
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        // SAFETY: the stream is live and its context current; it is subscribed to this thread.
+        unsafe {
+            self.stream
+                .context()
+                .api()
+                .unsubscribe_report(self.report.thread_id, self.stream.as_raw())
+        }
+    }
+
+    /// `aclrtUnSubscribeReport` after the stream's tasks and callbacks are done (C1 step 5,
+    /// C9). Gives the stream back; on failure, the subscription.
+    pub fn unsubscribe(self) -> Result<Stream<'s>, Failed<Subscribed<'r, 's>>> {
+        match self.release() {
+            Ok(()) => {
+                let mut this = ManuallyDrop::new(self);
+                // SAFETY: `this` is never used or dropped again; the stream is moved out once.
+                let stream = unsafe { ManuallyDrop::take(&mut this.stream) };
+                // SAFETY: as above, for the counter (dropping the Arc).
+                drop(unsafe { std::ptr::read(&this.pending) });
+                Ok(stream)
+            }
+            Err(e) => Err(Failed::new(e, self)),
+        }
+    }
+}
+
+impl Drop for Subscribed<'_, '_> {
+    fn drop(&mut self) {
+        report_drop_error("Subscribed", self.release());
+        // SAFETY: dropped once, here; `unsubscribe` forgets `self` instead of dropping it.
+        unsafe { ManuallyDrop::drop(&mut self.stream) };
+    }
+}
+
+impl std::fmt::Debug for Subscribed<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscribed")
+            .field("stream", &*self.stream)
+            .field("thread_id", &self.report.thread_id)
+            .finish()
+    }
+}
