@@ -175,7 +175,9 @@ impl<'ctx> ReportThread<'ctx> {
             return Err(e);
         }
         // C7: the thread id is the thread's pthread_t, as pthread_self() returns it there.
-        let thread_id = handle.as_pthread_t() as u64;
+        // `pthread_t` is `u64` on 64-bit Linux and narrower on 32-bit targets.
+        #[allow(clippy::useless_conversion)]
+        let thread_id = u64::from(handle.as_pthread_t());
         Ok(ReportThread {
             ctx,
             thread_id,

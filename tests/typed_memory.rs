@@ -112,7 +112,7 @@ fn source_longer_than_destination_is_a_typed_error_before_the_call_m1() {
         let device = session.acl().set_device(0).unwrap();
         let ctx = device.create_context().unwrap();
         let mut small = ctx.alloc::<u16>(8, MallocPolicy::HugeFirst).unwrap();
-        let big = vec![7u16; 9];
+        let big = [7u16; 9];
         let err = ctx.copy(&mut small, &big[..]).unwrap_err();
         assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
         // A shorter source is a partial copy.
