@@ -61,6 +61,7 @@ pub mod event;
 pub mod memory;
 pub mod result;
 pub mod runtime;
+pub mod simulator;
 pub mod stream;
 pub mod sys;
 

@@ -607,6 +607,35 @@ impl<T: Pod> std::fmt::Debug for HostBuffer<'_, T> {
     }
 }
 
+/// A synthetic kernel's work: `output[i] = f(input[i])`.
+struct MapJob<T> {
+    input: *const T,
+    output: *mut T,
+    len: usize,
+    f: fn(T) -> T,
+}
+
+/// The simulator calls this once, on the stream's worker, when the stream reaches the task.
+unsafe extern "C" fn run_map<T: Pod>(user_data: *mut c_void, _b: *const *mut c_void, _n: usize) {
+    // SAFETY: `user_data` is the `MapJob<T>` boxed by `simulated_map`, run once.
+    let job = unsafe { Box::from_raw(user_data.cast::<MapJob<T>>()) };
+    let run = || {
+        for i in 0..job.len {
+            // SAFETY: both ranges are device memory of at least `len` elements, borrowed by
+            // the scope until the stream is synchronised; unaligned access keeps any `Pod`
+            // valid.
+            unsafe {
+                let value = job.input.add(i).read_unaligned();
+                job.output.add(i).write_unaligned((job.f)(value));
+            }
+        }
+    };
+    // Never unwind into the simulator's C ABI.
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).is_err() {
+        eprintln!("ascend-typestate: a simulated kernel's function panicked");
+    }
+}
+
 /// What an asynchronous copy may read: a buffer borrowed for the whole scope (`&'scope S`),
 /// or the [`Pending`] result of an earlier copy of the same scope. Sealed.
 pub trait Source<'scope, T: Pod>: sealed::Sealed {
@@ -763,6 +792,84 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
             len: dst.len(),
             location: D::LOCATION,
             device: dst.device_id(),
+            _borrow: PhantomData,
+        })
+    }
+
+    /// A synthetic kernel, on the simulator only (`aclsimLaunchKernel`): after `duration`,
+    /// `output[i] = f(input[i])` for each element of `input`, run by `stream` in order with its
+    /// other tasks. Both must be device memory of this context's device; `input` may be the
+    /// [`Pending`] result of an earlier copy of the scope. The returned [`Pending`] is
+    /// `output`, for later copies.
+    ///
+    /// `f` is a plain function (it captures nothing), applied element by element to device
+    /// memory the way a kernel would: no Rust reference to device memory is ever formed.
+    /// On the vendor runtime this is [`Error::Unsupported`].
+    pub fn simulated_map<T, D, S>(
+        &'scope self,
+        stream: &'scope Stream<'_>,
+        duration: std::time::Duration,
+        input: S,
+        output: &'scope mut D,
+        f: fn(T) -> T,
+    ) -> Result<Pending<'scope, T>>
+    where
+        T: Pod,
+        D: MemoryMut<T> + ?Sized,
+        S: Source<'scope, T>,
+    {
+        let sim = self.ctx.api().simulator().ok_or(Error::Unsupported {
+            symbol: "aclsimLaunchKernel",
+        })?;
+        if S::LOCATION != Location::Device || D::LOCATION != Location::Device {
+            return Err(Error::InvalidArgument(
+                "a kernel reads and writes device memory",
+            ));
+        }
+        if input.len() > output.len() {
+            return Err(Error::InvalidArgument(
+                "the kernel's input is longer than its output",
+            ));
+        }
+        self.ctx.check_device(output.device_id())?;
+        self.ctx.check_device(input.device_id())?;
+        self.use_stream(stream)?;
+        let out_ptr = output.as_mut_ptr();
+        let job = Box::new(MapJob::<T> {
+            input: input.as_ptr().cast(),
+            output: out_ptr.cast(),
+            len: input.len(),
+            f,
+        });
+        let buffers = [input.as_ptr().cast_mut(), out_ptr];
+        let user_data = Box::into_raw(job).cast::<c_void>();
+        let micros = u64::try_from(duration.as_micros()).unwrap_or(u64::MAX);
+        // SAFETY: `stream` is live and its context current; both buffers are device memory
+        // borrowed until the scope synchronises `stream`; `run_map::<T>` matches the job's
+        // type and frees it on its only run.
+        let code = unsafe {
+            (sim.aclsimLaunchKernel)(
+                stream.as_raw(),
+                micros,
+                Some(run_map::<T>),
+                user_data,
+                buffers.as_ptr(),
+                buffers.len(),
+            )
+        };
+        if let Err(code) = crate::error::check(code) {
+            // SAFETY: not enqueued, so the job is still ours alone.
+            drop(unsafe { Box::from_raw(user_data.cast::<MapJob<T>>()) });
+            return Err(Error::Runtime {
+                call: "aclsimLaunchKernel",
+                code,
+            });
+        }
+        Ok(Pending {
+            ptr: out_ptr.cast_const(),
+            len: output.len(),
+            location: Location::Device,
+            device: output.device_id(),
             _borrow: PhantomData,
         })
     }

@@ -31,13 +31,63 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
-use super::FunctionTable;
+use std::ffi::{c_char, c_void};
+
+use super::{FunctionTable, aclError, aclrtStream};
 use crate::error::{LoadError, TriedPath};
 
 /// The library file name of the AscendCL runtime (and of the simulator).
 pub const LIBRARY_NAME: &str = "libascendcl.so";
-/// A symbol only the simulator (`sim/`) exports.
-const SIMULATOR_MARKER: &[u8] = b"aclsimApiVersion\0";
+/// A synthetic kernel body of the simulator (`aclsimKernelFn`).
+pub type SimKernelFn = unsafe extern "C" fn(*mut c_void, *const *mut c_void, usize);
+
+/// The simulator's extension API (`sim/include/aclsim.h`), resolved when the loaded library
+/// is the simulator. The vendor runtime has none of these symbols.
+#[allow(non_snake_case)]
+#[derive(Clone, Copy)]
+pub struct SimulatorTable {
+    /// `aclsimApiVersion`.
+    pub aclsimApiVersion: unsafe extern "C" fn() -> u32,
+    /// `aclsimLaunchKernel`.
+    pub aclsimLaunchKernel: unsafe extern "C" fn(
+        aclrtStream,
+        u64,
+        Option<SimKernelFn>,
+        *mut c_void,
+        *const *mut c_void,
+        usize,
+    ) -> aclError,
+    /// `aclsimFindingCount`.
+    pub aclsimFindingCount: unsafe extern "C" fn() -> usize,
+    /// `aclsimGetFinding`.
+    pub aclsimGetFinding:
+        unsafe extern "C" fn(usize, *mut c_char, usize, *mut c_char, usize) -> aclError,
+    /// `aclsimClearFindings`.
+    pub aclsimClearFindings: unsafe extern "C" fn(),
+    /// `aclsimLiveObjectCount`.
+    pub aclsimLiveObjectCount: unsafe extern "C" fn() -> usize,
+}
+
+impl SimulatorTable {
+    /// # Safety
+    /// If `library` exports these names, they have the prototypes of `aclsim.h`.
+    unsafe fn resolve(library: &libloading::Library) -> Option<SimulatorTable> {
+        macro_rules! get {
+            ($name:ident) => {
+                // SAFETY: the caller's contract; the table lives beside the library.
+                *unsafe { library.get(concat!(stringify!($name), "\0").as_bytes()) }.ok()?
+            };
+        }
+        Some(SimulatorTable {
+            aclsimApiVersion: get!(aclsimApiVersion),
+            aclsimLaunchKernel: get!(aclsimLaunchKernel),
+            aclsimFindingCount: get!(aclsimFindingCount),
+            aclsimGetFinding: get!(aclsimGetFinding),
+            aclsimClearFindings: get!(aclsimClearFindings),
+            aclsimLiveObjectCount: get!(aclsimLiveObjectCount),
+        })
+    }
+}
 /// The environment variable naming the runtime library to load.
 pub const LIBRARY_ENV: &str = "ASCEND_ACL_LIB";
 
@@ -162,7 +212,7 @@ pub struct Api {
     pub(crate) table: FunctionTable,
     path: PathBuf,
     source: &'static str,
-    simulator: bool,
+    simulator: Option<SimulatorTable>,
     // Declared last: dropped after `table`, whose pointers point into it.
     _library: libloading::Library,
 }
@@ -205,10 +255,8 @@ impl Api {
                     // SAFETY: the library is an AscendCL runtime (same reasoning), and the
                     // table is stored beside the library it points into, which outlives it.
                     let table = unsafe { FunctionTable::resolve(&library, &candidate.path)? };
-                    // SAFETY: only the symbol's presence is read; it is never called here.
-                    let simulator =
-                        unsafe { library.get::<unsafe extern "C" fn() -> u32>(SIMULATOR_MARKER) }
-                            .is_ok();
+                    // SAFETY: the `aclsim*` symbols have the prototypes of sim/include/aclsim.h.
+                    let simulator = unsafe { SimulatorTable::resolve(&library) };
                     return Ok(Api {
                         table,
                         path: candidate.path,
@@ -240,7 +288,12 @@ impl Api {
     /// Whether the loaded library is this project's CPU simulator (it exports the `aclsim*`
     /// extension API) rather than the vendor runtime.
     pub fn is_simulator(&self) -> bool {
-        self.simulator
+        self.simulator.is_some()
+    }
+
+    /// The simulator's extension API, when the loaded library is the simulator.
+    pub fn simulator(&self) -> Option<&SimulatorTable> {
+        self.simulator.as_ref()
     }
 
     /// Whether the loaded library provides `symbol` (required ones always do).
