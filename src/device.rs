@@ -73,7 +73,9 @@ impl<'acl> Device<'acl> {
     /// [`Context`] borrows it, and nothing can be called on it afterwards.
     pub fn reset(self) -> Result<()> {
         let this = std::mem::ManuallyDrop::new(self);
-        let result = this.api.reset_device(this.id);
+        // SAFETY: the device is consumed; every context (and so every stream, event and
+        // buffer) on it borrows it, so none is alive or usable afterwards (D3).
+        let result = unsafe { this.api.reset_device(this.id) };
         context::forget_current();
         result
     }
@@ -81,7 +83,8 @@ impl<'acl> Device<'acl> {
 
 impl Drop for Device<'_> {
     fn drop(&mut self) {
-        let result = self.api.reset_device(self.id);
+        // SAFETY: as in `reset`: nothing borrowing the device is alive.
+        let result = unsafe { self.api.reset_device(self.id) };
         context::forget_current();
         report_drop_error("Device", result);
     }

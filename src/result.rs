@@ -17,8 +17,11 @@
 //!     api.synchronize_stream(stream)?;
 //!     api.destroy_stream(stream)?;
 //! }
-//! api.reset_device(0)?;
-//! api.finalize()?;
+//! // SAFETY: nothing created on the device or in the runtime is used afterwards.
+//! unsafe {
+//!     api.reset_device(0)?;
+//!     api.finalize()?;
+//! }
 //! # Ok::<(), ascend_typestate::Error>(())
 //! ```
 
@@ -74,8 +77,12 @@ impl Api {
     }
 
     /// `aclFinalize()` (P2). Every handle obtained before becomes invalid.
-    pub fn finalize(&self) -> Result<()> {
-        // SAFETY: takes no argument; the runtime rejects a repeated finalize itself (100037).
+    ///
+    /// # Safety
+    /// No handle created before (by this layer or by the typed API: an [`Acl`](crate::Acl)
+    /// and everything borrowed from it) is used afterwards.
+    pub unsafe fn finalize(&self) -> Result<()> {
+        // SAFETY: takes no argument; the caller's contract covers the handles it invalidates.
         unsafe { call!(self, aclFinalize()) }
     }
 
@@ -94,8 +101,13 @@ impl Api {
     }
 
     /// `aclrtResetDevice(id)` (D1, D3, D5).
-    pub fn reset_device(&self, device: i32) -> Result<()> {
-        // SAFETY: a plain integer argument, validated by the runtime (507007).
+    ///
+    /// # Safety
+    /// When this releases the device's last reference, no handle created on the device (by
+    /// this layer or by the typed API) is used afterwards.
+    pub unsafe fn reset_device(&self, device: i32) -> Result<()> {
+        // SAFETY: an integer argument validated by the runtime (507007); the caller's
+        // contract covers the handles it invalidates.
         unsafe { call!(self, aclrtResetDevice(device)) }
     }
 

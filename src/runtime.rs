@@ -119,8 +119,15 @@ impl Acl {
     }
 
     /// The loaded library: the raw [`result`](crate::result) layer, for calls this crate does
-    /// not wrap. Handles created through it are not tracked by the typestate API.
-    pub fn api(&self) -> &'static Api {
+    /// not wrap. Handles created through it are not tracked by the typestate API. The borrow
+    /// ends with the token, so no raw call compiles after [`finalize`](Acl::finalize); the
+    /// raw calls that would invalidate typed handles (`finalize`, `reset_device`, destroys)
+    /// are `unsafe`.
+    pub fn api(&self) -> &Api {
+        self.api
+    }
+
+    pub(crate) fn api_static(&self) -> &'static Api {
         self.api
     }
 
@@ -128,7 +135,9 @@ impl Acl {
     /// stream, event, buffer or report thread borrowed from it is alive.
     pub fn finalize(self) -> Result<()> {
         let this = ManuallyDrop::new(self);
-        let result = this.api.finalize();
+        // SAFETY: the token is consumed, and everything created through the typed API
+        // borrows it, so nothing can be used afterwards (P2, D3).
+        let result = unsafe { this.api.finalize() };
         ALIVE.store(false, Ordering::Release);
         result
     }
@@ -136,7 +145,8 @@ impl Acl {
 
 impl Drop for Acl {
     fn drop(&mut self) {
-        let result = self.api.finalize();
+        // SAFETY: as in `finalize`: nothing borrowed from the token is alive.
+        let result = unsafe { self.api.finalize() };
         ALIVE.store(false, Ordering::Release);
         report_drop_error("Acl", result);
     }

@@ -38,7 +38,9 @@ pub struct Simulator<'a> {
 impl Acl {
     /// The simulator's extension API, when the loaded runtime is the simulator.
     pub fn simulator(&self) -> Option<Simulator<'static>> {
-        self.api().simulator().map(|table| Simulator { table })
+        self.api_static()
+            .simulator()
+            .map(|table| Simulator { table })
     }
 }
 

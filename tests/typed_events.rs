@@ -241,3 +241,66 @@ fn zero_ms_is_not_a_timeout_s3() {
     assert_eq!(timeout!(forever).as_raw(), -1);
     let _ = AclError::RtStreamSyncTimeout;
 }
+
+#[test]
+fn op_wait_timeout_surfaces_at_the_next_stream_sync_p3() {
+    let session = Session::start();
+    {
+        session.acl().set_op_wait_timeout(1).unwrap();
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let (s1, s2) = (ctx.create_stream().unwrap(), ctx.create_stream().unwrap());
+        // The recording stream is busy for longer than the op-wait timeout (1 s).
+        session.sim.sleep_kernel(s1.as_raw(), 1_500_000);
+        let event = ctx.create_event().unwrap().record(&s1).unwrap();
+        let event = event.wait(&s2, |waited| waited.reset()).unwrap();
+        let err = s2.synchronize().unwrap_err();
+        assert_eq!(err.code(), Some(AclError::RtWaitTimeout), "{err}");
+        // Reported once; the stream is usable again.
+        s2.synchronize().unwrap();
+        s1.synchronize().unwrap();
+        event.destroy().unwrap();
+        session.acl().set_op_wait_timeout(0).unwrap();
+    }
+    assert_no_findings(&session.finish());
+}
+
+#[test]
+fn synchronize_with_a_timeout_is_a_typed_error_s3_e6() {
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let stream = ctx.create_stream().unwrap();
+        session.sim.sleep_kernel(stream.as_raw(), 300_000);
+        let event = ctx.create_event().unwrap().record(&stream).unwrap();
+        let err = stream.synchronize_with(timeout!(20)).unwrap_err();
+        assert_eq!(err.code(), Some(AclError::RtStreamSyncTimeout), "{err}");
+        let err = event.synchronize_with(timeout!(20)).unwrap_err();
+        assert_eq!(err.code(), Some(AclError::RtEventSyncTimeout), "{err}");
+        assert!(!event.is_complete().unwrap());
+        event.synchronize_with(timeout!(forever)).unwrap();
+        assert!(event.is_complete().unwrap());
+        event.destroy().unwrap();
+    }
+    assert_no_findings(&session.finish());
+}
+
+#[test]
+fn elapsed_time_between_two_recorded_events_e8() {
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let stream = ctx.create_stream().unwrap();
+        let start = ctx.create_event().unwrap().record(&stream).unwrap();
+        session.sim.sleep_kernel(stream.as_raw(), 20_000);
+        let end = ctx.create_event().unwrap().record(&stream).unwrap();
+        end.synchronize().unwrap();
+        let ms = end.elapsed_since(&start).unwrap();
+        assert!((15.0..2_000.0).contains(&ms), "{ms} ms");
+        end.destroy().unwrap();
+        start.destroy().unwrap();
+    }
+    assert_no_findings(&session.finish());
+}
