@@ -293,6 +293,7 @@ impl<S: EventState> Event<'_, S> {
 impl<'s> Event<'s, Recorded> {
     /// `aclrtSynchronizeEvent` (E2): blocks the host until the event completes.
     pub fn synchronize(&self) -> Result<()> {
+        self.ctx.bind()?;
         // SAFETY: the event is live.
         unsafe { self.ctx.api().synchronize_event(self.raw) }
     }
@@ -300,6 +301,7 @@ impl<'s> Event<'s, Recorded> {
     /// `aclrtSynchronizeEventWithTimeout` (E6). [`Error::Unsupported`] on runtimes that
     /// lack it; [`AclError::RtEventSyncTimeout`](crate::AclError::RtEventSyncTimeout) on timeout.
     pub fn synchronize_with(&self, timeout: Timeout) -> Result<()> {
+        self.ctx.bind()?;
         // SAFETY: the event is live; `Timeout` holds only -1 or > 0 (E6).
         unsafe {
             self.ctx
@@ -310,6 +312,7 @@ impl<'s> Event<'s, Recorded> {
 
     /// `aclrtQueryEventStatus` (E2): whether the event has completed, without blocking.
     pub fn is_complete(&self) -> Result<bool> {
+        self.ctx.bind()?;
         // SAFETY: the event is live.
         unsafe { self.ctx.api().query_event_status(self.raw) }
     }
@@ -318,6 +321,7 @@ impl<'s> Event<'s, Recorded> {
     /// event. Both must be complete (synchronise first), else
     /// [`AclError::RtInternalError`](crate::AclError::RtInternalError).
     pub fn elapsed_since(&self, start: &Event<'_, Recorded>) -> Result<f32> {
+        self.ctx.bind()?;
         // SAFETY: both events are live.
         unsafe { self.ctx.api().event_elapsed_time(start.raw, self.raw) }
     }

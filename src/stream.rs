@@ -81,6 +81,7 @@ impl<'ctx> Stream<'ctx> {
     /// `aclrtSynchronizeStream` (S2): blocks until every task issued on the stream is done,
     /// and returns the errors of its asynchronous tasks (a timed-out wait, P3).
     pub fn synchronize(&self) -> Result<()> {
+        self.bind()?;
         // SAFETY: `self.raw` is live for as long as `self`.
         unsafe { self.ctx.api().synchronize_stream(self.raw)? };
         self.ctx.destroy_deferred(Some(self.raw));
@@ -90,6 +91,7 @@ impl<'ctx> Stream<'ctx> {
     /// `aclrtSynchronizeStreamWithTimeout` (S3): as [`synchronize`](Self::synchronize), giving
     /// up after `timeout` with [`AclError::RtStreamSyncTimeout`](crate::AclError::RtStreamSyncTimeout).
     pub fn synchronize_with(&self, timeout: Timeout) -> Result<()> {
+        self.bind()?;
         // SAFETY: `self.raw` is live; `Timeout` holds only -1 or > 0 (S3).
         unsafe {
             self.ctx
