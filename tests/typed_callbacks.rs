@@ -269,3 +269,31 @@ fn thirty_two_report_threads_serving_several_streams_each_c4() {
     }
     assert_no_findings(&session.finish());
 }
+
+unsafe extern "C" {
+    fn pthread_self() -> u64;
+}
+
+#[test]
+fn the_subscribed_thread_id_is_the_report_threads_pthread_self_c7() {
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let report = ReportThread::spawn(&ctx).unwrap();
+        let stream = report.subscribe(ctx.create_stream().unwrap()).unwrap();
+        let seen = Arc::new(AtomicUsize::new(0));
+        let s = Arc::clone(&seen);
+        stream
+            .launch(CallbackMode::Blocking, move || {
+                // SAFETY: pthread_self has no preconditions.
+                s.store(unsafe { pthread_self() } as usize, Ordering::SeqCst);
+            })
+            .unwrap();
+        let stream = stream.unsubscribe().unwrap();
+        assert_eq!(seen.load(Ordering::SeqCst) as u64, report.thread_id());
+        stream.destroy().unwrap();
+        report.stop().unwrap();
+    }
+    assert_no_findings(&session.finish());
+}

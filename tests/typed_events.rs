@@ -304,3 +304,54 @@ fn elapsed_time_between_two_recorded_events_e8() {
     }
     assert_no_findings(&session.finish());
 }
+
+#[test]
+fn an_invalid_device_id_is_a_typed_runtime_error_d1() {
+    let session = Session::start();
+    let count = session.acl().device_count().unwrap();
+    let err = session.acl().set_device(count as i32).unwrap_err();
+    assert_eq!(err.code(), Some(AclError::RtInvalidDeviceId), "{err}");
+    assert_no_findings(&session.finish());
+}
+
+#[test]
+fn destroying_a_stream_with_pending_work_synchronises_first_s4() {
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let stream = ctx.create_stream().unwrap();
+        session.sim.sleep_kernel(stream.as_raw(), 50_000);
+        let event = ctx.create_event().unwrap().record(&stream).unwrap();
+        event.destroy().unwrap(); // E9: waits for the record first
+        let busy = ctx.create_stream().unwrap();
+        session.sim.sleep_kernel(busy.as_raw(), 50_000);
+        busy.destroy().unwrap(); // S4: no finding, the kernel is waited for
+        drop(stream); // the Drop fallback does the same
+    }
+    assert_no_findings(&session.finish());
+}
+
+#[test]
+fn typed_events_carry_acl_event_sync_so_wait_and_reset_work_e7() {
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let (s1, s2) = (ctx.create_stream().unwrap(), ctx.create_stream().unwrap());
+        // An event without ACL_EVENT_SYNC would make the wait fail with 207000 (E7).
+        let event = ctx.create_event().unwrap().record(&s1).unwrap();
+        let event = event.wait(&s2, |w| w.reset()).unwrap();
+        s2.synchronize().unwrap();
+        event.destroy().unwrap();
+        // The raw layer shows what the typed API avoids.
+        let api = session.acl().api();
+        let plain = api.create_event_with_flag(0x8).unwrap(); // ACL_EVENT_TIME_LINE only
+        // SAFETY: both handles are live and the stream's context is current (bound above).
+        let err = unsafe { api.stream_wait_event(s2.as_raw(), plain) }.unwrap_err();
+        assert_eq!(err.code(), Some(AclError::RtFeatureNotSupport), "{err}");
+        // SAFETY: no task refers to `plain`.
+        unsafe { api.destroy_event(plain) }.unwrap();
+    }
+    assert_no_findings(&session.finish());
+}
