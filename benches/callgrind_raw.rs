@@ -1,0 +1,98 @@
+//! Callgrind workload, raw calls through `acl.api()` (the baseline of `callgrind_typed`, run
+//! by `scripts/callgrind.sh`): `callgrind_raw events|copies N [join|minimal]` runs N cycles
+//! inside `raw_events` / `raw_copies`, the functions
+//! callgrind counts. `join` (the default) issues exactly the
+//! runtime calls of the typed API, including its join event per re-record; `minimal` is
+//! what a C programmer writes (no join: the host synchronisation already orders the cycles).
+
+use std::ffi::c_void;
+
+use ascend_typestate::sys::bindings::ACL_EVENT_SYNC;
+use ascend_typestate::sys::loader::Api;
+use ascend_typestate::sys::{aclrtEvent, aclrtStream};
+use ascend_typestate::{Acl, Error};
+
+#[path = "common/mod.rs"]
+mod common;
+use common::*;
+
+/// Counted by callgrind: N event cycles, nothing else.
+#[unsafe(no_mangle)]
+#[inline(never)]
+fn raw_events(
+    api: &Api,
+    event: aclrtEvent,
+    producer: aclrtStream,
+    consumer: aclrtStream,
+    join: bool,
+    n: u64,
+) -> Result<(), Error> {
+    for _ in 0..n {
+        if join {
+            raw_event_cycle_with_join(api, event, producer, consumer)?;
+        } else {
+            raw_event_cycle(api, event, producer, consumer)?;
+        }
+    }
+    Ok(())
+}
+
+/// Counted by callgrind: N copies, nothing else.
+#[unsafe(no_mangle)]
+#[inline(never)]
+fn raw_copies(
+    api: &Api,
+    stream: aclrtStream,
+    dst: *mut c_void,
+    src: *const c_void,
+    n: u64,
+) -> Result<(), Error> {
+    for _ in 0..n {
+        raw_copy(api, stream, dst, src)?;
+    }
+    Ok(())
+}
+
+fn main() -> Result<(), Error> {
+    let mut args = std::env::args().skip(1);
+    let which = args.next().unwrap_or_else(|| "events".into());
+    let n: u64 = args.next().map_or(1000, |s| s.parse().expect("N"));
+    let join = match args.next().as_deref() {
+        None | Some("join") => true,
+        Some("minimal") => false,
+        Some(other) => panic!("unknown variant {other:?} (join|minimal)"),
+    };
+    let acl = Acl::init()?;
+    let api = acl.api();
+    let device = acl.set_device(0)?;
+    let ctx = device.create_context()?;
+    let s1 = api.create_stream()?;
+    let s2 = api.create_stream()?;
+    match which.as_str() {
+        "events" => {
+            let event = api.create_event_with_flag(ACL_EVENT_SYNC)?;
+            raw_event_cycle(api, event, s1, s2)?;
+            raw_events(api, event, s1, s2, join, n)?;
+            // SAFETY: both streams are synchronised; destroyed once.
+            unsafe { api.destroy_event(event)? };
+        }
+        "copies" => {
+            let buffers = raw_buffers(api)?;
+            raw_copy(api, s1, buffers.0, buffers.1)?;
+            raw_copies(api, s1, buffers.0, buffers.1, n)?;
+            free_raw_buffers(api, buffers)?;
+        }
+        other => panic!("unknown workload {other:?} (events|copies)"),
+    }
+    // SAFETY: synchronised, destroyed once, in the current context.
+    unsafe {
+        api.destroy_stream(s1)?;
+        api.destroy_stream(s2)?;
+    }
+    ctx.destroy()?;
+    device.reset()?;
+    acl.finalize()?;
+    let variant = if join { "join" } else { "minimal" };
+    println!("raw {which} ({variant}) n={n}: done");
+    Ok(())
+}

@@ -1,0 +1,76 @@
+//! Callgrind workload, typed API (run by `scripts/callgrind.sh`, with `callgrind_raw` as the
+//! baseline): `callgrind_typed events|copies N` runs N cycles of the sequence inside
+//! `typed_events` / `typed_copies`, the functions callgrind's `--toggle-collect` counts. Setup and teardown are
+//! outside it, and so is one warm-up cycle (steady state: every counted cycle re-records).
+
+use ascend_typestate::memory::{DeviceBuffer, HostBuffer, MallocPolicy};
+use ascend_typestate::{Acl, Context, Error, Event, Reset, Stream};
+
+#[path = "common/mod.rs"]
+mod common;
+use common::*;
+
+/// Counted by callgrind: N event cycles, nothing else.
+#[unsafe(no_mangle)]
+#[inline(never)]
+fn typed_events<'t>(
+    mut event: Event<'t, Reset>,
+    producer: &'t Stream<'t>,
+    consumer: &'t Stream<'t>,
+    n: u64,
+) -> Result<Event<'t, Reset>, Error> {
+    for _ in 0..n {
+        event = typed_event_cycle(event, producer, consumer)?;
+    }
+    Ok(event)
+}
+
+/// Counted by callgrind: N copies, nothing else.
+#[unsafe(no_mangle)]
+#[inline(never)]
+fn typed_copies(
+    ctx: &Context<'_>,
+    stream: &Stream<'_>,
+    dst: &mut DeviceBuffer<'_, u8>,
+    src: &HostBuffer<'_, u8>,
+    n: u64,
+) -> Result<(), Error> {
+    for _ in 0..n {
+        typed_copy(ctx, stream, dst, src)?;
+    }
+    Ok(())
+}
+
+fn main() -> Result<(), Error> {
+    let mut args = std::env::args().skip(1);
+    let which = args.next().unwrap_or_else(|| "events".into());
+    let n: u64 = args.next().map_or(1000, |s| s.parse().expect("N"));
+    let acl = Acl::init()?;
+    let device = acl.set_device(0)?;
+    let ctx = device.create_context()?;
+    let s1 = ctx.create_stream()?;
+    let s2 = ctx.create_stream()?;
+    match which.as_str() {
+        "events" => {
+            let first: Event<'_, Reset> = ctx.create_event()?.into();
+            let event = typed_event_cycle(first, &s1, &s2)?;
+            typed_events(event, &s1, &s2, n)?.destroy()?;
+        }
+        "copies" => {
+            let mut dst = ctx.alloc::<u8>(COPY_BYTES, MallocPolicy::HugeFirst)?;
+            let src = ctx.alloc_host::<u8>(COPY_BYTES)?;
+            typed_copy(&ctx, &s1, &mut dst, &src)?;
+            typed_copies(&ctx, &s1, &mut dst, &src, n)?;
+            dst.free()?;
+            src.free()?;
+        }
+        other => panic!("unknown workload {other:?} (events|copies)"),
+    }
+    s1.destroy()?;
+    s2.destroy()?;
+    ctx.destroy()?;
+    device.reset()?;
+    acl.finalize()?;
+    println!("typed {which} n={n}: done");
+    Ok(())
+}
