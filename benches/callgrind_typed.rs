@@ -42,7 +42,8 @@ fn typed_copies(
 }
 
 fn main() -> Result<(), Error> {
-    let mut args = std::env::args().skip(1);
+    // `cargo bench` passes `--bench`: ignore flags (then the defaults run, as a smoke test).
+    let mut args = std::env::args().skip(1).filter(|a| !a.starts_with('-'));
     let which = args.next().unwrap_or_else(|| "events".into());
     let n: u64 = args.next().map_or(1000, |s| s.parse().expect("N"));
     let acl = Acl::init()?;
