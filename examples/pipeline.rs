@@ -1,10 +1,11 @@
 //! A double-buffered inference pipeline: for each frame, a host-to-device copy and a
 //! (simulated) kernel on the `compute` stream, then a device-to-host copy on the `download`
-//! stream, which waits for the kernel through an event (E2, E3, E4). Two frames are in
+//! stream. The download reads the kernel's output as a `Pending` source written by another
+//! stream, so the library joins the two streams with an event (record on `compute`, wait and
+//! reset on `download`: E2, E3, E4) and the download never sees stale data. Two frames are in
 //! flight per async scope: while `download` copies frame A back, `compute` already uploads
 //! and processes frame B. Every buffer is borrowed until its scope has synchronised both
-//! streams (M1, M2), and the events are recorded, waited and reset in the order the types
-//! allow (E1-E5).
+//! streams (M1, M2).
 //!
 //! ```sh
 //! cargo run --example pipeline
@@ -14,7 +15,7 @@
 use std::time::{Duration, Instant};
 
 use ascend_typestate::memory::{AsyncScope, DeviceBuffer, MallocPolicy};
-use ascend_typestate::{Acl, Error, Event, Reset, Stream};
+use ascend_typestate::{Acl, Error, Stream};
 
 const FRAMES: usize = 64;
 const FRAME_LEN: usize = 1 << 16;
@@ -25,32 +26,26 @@ fn infer(x: f32) -> f32 {
     x * 2.0 + 1.0
 }
 
-/// One frame: upload and infer on `compute`, hand over through `event`, download on
-/// `download`. Everything borrowed for `'scope` stays borrowed until the scope has
-/// synchronised both streams (M1).
-#[allow(clippy::too_many_arguments)]
-fn issue_frame<'scope, 'env, 'e: 'scope>(
+/// One frame: upload and infer on `compute`, download on `download`. Everything borrowed
+/// for `'scope` stays borrowed until the scope has synchronised both streams (M1).
+fn issue_frame<'scope, 'env>(
     scope: &'scope AsyncScope<'scope, 'env>,
-    compute: &'e Stream<'e>,
-    download: &'e Stream<'e>,
-    input: &'scope mut DeviceBuffer<'e, f32>,
-    output: &'scope mut DeviceBuffer<'e, f32>,
-    event: Event<'e, Reset>,
+    (compute, download): (&'scope Stream<'_>, &'scope Stream<'_>),
+    input: &'scope mut DeviceBuffer<'_, f32>,
+    output: &'scope mut DeviceBuffer<'_, f32>,
     result: &'scope mut [f32],
     frame: &'scope [f32],
-) -> Result<Event<'e, Reset>, Error> {
+) -> Result<(), Error> {
     let not_device = || Error::InvalidArgument("expected device memory");
-    // compute: upload, then the kernel, then record the hand-over (E2).
+    // compute: upload, then the kernel on the uploaded data (same stream: in order, S1).
     let uploaded = scope
         .copy(compute, input, frame)?
         .device()
         .ok_or_else(not_device)?;
     let inferred = scope.simulated_map(compute, KERNEL_TIME, uploaded, output, infer)?;
-    let ready = event.record(compute)?;
-    // download: wait for the kernel (E3) and reset (E4), then copy the result back.
-    let event = ready.wait(download, |waited| waited.reset())?;
+    // download: reads what `compute` writes, so it is joined after the kernel (E2, E3).
     scope.copy(download, result, inferred.device().ok_or_else(not_device)?)?;
-    Ok(event)
+    Ok(())
 }
 
 fn main() -> Result<(), Error> {
@@ -79,8 +74,6 @@ fn main() -> Result<(), Error> {
         ctx.alloc::<f32>(FRAME_LEN, MallocPolicy::HugeFirst)?,
         ctx.alloc::<f32>(FRAME_LEN, MallocPolicy::HugeFirst)?,
     ];
-    let mut events: [Event<'_, Reset>; 2] =
-        [ctx.create_event()?.into(), ctx.create_event()?.into()];
 
     let frames: Vec<Vec<f32>> = (0..FRAMES)
         .map(|f| (0..FRAME_LEN).map(|i| (f * FRAME_LEN + i) as f32).collect())
@@ -88,22 +81,15 @@ fn main() -> Result<(), Error> {
     let mut results: Vec<Vec<f32>> = vec![vec![0.0; FRAME_LEN]; FRAMES];
 
     let start = Instant::now();
-    for (pair, out_pair) in frames.chunks(2).zip(results.chunks_mut(2)) {
+    for (pair, out_pair) in frames.chunks_exact(2).zip(results.chunks_exact_mut(2)) {
         let [in_a, in_b] = &mut inputs;
         let [out_a, out_b] = &mut outputs;
-        let [ev_a, ev_b] = events;
-        let [res_a, res_b] = out_pair else {
-            unreachable!("FRAMES is even")
-        };
-        events = ctx.async_scope(|scope| {
+        let (res_a, res_b) = out_pair.split_at_mut(1);
+        let streams = (&compute, &download);
+        ctx.async_scope(|scope| {
             // Frame A's download overlaps frame B's upload and kernel.
-            let a = issue_frame(
-                scope, &compute, &download, in_a, out_a, ev_a, res_a, &pair[0],
-            )?;
-            let b = issue_frame(
-                scope, &compute, &download, in_b, out_b, ev_b, res_b, &pair[1],
-            )?;
-            Ok([a, b])
+            issue_frame(scope, streams, in_a, out_a, &mut res_a[0], &pair[0])?;
+            issue_frame(scope, streams, in_b, out_b, &mut res_b[0], &pair[1])
         })?;
     }
     let elapsed = start.elapsed();
@@ -120,9 +106,6 @@ fn main() -> Result<(), Error> {
         serial.as_secs_f64() * 1e3
     );
 
-    for event in events {
-        event.destroy()?;
-    }
     for buffer in inputs.into_iter().chain(outputs) {
         buffer.free()?;
     }

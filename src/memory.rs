@@ -293,6 +293,10 @@ impl<'ctx> Context<'ctx> {
         self.check_device(dst.device_id())?;
         self.check_device(src.device_id())?;
         self.bind()?;
+        if count == 0 {
+            // Nothing to copy; an empty view may point one past its buffer.
+            return Ok(());
+        }
         let kind = memcpy_kind(S::LOCATION, D::LOCATION);
         // SAFETY: `dst` is exclusively borrowed and valid for `dest_max` bytes, `src` for
         // `count <= dest_max` bytes, at the locations the kind names (M1); the call is
@@ -651,6 +655,10 @@ pub trait Source<'scope, T: Pod>: sealed::Sealed {
     }
     /// The device the memory belongs to (`None` for host memory).
     fn device_id(&self) -> Option<i32>;
+    /// The stream whose pending task writes this memory (a [`Pending`] result), if any.
+    fn writer(&self) -> Option<aclrtStream> {
+        None
+    }
 }
 
 impl<S: ?Sized> sealed::Sealed for &S {}
@@ -676,6 +684,8 @@ pub struct Pending<'scope, T: Pod> {
     len: usize,
     location: Location,
     device: Option<i32>,
+    /// The stream of the task that writes it.
+    writer: aclrtStream,
     _borrow: PhantomData<&'scope [T]>,
 }
 
@@ -717,6 +727,9 @@ macro_rules! pending_source {
             fn device_id(&self) -> Option<i32> {
                 self.0.device
             }
+            fn writer(&self) -> Option<aclrtStream> {
+                Some(self.0.writer)
+            }
         }
     };
 }
@@ -736,6 +749,22 @@ pub struct AsyncScope<'scope, 'env: 'scope> {
 }
 
 impl<'scope, 'env> AsyncScope<'scope, 'env> {
+    /// Orders `stream` after the task that writes `source`, when another stream writes it
+    /// (a join event, E2/E3): reading a [`Pending`] result on another stream never races
+    /// with the task that produces it. Free on the writing stream itself (S1).
+    fn after_writer<T: Pod, S: Source<'scope, T>>(
+        &self,
+        source: &S,
+        stream: &Stream<'_>,
+    ) -> Result<()> {
+        match source.writer() {
+            Some(writer) if writer != stream.as_raw() => {
+                self.ctx.join_streams(writer, stream.as_raw())
+            }
+            _ => Ok(()),
+        }
+    }
+
     fn use_stream(&self, stream: &Stream<'_>) -> Result<()> {
         if !std::ptr::eq(stream.context().as_raw(), self.ctx.as_raw()) {
             return Err(Error::ContextMismatch {
@@ -755,9 +784,10 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
     /// synchronised the stream. The kind comes from the types; `src` longer than `dst` is
     /// [`Error::InvalidArgument`].
     ///
-    /// Returns the destination as a [`Pending`] source: later copies of the same scope may
-    /// read it (on the same stream, or on another stream that waits on an event recorded
-    /// after this copy, E3), while the host still cannot read it before the scope ends.
+    /// Returns the destination as a [`Pending`] source: later copies and kernels of the same
+    /// scope may read it, while the host still cannot before the scope ends. On the same
+    /// stream, stream order suffices (S1); on another stream, the read is ordered after this
+    /// copy by a join event (E2, E3), so it never sees stale data.
     pub fn copy<T, D, S>(
         &'scope self,
         stream: &'scope Stream<'_>,
@@ -773,8 +803,22 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
         self.ctx.check_device(dst.device_id())?;
         self.ctx.check_device(src.device_id())?;
         self.use_stream(stream)?;
+        self.after_writer(&src, stream)?;
         let kind = memcpy_kind(S::LOCATION, D::LOCATION);
         let dst_ptr = dst.as_mut_ptr();
+        let pending = Pending {
+            ptr: dst_ptr.cast_const(),
+            len: dst.len(),
+            location: D::LOCATION,
+            device: dst.device_id(),
+            writer: stream.as_raw(),
+            _borrow: PhantomData,
+        };
+        if count == 0 {
+            // Nothing to copy; an empty view may point one past its buffer, which the
+            // runtime would reject.
+            return Ok(pending);
+        }
         // SAFETY: both buffers are valid for the sizes given at the locations the kind names,
         // and stay borrowed ('scope) until the scope synchronises `stream` (M1).
         unsafe {
@@ -787,13 +831,7 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
                 stream.as_raw(),
             )?
         };
-        Ok(Pending {
-            ptr: dst_ptr.cast_const(),
-            len: dst.len(),
-            location: D::LOCATION,
-            device: dst.device_id(),
-            _borrow: PhantomData,
-        })
+        Ok(pending)
     }
 
     /// A synthetic kernel, on the simulator only (`aclsimLaunchKernel`): after `duration`,
@@ -834,6 +872,7 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
         self.ctx.check_device(output.device_id())?;
         self.ctx.check_device(input.device_id())?;
         self.use_stream(stream)?;
+        self.after_writer(&input, stream)?;
         let out_ptr = output.as_mut_ptr();
         let job = Box::new(MapJob::<T> {
             input: input.as_ptr().cast(),
@@ -841,7 +880,9 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
             len: input.len(),
             f,
         });
-        let buffers = [input.as_ptr().cast_mut(), out_ptr];
+        // An empty view may point one past its buffer: name only non-empty buffers.
+        let all = [input.as_ptr().cast_mut(), out_ptr];
+        let buffers: &[*mut c_void] = if input.is_empty() { &[] } else { &all };
         let user_data = Box::into_raw(job).cast::<c_void>();
         let micros = u64::try_from(duration.as_micros()).unwrap_or(u64::MAX);
         // SAFETY: `stream` is live and its context current; both buffers are device memory
@@ -870,6 +911,7 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
             len: output.len(),
             location: Location::Device,
             device: output.device_id(),
+            writer: stream.as_raw(),
             _borrow: PhantomData,
         })
     }
@@ -894,6 +936,9 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
         self.ctx.check_device(dst.device_id())?;
         self.use_stream(stream)?;
         let bytes = byte_len::<T>(dst.len())?;
+        if bytes == 0 {
+            return Ok(());
+        }
         // SAFETY: `dst` is device memory of `bytes` bytes, borrowed until the scope
         // synchronises `stream`.
         unsafe {

@@ -12,12 +12,12 @@
 //!   (`simulated_map`) on random streams. Each buffer has one role per scope (the borrow
 //!   checker allows nothing else): written once, or only read. A later operation may read a
 //!   buffer written earlier in the scope only on the same stream, through the `Pending` result
-//!   (S1; the types would also accept another stream, which races: the model cannot order
-//!   it); `legalize` drops the operations that cannot be written this way, so a shrunk failure
+//!   (S1; on another stream the typed API inserts a join after the writing task, which the
+//!   model does not need to know about); `legalize` drops the operations that cannot be written this way, so a shrunk failure
 //!   is a program the typed API accepts.
 //!
-//! Views are never empty: `empty_view_at_the_end_of_a_device_buffer` (ignored) keeps the bug
-//! an empty view at the end of a device buffer shows.
+//! Views are never empty in generated programs; `empty_view_at_the_end_of_a_device_buffer`
+//! covers empty views (zero-element copies are no-ops, never issued to the runtime).
 //!
 //! Some copies (and kernels) are illegal by length (the source longer than the destination),
 //! and some async memsets target host memory: both must be `Error::InvalidArgument`, before
@@ -1035,14 +1035,11 @@ proptest! {
     }
 }
 
-/// A bug the generator stays clear of (its views are never empty): an empty view at the end
-/// of a device buffer, `slice(len..)`, is accepted by the typed API, and a copy from or to
-/// it issues `aclrtMemcpy` with `count` 0 and a pointer one past the allocation. The
-/// simulator locates that pointer in whatever memory follows and rejects the kind (an M1
-/// finding, `Error::Runtime` 100000) instead of the no-op the model expects. The crate should
-/// not issue a copy of zero elements (or the runtime should accept it).
+/// The bug found outside the generator (its views are never empty): an empty view at the end
+/// of a device buffer, `slice(len..)`, points one past the allocation, and a copy from or to
+/// it used to issue `aclrtMemcpy` with `count` 0 there (an M1 finding, `Error::Runtime`
+/// 100000). Zero-element copies are now no-ops that never reach the runtime.
 #[test]
-#[ignore = "bug: a zero-length copy at the end of a device buffer is an M1 error (src/memory.rs)"]
 fn empty_view_at_the_end_of_a_device_buffer() {
     let program = Program {
         streams: 1,

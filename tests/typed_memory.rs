@@ -164,3 +164,37 @@ fn panic_inside_an_async_scope_synchronises_before_unwinding_m1() {
     }
     assert_no_findings(&session.finish());
 }
+
+#[test]
+fn reading_a_pending_result_on_another_stream_is_ordered_after_its_writer_e3_m1() {
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let (producer, consumer) = (ctx.create_stream().unwrap(), ctx.create_stream().unwrap());
+        let input: Vec<u32> = (0..1024).collect();
+        let mut staged = ctx.alloc::<u32>(1024, MallocPolicy::HugeFirst).unwrap();
+        let mut doubled = ctx.alloc::<u32>(1024, MallocPolicy::HugeFirst).unwrap();
+        let mut out = vec![0u32; 1024];
+        ctx.async_scope(|scope| {
+            let not_device = || Error::InvalidArgument("device");
+            let up = scope
+                .copy(&producer, &mut staged, &input)?
+                .device()
+                .ok_or_else(not_device)?;
+            // A slow kernel on the producer: an unordered read on the consumer would see zeros.
+            let up = scope.simulated_map(
+                &producer,
+                std::time::Duration::from_millis(30),
+                up,
+                &mut doubled,
+                |x| x * 2,
+            )?;
+            scope.copy(&consumer, &mut out, up.device().ok_or_else(not_device)?)?;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(out, input.iter().map(|x| x * 2).collect::<Vec<_>>());
+    }
+    assert_no_findings(&session.finish());
+}
