@@ -39,7 +39,10 @@ fn main() -> Result<(), Error> {
     let mut back = vec![0.0f32; host.len()];
     ctx.copy(&mut back[..], &on_device)?; // synchronous D2H
     assert_eq!(back, host);
-    println!("copied {} MiB to the device and back", (host.len() * 4) >> 20);
+    println!(
+        "copied {} MiB to the device and back",
+        (host.len() * 4) >> 20
+    );
 
     on_device.free()?;
     stream.destroy()?;
