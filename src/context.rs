@@ -24,7 +24,7 @@ use std::cell::Cell;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::error::Result;
 use crate::event::{Created, Event};
@@ -84,6 +84,8 @@ pub struct Context<'dev> {
     /// Join events of multi-stream waits (E5), destroyed once the stream they were issued on
     /// has been synchronised (E9): `(stream, event)`.
     deferred: Mutex<Vec<(aclrtStream, aclrtEvent)>>,
+    /// How many entries `deferred` has: lets a synchronisation skip the lock when empty.
+    deferred_len: AtomicUsize,
     _device: PhantomData<&'dev crate::Device<'dev>>,
 }
 
@@ -107,6 +109,7 @@ impl<'dev> Context<'dev> {
             device,
             api,
             deferred: Mutex::new(Vec::new()),
+            deferred_len: AtomicUsize::new(0),
             _device: PhantomData,
         })
     }
@@ -206,16 +209,17 @@ impl<'dev> Context<'dev> {
     pub(crate) fn defer_destroy(&self, stream: aclrtStream, event: aclrtEvent) {
         let mut list = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
         list.push((stream, event));
+        self.deferred_len.store(list.len(), Ordering::Release);
     }
 
     /// Destroys the deferred events issued on `stream` (all of them for `None`), whose tasks
     /// the caller has just seen complete.
     pub(crate) fn destroy_deferred(&self, stream: Option<aclrtStream>) {
+        if self.deferred_len.load(Ordering::Acquire) == 0 {
+            return;
+        }
         let done: Vec<aclrtEvent> = {
             let mut list = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
-            if list.is_empty() {
-                return;
-            }
             let mut done = Vec::new();
             list.retain(|&(s, e)| {
                 let finished = stream.is_none_or(|wanted| wanted == s);
@@ -224,6 +228,7 @@ impl<'dev> Context<'dev> {
                 }
                 !finished
             });
+            self.deferred_len.store(list.len(), Ordering::Release);
             done
         };
         for event in done {

@@ -145,8 +145,10 @@ impl Recordable for Reset {}
 pub struct Event<'s, S: EventState> {
     raw: aclrtEvent,
     ctx: &'s Context<'s>,
-    /// The stream of the last pending task (`Reset`: the resetting stream), or null.
-    stream: aclrtStream,
+    /// The stream of the event's last reset, or null. Borrowed for `'s` (so it neither
+    /// moves nor drops while the event lives); a raw pointer so that the event stays `Send`
+    /// (`Stream` is not `Sync`): only its raw handle and its atomic flag are read.
+    stream: *const Stream<'s>,
     _state: PhantomData<(S, std::cell::Cell<()>)>,
 }
 
@@ -156,7 +158,7 @@ unsafe impl<S: EventState> Send for Event<'_, S> {}
 
 impl<'s, S: EventState> Event<'s, S> {
     /// Moves the fields into a value of another state without running `Drop`.
-    fn into_state<T: EventState>(self, stream: aclrtStream) -> Event<'s, T> {
+    fn into_state<T: EventState>(self, stream: *const Stream<'s>) -> Event<'s, T> {
         let this = ManuallyDrop::new(self);
         Event {
             raw: this.raw,
@@ -188,10 +190,12 @@ impl<'s, S: EventState> Event<'s, S> {
         // Every reset of the event is ordered after the waits of its scope and after the
         // previous reset (joins in `Waited::reset`), so the last resetting stream passing its
         // reset means no wait or reset refers to the event any more (E9).
-        if S::PENDING != Pending::Nothing && !self.stream.is_null() {
+        // A stream synchronised since its last reset has nothing pending.
+        let pending_reset = self.reset_stream().filter(|r| r.has_reset_pending());
+        if let Some(reset_stream) = pending_reset.filter(|_| S::PENDING != Pending::Nothing) {
             // SAFETY: `'s` keeps the resetting stream alive as long as the event.
-            unsafe { api.synchronize_stream(self.stream)? };
-            self.ctx.destroy_deferred(Some(self.stream));
+            unsafe { api.synchronize_stream(reset_stream.as_raw())? };
+            reset_stream.synchronized();
         }
         // SAFETY: the event is live, no issued task refers to it any more (E9: waited for
         // above), and the value is consumed or being dropped, so this is its only destruction.
@@ -216,7 +220,7 @@ impl<'s> Event<'s, Created> {
         Event {
             raw,
             ctx,
-            stream: ptr::null_mut(),
+            stream: ptr::null(),
             _state: PhantomData,
         }
     }
@@ -239,7 +243,7 @@ impl<'s> Event<'s, Created> {
 /// ```
 impl<'s> From<Event<'s, Created>> for Event<'s, Reset> {
     fn from(event: Event<'s, Created>) -> Self {
-        event.into_state(ptr::null_mut())
+        event.into_state(ptr::null())
     }
 }
 
@@ -272,7 +276,7 @@ impl<'s, S: Recordable> Event<'s, S> {
     }
 }
 
-impl<S: EventState> Event<'_, S> {
+impl<'s, S: EventState> Event<'s, S> {
     fn check_stream(&self, stream: &Stream<'_>) -> Result<()> {
         check_stream(self.ctx, stream)
     }
@@ -283,10 +287,14 @@ impl<S: EventState> Event<'_, S> {
     /// that ran before it would pass on the previous record's flag (E1, E4, E5). The caller
     /// has bound the context.
     fn after_previous_reset(&self, stream: &Stream<'_>) -> Result<()> {
-        if self.stream.is_null() {
-            return Ok(());
-        }
-        self.ctx.join_streams(self.stream, stream.as_raw())
+        after_reset_on(self.ctx, self.reset_stream(), stream)
+    }
+
+    /// The stream of the event's last reset.
+    fn reset_stream(&self) -> Option<&'s Stream<'s>> {
+        // SAFETY: a non-null pointer comes from a `&'s Stream` (see the field), borrowed for
+        // as long as the event; only its raw handle and atomic flag are used.
+        unsafe { self.stream.as_ref() }
     }
 }
 
@@ -348,14 +356,15 @@ impl<'s> Event<'s, Recorded> {
         }
         let ctx: &'t Context<'t> = self.ctx;
         let raw = self.raw;
-        let previous_reset = self.stream;
+        let previous_reset = self.reset_stream();
         let _ = ManuallyDrop::new(self);
         // Owns the event while `body` runs: if `body` panics, the scope's reset is issued
         // first (dropping `Waited`), then this releases the event (E9), so nothing leaks.
+        let reset_stream: &'t Stream<'t> = stream;
         let event = Event {
             raw,
             ctx,
-            stream: stream.as_raw(),
+            stream: reset_stream,
             _state: PhantomData,
         };
         let scope = Waited {
@@ -416,6 +425,22 @@ fn check_stream(ctx: &Context<'_>, stream: &Stream<'_>) -> Result<()> {
     Ok(())
 }
 
+/// Orders `stream` after a reset issued on `reset_stream`, unless it is the same stream
+/// (stream order, S1) or `reset_stream` was synchronised since (the reset is done). The
+/// caller has bound the context.
+fn after_reset_on(
+    ctx: &Context<'_>,
+    reset_stream: Option<&Stream<'_>>,
+    stream: &Stream<'_>,
+) -> Result<()> {
+    match reset_stream {
+        Some(r) if r.as_raw() != stream.as_raw() && r.has_reset_pending() => {
+            ctx.join_streams(r.as_raw(), stream.as_raw())
+        }
+        _ => Ok(()),
+    }
+}
+
 /// An invariant lifetime: the brand that ties a [`ResetDone`] to its own wait scope.
 type Brand<'id> = PhantomData<fn(&'id ()) -> &'id ()>;
 
@@ -429,7 +454,7 @@ pub struct Waited<'id, 't> {
     /// The stream of the event's previous reset (null if none): every wait of this scope is
     /// ordered after it, so that no wait passes on a stale flag and syncing the last
     /// resetting stream covers every task (E9).
-    previous_reset: aclrtStream,
+    previous_reset: Option<&'t Stream<'t>>,
     others: Vec<&'t Stream<'t>>,
     done: bool,
     _brand: Brand<'id>,
@@ -448,10 +473,7 @@ impl<'id, 't> Waited<'id, 't> {
     pub fn also_wait(&mut self, stream: &'t Stream<'_>) -> Result<()> {
         check_stream(self.ctx, stream)?;
         stream.bind()?;
-        if !self.previous_reset.is_null() {
-            self.ctx
-                .join_streams(self.previous_reset, stream.as_raw())?;
-        }
+        after_reset_on(self.ctx, self.previous_reset, stream)?;
         // SAFETY: both handles are live, the stream's context is current, and the event was
         // recorded before the scope began (E1).
         unsafe {
@@ -494,7 +516,9 @@ impl<'id, 't> Waited<'id, 't> {
         }
         // SAFETY: both handles are live, the stream's context is current, and the stream has
         // waited on the event (E1 order: record, wait, reset).
-        unsafe { self.ctx.api().reset_event(self.raw, target) }
+        unsafe { self.ctx.api().reset_event(self.raw, target)? };
+        self.reset_stream.mark_reset_pending();
+        Ok(())
     }
 }
 

@@ -89,7 +89,7 @@ mod assertions {
     assert_eq_size!(ResetDone<'static>, ());
     // Handles: the raw pointers they need, nothing more.
     assert_eq_size!(Acl, Raw); // the loaded library
-    assert_eq_size!(Stream<'static>, [Raw; 2]); // stream + its context (D6 binding)
+    assert_eq_size!(Stream<'static>, [Raw; 3]); // stream + context (D6) + reset flag (E5)
     assert_eq_size!(Event<'static, Recorded>, [Raw; 3]); // event + context + last reset stream (E9)
     assert_eq_size!(Event<'static, Created>, Event<'static, Reset>);
     assert_eq_size!(Timeout, i32);

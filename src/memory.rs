@@ -333,7 +333,7 @@ impl<'ctx> Context<'ctx> {
     {
         let scope = AsyncScope {
             ctx: self,
-            used: RefCell::new(Vec::new()),
+            used: RefCell::new(UsedStreams::default()),
             _scope: PhantomData,
             _env: PhantomData,
         };
@@ -736,6 +736,33 @@ macro_rules! pending_source {
 pending_source!(PendingHost, Location::Host);
 pending_source!(PendingDevice, Location::Device);
 
+/// The streams a scope used, without allocating for the usual few.
+#[derive(Default)]
+struct UsedStreams<'scope> {
+    inline: [Option<&'scope Stream<'scope>>; 4],
+    more: Vec<&'scope Stream<'scope>>,
+}
+
+impl<'scope> UsedStreams<'scope> {
+    fn iter(&self) -> impl Iterator<Item = &'scope Stream<'scope>> + '_ {
+        self.inline
+            .iter()
+            .flatten()
+            .copied()
+            .chain(self.more.iter().copied())
+    }
+
+    fn insert(&mut self, stream: &'scope Stream<'_>) {
+        if self.iter().any(|s| s.as_raw() == stream.as_raw()) {
+            return;
+        }
+        match self.inline.iter_mut().find(|slot| slot.is_none()) {
+            Some(slot) => *slot = Some(stream),
+            None => self.more.push(stream),
+        }
+    }
+}
+
 /// The scope of [`Context::async_scope`]: asynchronous copies and memsets whose buffers stay
 /// borrowed (`'scope`) until every stream the scope used has been synchronised (M1, M2).
 ///
@@ -743,7 +770,7 @@ pending_source!(PendingDevice, Location::Device);
 /// be released, read (destination) or written (source) before the scope ends.
 pub struct AsyncScope<'scope, 'env: 'scope> {
     ctx: &'env Context<'env>,
-    used: RefCell<Vec<aclrtStream>>,
+    used: RefCell<UsedStreams<'scope>>,
     _scope: PhantomData<&'scope mut &'scope ()>,
     _env: PhantomData<&'env mut &'env ()>,
 }
@@ -765,18 +792,14 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
         }
     }
 
-    fn use_stream(&self, stream: &Stream<'_>) -> Result<()> {
+    fn use_stream(&self, stream: &'scope Stream<'_>) -> Result<()> {
         if !std::ptr::eq(stream.context().as_raw(), self.ctx.as_raw()) {
             return Err(Error::ContextMismatch {
                 what: "the stream of an async scope",
             });
         }
         stream.bind()?;
-        let raw = stream.as_raw();
-        let mut used = self.used.borrow_mut();
-        if !used.contains(&raw) {
-            used.push(raw);
-        }
+        self.used.borrow_mut().insert(stream);
         Ok(())
     }
 
@@ -965,23 +988,27 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
         let used = std::mem::take(&mut *self.used.borrow_mut());
         let api = self.ctx.api();
         let mut first_error = None;
-        for stream in used {
-            // SAFETY: every stream in `used` is borrowed for 'scope, so it is still live.
-            let first = unsafe { api.synchronize_stream(stream) };
+        for stream in used.iter() {
+            // The body may have made another context current on this thread (D6).
+            let first = stream.bind().and_then(|()| {
+                // SAFETY: every stream in `used` is borrowed for 'scope, so it is still live.
+                unsafe { api.synchronize_stream(stream.as_raw()) }
+            });
             if let Err(e) = first {
                 // An asynchronous task's error is reported once; a second failure means the
                 // stream did not finish.
                 // SAFETY: as above.
-                if unsafe { api.synchronize_stream(stream) }.is_err() {
+                if unsafe { api.synchronize_stream(stream.as_raw()) }.is_err() {
                     eprintln!(
-                        "ascend-typestate: stream {stream:?} cannot be synchronised ({e}); \
-                         aborting rather than release buffers a pending copy may use (M1)"
+                        "ascend-typestate: stream {:?} cannot be synchronised ({e}); \
+                         aborting rather than release buffers a pending copy may use (M1)",
+                        stream.as_raw()
                     );
                     std::process::abort();
                 }
                 first_error.get_or_insert(e);
             }
-            self.ctx.destroy_deferred(Some(stream));
+            stream.synchronized();
         }
         first_error.map_or(Ok(()), Err)
     }

@@ -2,6 +2,7 @@
 
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::context::Context;
 use crate::error::Result;
@@ -28,7 +29,8 @@ use crate::sys::aclrtStream;
 /// `Send`, not `Sync`: tasks issued from two threads at once would have no defined order
 /// (S1); move the stream (or use one stream per thread) instead.
 ///
-/// Size: two pointers, the raw `aclrtStream` and the context it needs for binding.
+/// Size: three words: the raw `aclrtStream`, the context it needs for binding (D6), and a
+/// flag that lets events skip ordering joins once the stream has been synchronised.
 ///
 /// ```no_run
 /// # use ascend_typestate::Acl;
@@ -43,6 +45,10 @@ use crate::sys::aclrtStream;
 pub struct Stream<'ctx> {
     raw: aclrtStream,
     ctx: &'ctx Context<'ctx>,
+    /// An event reset was issued on this stream since its last synchronisation: the typed
+    /// API then orders the event's next record and waits after it (E1, E5). Atomic because
+    /// an event (which is `Send`) reads it from whichever thread it is used on.
+    reset_pending: AtomicBool,
     _not_sync: PhantomData<std::cell::Cell<()>>,
 }
 
@@ -58,6 +64,7 @@ impl<'ctx> Stream<'ctx> {
         Stream {
             raw,
             ctx,
+            reset_pending: AtomicBool::new(false),
             _not_sync: PhantomData,
         }
     }
@@ -84,7 +91,7 @@ impl<'ctx> Stream<'ctx> {
         self.bind()?;
         // SAFETY: `self.raw` is live for as long as `self`.
         unsafe { self.ctx.api().synchronize_stream(self.raw)? };
-        self.ctx.destroy_deferred(Some(self.raw));
+        self.synchronized();
         Ok(())
     }
 
@@ -98,8 +105,22 @@ impl<'ctx> Stream<'ctx> {
                 .api()
                 .synchronize_stream_with_timeout(self.raw, timeout.as_raw())?
         };
-        self.ctx.destroy_deferred(Some(self.raw));
+        self.synchronized();
         Ok(())
+    }
+
+    /// Issued work is done: forget the pending reset, destroy the join events it owned.
+    pub(crate) fn synchronized(&self) {
+        self.reset_pending.store(false, Ordering::Release);
+        self.ctx.destroy_deferred(Some(self.raw));
+    }
+
+    pub(crate) fn mark_reset_pending(&self) {
+        self.reset_pending.store(true, Ordering::Release);
+    }
+
+    pub(crate) fn has_reset_pending(&self) -> bool {
+        self.reset_pending.load(Ordering::Acquire)
     }
 
     fn release(&self) -> Result<()> {
