@@ -1,0 +1,19 @@
+// C2: twin of ui-tests/fail/c2_subscribe_twice.rs, the same program in the legal order (subscribes the stream once); it compiles.
+
+use ascend_typestate::{Acl, Error, ReportThread};
+
+fn program(acl: &Acl) -> Result<(), Error> {
+    let device = acl.set_device(0)?;
+    let ctx = device.create_context()?;
+    let report = ReportThread::spawn(&ctx)?;
+    let stream = report.subscribe(ctx.create_stream()?)?;
+    let stream = stream.unsubscribe()?;
+    stream.destroy()?;
+    report.stop()?;
+    Ok(())
+}
+
+fn main() {
+    // Built, never run: trybuild runs pass cases, and this program needs a runtime.
+    let _ = program;
+}
