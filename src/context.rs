@@ -214,10 +214,15 @@ impl<'dev> Context<'dev> {
 
     /// Destroys the deferred events issued on `stream` (all of them for `None`), whose tasks
     /// the caller has just seen complete.
+    #[inline]
     pub(crate) fn destroy_deferred(&self, stream: Option<aclrtStream>) {
-        if self.deferred_len.load(Ordering::Acquire) == 0 {
-            return;
+        if self.deferred_len.load(Ordering::Acquire) != 0 {
+            self.destroy_deferred_slow(stream);
         }
+    }
+
+    #[cold]
+    fn destroy_deferred_slow(&self, stream: Option<aclrtStream>) {
         let done: Vec<aclrtEvent> = {
             let mut list = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
             let mut done = Vec::new();

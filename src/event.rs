@@ -409,7 +409,17 @@ impl<S: EventState> std::fmt::Debug for Event<'_, S> {
 
 /// The typed API keeps an event to the streams of its own context (see
 /// [`Error::ContextMismatch`]); streams of another device are [`Error::DeviceMismatch`].
+#[inline]
 fn check_stream(ctx: &Context<'_>, stream: &Stream<'_>) -> Result<()> {
+    // Contexts cannot move while borrowed, so the same object means the same context.
+    if ptr::addr_eq(ctx, stream.context()) {
+        return Ok(());
+    }
+    stream_mismatch(ctx, stream)
+}
+
+#[cold]
+fn stream_mismatch(ctx: &Context<'_>, stream: &Stream<'_>) -> Result<()> {
     let expected = ctx.device_id();
     let found = stream.context().device_id();
     if found != expected {
@@ -428,6 +438,7 @@ fn check_stream(ctx: &Context<'_>, stream: &Stream<'_>) -> Result<()> {
 /// Orders `stream` after a reset issued on `reset_stream`, unless it is the same stream
 /// (stream order, S1) or `reset_stream` was synchronised since (the reset is done). The
 /// caller has bound the context.
+#[inline]
 fn after_reset_on(
     ctx: &Context<'_>,
     reset_stream: Option<&Stream<'_>>,

@@ -110,6 +110,7 @@ impl<'ctx> Stream<'ctx> {
     }
 
     /// Issued work is done: forget the pending reset, destroy the join events it owned.
+    #[inline]
     pub(crate) fn synchronized(&self) {
         self.reset_pending.store(false, Ordering::Release);
         self.ctx.destroy_deferred(Some(self.raw));
