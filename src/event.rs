@@ -205,13 +205,7 @@ impl<'s, S: EventState> Event<'s, S> {
     /// Waits for the tasks that refer to the event (E9), then `aclrtDestroyEvent`. On failure
     /// the event is given back in its state.
     pub fn destroy(self) -> Result<(), Failed<Event<'s, S>>> {
-        match self.release() {
-            Ok(()) => {
-                let _ = ManuallyDrop::new(self);
-                Ok(())
-            }
-            Err(e) => Err(Failed::new(e, self)),
-        }
+        Failed::release_or_give_back(self, Self::release)
     }
 }
 

@@ -47,7 +47,7 @@
 use std::cell::RefCell;
 use std::ffi::c_void;
 use std::marker::PhantomData;
-use std::mem::{ManuallyDrop, size_of};
+use std::mem::size_of;
 use std::ops::{Bound, Deref, DerefMut, RangeBounds};
 use std::ptr::NonNull;
 
@@ -416,13 +416,7 @@ impl<'ctx, T: Pod> DeviceBuffer<'ctx, T> {
 
     /// `aclrtFree` (M2). On failure the buffer is given back.
     pub fn free(self) -> Result<(), Failed<DeviceBuffer<'ctx, T>>> {
-        match self.release() {
-            Ok(()) => {
-                let _ = ManuallyDrop::new(self);
-                Ok(())
-            }
-            Err(e) => Err(Failed::new(e, self)),
-        }
+        Failed::release_or_give_back(self, Self::release)
     }
 }
 
@@ -586,13 +580,7 @@ impl<'ctx, T: Pod> HostBuffer<'ctx, T> {
 
     /// `aclrtFreeHost` (M2). On failure the buffer is given back.
     pub fn free(self) -> Result<(), Failed<HostBuffer<'ctx, T>>> {
-        match self.release() {
-            Ok(()) => {
-                let _ = ManuallyDrop::new(self);
-                Ok(())
-            }
-            Err(e) => Err(Failed::new(e, self)),
-        }
+        Failed::release_or_give_back(self, Self::release)
     }
 }
 

@@ -238,6 +238,22 @@ impl<T> Failed<T> {
         Failed { error, value }
     }
 
+    /// The explicit, fallible end of a handle: runs `release`; on success the value is
+    /// consumed without running its `Drop` fallback (which would release it again), on
+    /// failure it is given back with the error. For values owning no heap memory.
+    pub(crate) fn release_or_give_back(
+        value: T,
+        release: impl FnOnce(&T) -> Result<()>,
+    ) -> Result<(), Failed<T>> {
+        match release(&value) {
+            Ok(()) => {
+                std::mem::forget(value);
+                Ok(())
+            }
+            Err(error) => Err(Failed::new(error, value)),
+        }
+    }
+
     /// Splits into the error and the value.
     pub fn into_parts(self) -> (Error, T) {
         (self.error, self.value)

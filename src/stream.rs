@@ -1,7 +1,6 @@
 //! Streams: ordered task queues (S1-S4).
 
 use std::marker::PhantomData;
-use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::context::Context;
@@ -134,13 +133,7 @@ impl<'ctx> Stream<'ctx> {
 
     /// Synchronises (S4), then `aclrtDestroyStream`. On failure the stream is given back.
     pub fn destroy(self) -> Result<(), Failed<Stream<'ctx>>> {
-        match self.release() {
-            Ok(()) => {
-                let _ = ManuallyDrop::new(self);
-                Ok(())
-            }
-            Err(e) => Err(Failed::new(e, self)),
-        }
+        Failed::release_or_give_back(self, Self::release)
     }
 }
 
