@@ -36,15 +36,11 @@ fn issue_frame<'scope, 'env>(
     result: &'scope mut [f32],
     frame: &'scope [f32],
 ) -> Result<(), Error> {
-    let not_device = || Error::InvalidArgument("expected device memory");
     // compute: upload, then the kernel on the uploaded data (same stream: in order, S1).
-    let uploaded = scope
-        .copy(compute, input, frame)?
-        .device()
-        .ok_or_else(not_device)?;
+    let uploaded = scope.copy(compute, input, frame)?;
     let inferred = scope.simulated_map(compute, KERNEL_TIME, uploaded, output, infer)?;
     // download: reads what `compute` writes, so it is joined after the kernel (E2, E3).
-    scope.copy(download, result, inferred.device().ok_or_else(not_device)?)?;
+    scope.copy(download, result, inferred)?;
     Ok(())
 }
 

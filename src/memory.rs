@@ -134,8 +134,14 @@ pub unsafe trait Memory<T: Pod>: sealed::Sealed {
 /// # Safety
 /// Implemented only in this crate (sealed): as [`Memory`], for writes, through an exclusive borrow.
 pub unsafe trait MemoryMut<T: Pod>: Memory<T> {
+    /// What an asynchronous copy into this memory returns: a source for later copies of the
+    /// same scope, of the same location ([`PendingHost`] or [`PendingDevice`]), so that
+    /// their kind is known at compile time too.
+    type Written<'scope>: Source<'scope, T> + Into<Pending<'scope, T>>;
     /// The first byte, for writing.
     fn as_mut_ptr(&mut self) -> *mut c_void;
+    #[doc(hidden)]
+    fn written(pending: Pending<'_, T>) -> Self::Written<'_>;
 }
 
 impl<T: Pod> sealed::Sealed for [T] {}
@@ -155,6 +161,10 @@ unsafe impl<T: Pod> Memory<T> for [T] {
 // SAFETY: an exclusively borrowed slice may be written for its length; `T: Pod` accepts any
 // bytes.
 unsafe impl<T: Pod> MemoryMut<T> for [T] {
+    type Written<'scope> = PendingHost<'scope, T>;
+    fn written(pending: Pending<'_, T>) -> PendingHost<'_, T> {
+        PendingHost(pending)
+    }
     fn as_mut_ptr(&mut self) -> *mut c_void {
         <[T]>::as_mut_ptr(self).cast()
     }
@@ -176,6 +186,10 @@ unsafe impl<T: Pod> Memory<T> for Vec<T> {
 }
 // SAFETY: as for the slice it holds (the length does not change).
 unsafe impl<T: Pod> MemoryMut<T> for Vec<T> {
+    type Written<'scope> = PendingHost<'scope, T>;
+    fn written(pending: Pending<'_, T>) -> PendingHost<'_, T> {
+        PendingHost(pending)
+    }
     fn as_mut_ptr(&mut self) -> *mut c_void {
         self.as_mut_slice().as_mut_ptr().cast()
     }
@@ -505,12 +519,20 @@ device_memory!(DeviceSliceMut<'a>, |s| s.ptr.cast_const(), |s| s.device);
 
 // SAFETY: exclusively borrowed device memory may be written for its length.
 unsafe impl<T: Pod> MemoryMut<T> for DeviceBuffer<'_, T> {
+    type Written<'scope> = PendingDevice<'scope, T>;
+    fn written(pending: Pending<'_, T>) -> PendingDevice<'_, T> {
+        PendingDevice(pending)
+    }
     fn as_mut_ptr(&mut self) -> *mut c_void {
         self.ptr.as_ptr()
     }
 }
 // SAFETY: as above; the view holds the buffer's exclusive borrow.
 unsafe impl<T: Pod> MemoryMut<T> for DeviceSliceMut<'_, T> {
+    type Written<'scope> = PendingDevice<'scope, T>;
+    fn written(pending: Pending<'_, T>) -> PendingDevice<'_, T> {
+        PendingDevice(pending)
+    }
     fn as_mut_ptr(&mut self) -> *mut c_void {
         self.ptr
     }
@@ -565,6 +587,10 @@ unsafe impl<T: Pod> Memory<T> for HostBuffer<'_, T> {
 }
 // SAFETY: exclusively borrowed host memory; `T: Pod` accepts any bytes.
 unsafe impl<T: Pod> MemoryMut<T> for HostBuffer<'_, T> {
+    type Written<'scope> = PendingHost<'scope, T>;
+    fn written(pending: Pending<'_, T>) -> PendingHost<'_, T> {
+        PendingHost(pending)
+    }
     fn as_mut_ptr(&mut self) -> *mut c_void {
         self.ptr.as_ptr()
     }
@@ -685,10 +711,24 @@ impl<'scope, T: Pod> Pending<'scope, T> {
     }
 }
 
-/// Pending host memory: the source of a later host-to-device copy.
+/// Pending host memory: the source of a later copy of the same scope (H2D or H2H).
+#[derive(Clone, Copy)]
 pub struct PendingHost<'scope, T: Pod>(Pending<'scope, T>);
-/// Pending device memory: the source of a later device-to-host or device-to-device copy.
+/// Pending device memory: the source of a later copy (D2H, D2D) or kernel of the same scope.
+#[derive(Clone, Copy)]
 pub struct PendingDevice<'scope, T: Pod>(Pending<'scope, T>);
+
+impl<'scope, T: Pod> From<PendingHost<'scope, T>> for Pending<'scope, T> {
+    fn from(p: PendingHost<'scope, T>) -> Self {
+        p.0
+    }
+}
+
+impl<'scope, T: Pod> From<PendingDevice<'scope, T>> for Pending<'scope, T> {
+    fn from(p: PendingDevice<'scope, T>) -> Self {
+        p.0
+    }
+}
 
 impl<'scope, T: Pod> Pending<'scope, T> {
     /// As a device source; `None` if the copy's destination was host memory.
@@ -795,8 +835,8 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
     /// synchronised the stream. The kind comes from the types; `src` longer than `dst` is
     /// [`Error::InvalidArgument`].
     ///
-    /// Returns the destination as a [`Pending`] source: later copies and kernels of the same
-    /// scope may read it, while the host still cannot before the scope ends. On the same
+    /// Returns the destination as a source ([`PendingDevice`] or [`PendingHost`], from the
+    /// destination's type): later copies and kernels of the same scope may read it, while the host still cannot before the scope ends. On the same
     /// stream, stream order suffices (S1); on another stream, the read is ordered after this
     /// copy by a join event (E2, E3), so it never sees stale data.
     pub fn copy<T, D, S>(
@@ -804,7 +844,7 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
         stream: &'scope Stream<'_>,
         dst: &'scope mut D,
         src: S,
-    ) -> Result<Pending<'scope, T>>
+    ) -> Result<D::Written<'scope>>
     where
         T: Pod,
         D: MemoryMut<T> + ?Sized,
@@ -825,10 +865,11 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
             writer: stream.as_raw(),
             _borrow: PhantomData,
         };
+        let written = D::written(pending);
         if count == 0 {
             // Nothing to copy; an empty view may point one past its buffer, which the
             // runtime would reject.
-            return Ok(pending);
+            return Ok(written);
         }
         // SAFETY: both buffers are valid for the sizes given at the locations the kind names,
         // and stay borrowed ('scope) until the scope synchronises `stream` (M1).
@@ -842,7 +883,7 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
                 stream.as_raw(),
             )?
         };
-        Ok(pending)
+        Ok(written)
     }
 
     /// A synthetic kernel, on the simulator only (`aclsimLaunchKernel`): after `duration`,
@@ -861,7 +902,7 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
         input: S,
         output: &'scope mut D,
         f: fn(T) -> T,
-    ) -> Result<Pending<'scope, T>>
+    ) -> Result<PendingDevice<'scope, T>>
     where
         T: Pod,
         D: MemoryMut<T> + ?Sized,
@@ -917,14 +958,14 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
                 code,
             });
         }
-        Ok(Pending {
+        Ok(PendingDevice(Pending {
             ptr: out_ptr.cast_const(),
             len: output.len(),
             location: Location::Device,
             device: output.device_id(),
             writer: stream.as_raw(),
             _borrow: PhantomData,
-        })
+        }))
     }
 
     /// `aclrtMemsetAsync` on `stream`: every byte of `dst` set to `value`; `dst` stays

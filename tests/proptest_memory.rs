@@ -838,18 +838,19 @@ fn run_scope(
                     match src {
                         Src::View(_) => {
                             let s = &srcs[read_index[k].expect("a plain source")];
-                            with_dst!(dst, d => with_src!(s, s => scope.copy(stream, d, s)))
+                            with_dst!(dst, d => with_src!(s, s =>
+                                scope.copy(stream, d, s).map(Pending::from)))
                         }
                         Src::Pending { op, .. } => {
                             let p = pending[op].expect("legalize: a pending result");
                             match p.location() {
                                 Location::Device => {
                                     let p = p.device().expect("device");
-                                    with_dst!(dst, d => scope.copy(stream, d, p))
+                                    with_dst!(dst, d => scope.copy(stream, d, p).map(Pending::from))
                                 }
                                 Location::Host => {
                                     let p = p.host().expect("host");
-                                    with_dst!(dst, d => scope.copy(stream, d, p))
+                                    with_dst!(dst, d => scope.copy(stream, d, p).map(Pending::from))
                                 }
                             }
                         }
@@ -869,12 +870,13 @@ fn run_scope(
                         Src::View(_) => {
                             let s = &srcs[read_index[k].expect("a plain source")];
                             with_dst!(dst, d => with_src!(s, s =>
-                                scope.simulated_map(stream, time, s, d, f)))
+                                scope.simulated_map(stream, time, s, d, f).map(Pending::from)))
                         }
                         Src::Pending { op, .. } => {
                             let p = pending[op].expect("legalize: a pending result");
                             let p = p.device().expect("kernels write device memory");
-                            with_dst!(dst, d => scope.simulated_map(stream, time, p, d, f))
+                            with_dst!(dst, d =>
+                                scope.simulated_map(stream, time, p, d, f).map(Pending::from))
                         }
                     }
                     .map(Some)

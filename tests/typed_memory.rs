@@ -91,9 +91,6 @@ fn two_streams_joined_by_an_event_through_device_memory_e3_m1() {
                     let staged = scope.copy(&upload, &mut staging, &input)?;
                     let uploaded = event.record(&upload)?;
                     let event = uploaded.wait(&download, |waited| waited.reset())?;
-                    let staged = staged
-                        .device()
-                        .ok_or(Error::InvalidArgument("not device"))?;
                     scope.copy(&download, &mut output, staged)?;
                     Ok(event)
                 })
@@ -177,11 +174,7 @@ fn reading_a_pending_result_on_another_stream_is_ordered_after_its_writer_e3_m1(
         let mut doubled = ctx.alloc::<u32>(1024, MallocPolicy::HugeFirst).unwrap();
         let mut out = vec![0u32; 1024];
         ctx.async_scope(|scope| {
-            let not_device = || Error::InvalidArgument("device");
-            let up = scope
-                .copy(&producer, &mut staged, &input)?
-                .device()
-                .ok_or_else(not_device)?;
+            let up = scope.copy(&producer, &mut staged, &input)?;
             // A slow kernel on the producer: an unordered read on the consumer would see zeros.
             let up = scope.simulated_map(
                 &producer,
@@ -190,7 +183,7 @@ fn reading_a_pending_result_on_another_stream_is_ordered_after_its_writer_e3_m1(
                 &mut doubled,
                 |x| x * 2,
             )?;
-            scope.copy(&consumer, &mut out, up.device().ok_or_else(not_device)?)?;
+            scope.copy(&consumer, &mut out, up)?;
             Ok(())
         })
         .unwrap();
