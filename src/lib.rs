@@ -47,6 +47,18 @@
 //!   of another device or context ([`Error::DeviceMismatch`], [`Error::ContextMismatch`]),
 //!   a second live [`Acl`] ([`Error::AlreadyInitialized`]).
 //! * **Binding on each call** (D6): see [`context`].
+//! * **Scopes that synchronise before they return** for asynchronous memory work (M1, M2):
+//!   [`Context::async_scope`] borrows every buffer for the whole scope, like
+//!   [`std::thread::scope`]; a copy's kind comes from the buffer types ([`memory`]).
+//! * **A subscription type** for host callbacks (C1-C9): only [`Subscribed`] has `launch`, and
+//!   callbacks are `FnOnce() + Send + 'static` closures whose panics stop at the FFI boundary
+//!   ([`callback`]).
+//! * **Ordering the runtime's event flag** (E1, E5): a record or wait that could overtake an
+//!   earlier reset, or a read of memory another stream is still writing, is joined after it
+//!   with an internal event ([`event`], [`memory::AsyncScope::copy`]).
+//!
+//! Tests of programs built on this crate run anywhere on the CPU simulator (`sim/`), whose
+//! protocol checker reports every violation the real runtime would not; see [`simulator`].
 //!
 //! Soundness never depends on `Drop` running: `Drop` is only a fallback for the explicit,
 //! fallible `destroy`/`finalize` methods, and its errors go to the

@@ -26,6 +26,11 @@
 //! compile, and neither does freeing device memory a pending task uses. No guard value is
 //! involved: leaking one (`mem::forget`) cannot end the borrow early.
 //!
+//! A copy returns its destination as a [`PendingDevice`] or [`PendingHost`] source, so later
+//! copies and kernels of the same scope can consume it with a compile-time kind; when they
+//! run on another stream than the copy, the library orders them after it with an event join
+//! (E2, E3), so a two-stream pipeline never reads stale data.
+//!
 //! ```no_run
 //! # use ascend_typestate::{Acl, memory::MallocPolicy};
 //! # let acl = Acl::init()?;
