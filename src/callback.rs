@@ -256,6 +256,7 @@ impl<'ctx> ReportThread<'ctx> {
     fn shut_down(&mut self) -> Result<()> {
         self.shared.stop.store(true, Ordering::Release);
         if let Some(handle) = self.handle.take() {
+            handle.thread().unpark();
             let joined = handle.join();
             REPORT_THREADS.fetch_sub(1, Ordering::AcqRel);
             if joined.is_err() {
@@ -306,19 +307,24 @@ impl std::fmt::Debug for ReportThread<'_> {
 
 /// The report thread's loop: run callbacks until asked to stop with none outstanding.
 fn serve(api: &'static Api, shared: &Shared) {
+    // While no stream is subscribed the runtime answers at once: back off from 0.1 ms to
+    // POLL_MS, so that idle report threads do not spin, and start again once one is.
+    let mut idle = Duration::from_micros(100);
     loop {
         match api.process_report(POLL_MS) {
-            Ok(()) => {}
-            Err(Error::Runtime {
+            Ok(())
+            | Err(Error::Runtime {
                 code: AclError::RtReportTimeout,
                 ..
-            }) => {}
+            }) => idle = Duration::from_micros(100),
             // Not subscribed (yet, or any more): nothing can arrive for now (C6).
             Err(Error::Runtime {
                 code: AclError::RtThreadSubscribe,
                 ..
             }) => {
-                std::thread::sleep(Duration::from_millis(1));
+                // `stop` unparks the thread, so stopping an idle thread takes no wait.
+                std::thread::park_timeout(idle);
+                idle = (idle * 2).min(Duration::from_millis(POLL_MS.unsigned_abs().into()));
             }
             Err(e) => {
                 *shared.failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
