@@ -355,3 +355,23 @@ fn typed_events_carry_acl_event_sync_so_wait_and_reset_work_e7() {
     }
     assert_no_findings(&session.finish());
 }
+
+#[test]
+fn elapsed_time_before_completion_is_a_typed_runtime_error_e8() {
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let stream = ctx.create_stream().unwrap();
+        let start = ctx.create_event().unwrap().record(&stream).unwrap();
+        session.sim.sleep_kernel(stream.as_raw(), 200_000);
+        let end = ctx.create_event().unwrap().record(&stream).unwrap();
+        let err = end.elapsed_since(&start).unwrap_err();
+        assert_eq!(err.code(), Some(AclError::RtInternalError), "{err}");
+        end.synchronize().unwrap();
+        assert!(end.elapsed_since(&start).unwrap() >= 150.0);
+        end.destroy().unwrap();
+        start.destroy().unwrap();
+    }
+    assert_no_findings(&session.finish());
+}
