@@ -54,7 +54,7 @@ use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::mem::size_of;
 use std::ops::{Bound, Deref, DerefMut, RangeBounds};
-use std::ptr::NonNull;
+use std::ptr::{self, NonNull};
 
 use bytemuck::Pod;
 
@@ -772,27 +772,29 @@ pending_source!(PendingDevice, Location::Device);
 /// The streams a scope used, without allocating for the usual few.
 #[derive(Default)]
 struct UsedStreams<'scope> {
+    len: usize,
     inline: [Option<&'scope Stream<'scope>>; 4],
     more: Vec<&'scope Stream<'scope>>,
 }
 
 impl<'scope> UsedStreams<'scope> {
-    fn iter(&self) -> impl Iterator<Item = &'scope Stream<'scope>> + '_ {
-        self.inline
-            .iter()
-            .flatten()
-            .copied()
-            .chain(self.more.iter().copied())
+    fn get(&self, index: usize) -> Option<&'scope Stream<'scope>> {
+        match self.inline.get(index) {
+            Some(slot) => *slot,
+            None => self.more.get(index - self.inline.len()).copied(),
+        }
     }
 
     fn insert(&mut self, stream: &'scope Stream<'_>) {
-        if self.iter().any(|s| s.as_raw() == stream.as_raw()) {
+        let known = (0..self.len).any(|i| self.get(i).is_some_and(|s| ptr::addr_eq(s, stream)));
+        if known {
             return;
         }
-        match self.inline.iter_mut().find(|slot| slot.is_none()) {
+        match self.inline.get_mut(self.len) {
             Some(slot) => *slot = Some(stream),
             None => self.more.push(stream),
         }
+        self.len += 1;
     }
 }
 
@@ -826,7 +828,7 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
     }
 
     fn use_stream(&self, stream: &'scope Stream<'_>) -> Result<()> {
-        if !std::ptr::eq(stream.context().as_raw(), self.ctx.as_raw()) {
+        if !ptr::addr_eq(stream.context(), self.ctx) {
             return Err(Error::ContextMismatch {
                 what: "the stream of an async scope",
             });
@@ -1019,10 +1021,10 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
     /// stream fails twice in a row (its tasks may still run: releasing their buffers would
     /// be unsound, M1).
     fn synchronize_all(&self) -> Result<()> {
-        let used = std::mem::take(&mut *self.used.borrow_mut());
+        let used = self.used.borrow();
         let api = self.ctx.api();
         let mut first_error = None;
-        for stream in used.iter() {
+        for stream in (0..used.len).filter_map(|i| used.get(i)) {
             // The body may have made another context current on this thread (D6).
             let first = stream.bind().and_then(|()| {
                 // SAFETY: every stream in `used` is borrowed for 'scope, so it is still live.
