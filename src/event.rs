@@ -244,6 +244,7 @@ impl<'s> From<Event<'s, Created>> for Event<'s, Reset> {
 impl<'s, S: Recordable> Event<'s, S> {
     /// `aclrtRecordEvent(event, stream)` (E2): the event completes when the tasks issued on
     /// `stream` so far are done. On failure the event is given back unchanged.
+    #[inline]
     pub fn record<'t>(
         self,
         stream: &'t Stream<'_>,
@@ -280,11 +281,13 @@ impl<'s, S: EventState> Event<'s, S> {
     /// reset would release that scope's waits early (or be cleared by the reset), and a wait
     /// that ran before it would pass on the previous record's flag (E1, E4, E5). The caller
     /// has bound the context.
+    #[inline]
     fn after_previous_reset(&self, stream: &Stream<'_>) -> Result<()> {
         after_reset_on(self.ctx, self.reset_stream(), stream)
     }
 
     /// The stream of the event's last reset.
+    #[inline]
     fn reset_stream(&self) -> Option<&'s Stream<'s>> {
         // SAFETY: a non-null pointer comes from a `&'s Stream` (see the field), borrowed for
         // as long as the event; only its raw handle and atomic flag are used.
@@ -376,6 +379,7 @@ impl<'s> Event<'s, Recorded> {
         }
     }
 
+    #[inline]
     fn issue_wait(&self, stream: &Stream<'_>) -> Result<()> {
         self.check_stream(stream)?;
         stream.bind()?;
@@ -497,6 +501,7 @@ impl<'id, 't> Waited<'id, 't> {
 
     /// `aclrtResetEvent(event, stream)` on the first waiting stream (E4), ordered after every
     /// other wait of the scope (E5). Returns the proof the scope must return.
+    #[inline]
     pub fn reset(mut self) -> Result<ResetDone<'id>> {
         let result = self.issue_reset();
         // Whatever happened, do not reset a second time from `Drop`.
@@ -506,6 +511,7 @@ impl<'id, 't> Waited<'id, 't> {
         })
     }
 
+    #[inline]
     fn issue_reset(&self) -> Result<()> {
         let target = self.reset_stream.as_raw();
         // Every stream is in the event's context (checked when it was used), so one binding

@@ -86,6 +86,7 @@ impl<'ctx> Stream<'ctx> {
 
     /// `aclrtSynchronizeStream` (S2): blocks until every task issued on the stream is done,
     /// and returns the errors of its asynchronous tasks (a timed-out wait, P3).
+    #[inline]
     pub fn synchronize(&self) -> Result<()> {
         self.bind()?;
         // SAFETY: `self.raw` is live for as long as `self`.
