@@ -343,6 +343,8 @@ fn serve(api: &'static Api, shared: &Shared) {
 /// [`unsubscribe`](Subscribed::unsubscribe) gives the stream back after its tasks and
 /// callbacks are done (C1 step 5, C9); `Drop` does the same as a fallback, then destroys
 /// the stream.
+///
+/// `Send`, not `Sync`, like the [`Stream`] it holds.
 pub struct Subscribed<'r, 's> {
     stream: ManuallyDrop<Stream<'s>>,
     report: &'r ReportThread<'r>,

@@ -115,5 +115,12 @@ mod assertions {
     assert_impl_all!(Event<'static, Recorded>: Send);
     assert_not_impl_any!(Event<'static, Recorded>: Sync);
     assert_impl_all!(Error: Send, Sync, std::error::Error);
+    assert_impl_all!(DeviceBuffer<'static, f32>: Send, Sync);
+    assert_impl_all!(HostBuffer<'static, f32>: Send, Sync);
+    assert_not_impl_any!(AsyncScope<'static, 'static>: Send, Sync);
+    assert_impl_all!(ReportThread<'static>: Send, Sync);
+    assert_impl_all!(Subscribed<'static, 'static>: Send);
+    assert_not_impl_any!(Subscribed<'static, 'static>: Sync);
+    assert_eq_size!(DeviceBuffer<'static, f32>, [Raw; 3]); // pointer + length + context
     assert_impl_all!(Timeout: Send, Sync, Copy);
 }

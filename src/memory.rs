@@ -803,6 +803,9 @@ impl<'scope> UsedStreams<'scope> {
 ///
 /// `'scope` is invariant, as in [`std::thread::Scope`], so a buffer borrowed for it cannot
 /// be released, read (destination) or written (source) before the scope ends.
+///
+/// Neither `Send` nor `Sync`: it is used by the thread that opened it, which is the thread
+/// that synchronises its streams.
 pub struct AsyncScope<'scope, 'env: 'scope> {
     ctx: &'env Context<'env>,
     used: RefCell<UsedStreams<'scope>>,
