@@ -108,7 +108,7 @@ fn a_blocking_callback_holds_later_tasks_c5() {
             let done = Arc::clone(&callback_done);
             stream
                 .launch(mode, move || {
-                    std::thread::sleep(Duration::from_millis(30));
+                    std::thread::sleep(Duration::from_millis(200));
                     done.store(1, Ordering::SeqCst);
                 })
                 .unwrap();
