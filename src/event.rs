@@ -28,8 +28,10 @@
 //! [`Waited::reset`] creates, branded with the scope's own lifetime so that a proof from
 //! another scope does not fit).
 //!
-//! A panic or an early `Err` between wait and reset still compiles: the scope's `Drop`
-//! issues the reset on that path, so the event resource is never lost (E4).
+//! A panic or an early `Err` between wait and reset still compiles: [`Event::wait`] issues
+//! the reset on that path itself (the scope's state lives in its frame, so even a
+//! `mem::forget` of the [`Waited`] value cannot skip it), and the event resource is never
+//! lost (E4).
 //!
 //! Several streams waiting on one event (E3) never see a reset overtake their wait (E5):
 //! when more than one stream waited, the reset is ordered after every wait by a join event
@@ -48,6 +50,7 @@
 //!
 //! Every typed event is created with `ACL_EVENT_SYNC`, so the E7 error cannot occur.
 
+use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::ptr;
@@ -56,7 +59,7 @@ use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::runtime::{Failed, Timeout, report_drop_error};
 use crate::stream::Stream;
-use crate::sys::{aclrtEvent, aclrtStream};
+use crate::sys::aclrtEvent;
 
 mod sealed {
     pub trait Sealed {}
@@ -336,8 +339,10 @@ impl<'s> Event<'s, Recorded> {
     /// streams may wait ([`Waited::also_wait`]) and which must end with [`Waited::reset`]:
     /// the closure has to return the [`ResetDone`] proof that only `reset` creates.
     ///
-    /// If `body` returns an error or panics, the reset is issued anyway (on unwind, by the
-    /// scope's `Drop`) and the error is returned with the event, in the *Reset* state.
+    /// If `body` returns an error, panics, or forgets its `Waited`, `wait` issues the reset
+    /// itself (on unwind too) and the error is returned with the event, in the *Reset* state.
+    /// If even that reset fails, the streams are synchronised and the event destroyed
+    /// ([`WaitError::Destroyed`]), since it could not safely be recorded again.
     /// If the first wait cannot be issued, the event comes back *Recorded*.
     pub fn wait<'t, F>(
         self,
@@ -355,27 +360,45 @@ impl<'s> Event<'s, Recorded> {
         let raw = self.raw;
         let previous_reset = self.reset_stream();
         let _ = ManuallyDrop::new(self);
-        // Owns the event while `body` runs: if `body` panics, the scope's reset is issued
-        // first (dropping `Waited`), then this releases the event (E9), so nothing leaks.
+        // The scope's state lives here, not in `Waited`: the body may `mem::forget` its
+        // `Waited`, and the reset must still be issued (E4), so `wait` itself checks it.
         let reset_stream: &'t Stream<'t> = stream;
+        let scope = WaitScope {
+            raw,
+            ctx,
+            reset_stream,
+            previous_reset,
+            others: RefCell::new(Vec::new()),
+            reset_issued: Cell::new(false),
+        };
+        // Owns the event while `body` runs. On a panic, `guard` issues the reset (E4), then
+        // `event` releases the event (E9), so nothing leaks.
         let event = Event {
             raw,
             ctx,
             stream: reset_stream,
             _state: PhantomData,
         };
-        let scope = Waited {
-            raw,
-            ctx,
-            reset_stream: stream,
-            previous_reset,
-            others: Vec::new(),
-            done: false,
+        let guard = ResetOnUnwind(&scope);
+        let outcome = body(Waited {
+            scope: &scope,
             _brand: PhantomData,
-        };
-        match body(scope) {
-            Ok(ResetDone { .. }) => Ok(event),
-            Err(error) => Err(WaitError::Reset(Failed::new(error, event))),
+        });
+        let ensured = scope.ensure_reset();
+        std::mem::forget(guard);
+        match (outcome, ensured) {
+            (Ok(ResetDone { .. }), Ok(())) => Ok(event),
+            (Err(error), Ok(())) => Err(WaitError::Reset(Failed::new(error, event))),
+            (outcome, Err(reset_error)) => {
+                // The reset could not be issued: the event must not be recorded again. Its
+                // tasks are done (`ensure_reset` synchronised the streams): release it.
+                let error = outcome.err().unwrap_or(reset_error);
+                let released = Failed::release_or_give_back(event, Event::release);
+                Err(WaitError::Destroyed(match released {
+                    Ok(()) => error,
+                    Err(failed) => failed.error,
+                }))
+            }
         }
     }
 
@@ -453,19 +476,79 @@ fn after_reset_on(
 /// An invariant lifetime: the brand that ties a [`ResetDone`] to its own wait scope.
 type Brand<'id> = PhantomData<fn(&'id ()) -> &'id ()>;
 
-/// The *Waited* state: the scope of [`Event::wait`]. One or more streams wait on the event;
-/// the scope ends with [`Waited::reset`] (E4), or, on a panic or early error, with the reset
-/// issued by `Drop`.
-pub struct Waited<'id, 't> {
+/// The state of one wait scope. It lives in [`Event::wait`]'s frame, not in [`Waited`], so
+/// that forgetting the `Waited` value cannot skip the reset (E4).
+struct WaitScope<'t> {
     raw: aclrtEvent,
     ctx: &'t Context<'t>,
     reset_stream: &'t Stream<'t>,
-    /// The stream of the event's previous reset (null if none): every wait of this scope is
-    /// ordered after it, so that no wait passes on a stale flag and syncing the last
-    /// resetting stream covers every task (E9).
+    /// The stream of the event's previous reset: every wait of this scope is ordered after
+    /// it, so that no wait passes on a stale flag and syncing the last resetting stream
+    /// covers every task (E9).
     previous_reset: Option<&'t Stream<'t>>,
-    others: Vec<&'t Stream<'t>>,
-    done: bool,
+    others: RefCell<Vec<&'t Stream<'t>>>,
+    reset_issued: Cell<bool>,
+}
+
+impl WaitScope<'_> {
+    fn issue_reset(&self) -> Result<()> {
+        if self.reset_issued.get() {
+            return Ok(());
+        }
+        let target = self.reset_stream.as_raw();
+        // Conservatively first: whatever is issued below makes the stream's next
+        // synchronisation necessary before the event is destroyed or re-used (E9).
+        self.reset_stream.mark_reset_pending();
+        // Every stream is in the event's context (checked when it was used), so one binding
+        // serves all the calls below (D6).
+        self.ctx.bind()?;
+        let others = self.others.borrow();
+        for (i, other) in others.iter().map(|s| s.as_raw()).enumerate() {
+            let seen = others[..i].iter().any(|s| s.as_raw() == other);
+            if other != target && !seen {
+                // E5: the reset runs after `other` has passed its wait.
+                self.ctx.join_streams(other, target)?;
+            }
+        }
+        // SAFETY: both handles are live, the stream's context is current, and the stream has
+        // waited on the event (E1 order: record, wait, reset).
+        unsafe { self.ctx.api().reset_event(self.raw, target)? };
+        self.reset_issued.set(true);
+        Ok(())
+    }
+
+    /// Issues the reset if the body did not (it returned early, panicked, or forgot its
+    /// `Waited`). If that fails too, synchronises every waiting stream, so that no task
+    /// refers to the event any more, and returns the error.
+    fn ensure_reset(&self) -> Result<()> {
+        let Err(error) = self.issue_reset() else {
+            return Ok(());
+        };
+        let api = self.ctx.api();
+        for stream in std::iter::once(self.reset_stream).chain(self.others.borrow().iter().copied())
+        {
+            // SAFETY: every stream is borrowed for the scope, so it is live. Best effort:
+            // the first error is the one returned.
+            let _ = unsafe { api.synchronize_stream(stream.as_raw()) };
+        }
+        Err(error)
+    }
+}
+
+/// Issues the scope's reset if `body` unwinds (E4).
+struct ResetOnUnwind<'a, 't>(&'a WaitScope<'t>);
+
+impl Drop for ResetOnUnwind<'_, '_> {
+    fn drop(&mut self) {
+        report_drop_error("Waited (reset on unwind)", self.0.ensure_reset());
+    }
+}
+
+/// The *Waited* state: the scope of [`Event::wait`]. One or more streams wait on the event;
+/// the scope ends with [`Waited::reset`] (E4). If the body returns early, panics, or even
+/// forgets this value, `wait` issues the reset itself.
+pub struct Waited<'id, 't> {
+    scope: &'id WaitScope<'t>,
     _brand: Brand<'id>,
 }
 
@@ -478,67 +561,36 @@ pub struct ResetDone<'id> {
 
 impl<'id, 't> Waited<'id, 't> {
     /// Another stream waits on the event too (E3). The reset will be ordered after this wait
-    /// (E5). The stream must be in the same context as the first waiting stream.
+    /// (E5). The stream must be in the event's context.
     pub fn also_wait(&mut self, stream: &'t Stream<'_>) -> Result<()> {
-        check_stream(self.ctx, stream)?;
+        let scope = self.scope;
+        check_stream(scope.ctx, stream)?;
         stream.bind()?;
-        after_reset_on(self.ctx, self.previous_reset, stream)?;
+        after_reset_on(scope.ctx, scope.previous_reset, stream)?;
         // SAFETY: both handles are live, the stream's context is current, and the event was
         // recorded before the scope began (E1).
         unsafe {
-            self.ctx
+            scope
+                .ctx
                 .api()
-                .stream_wait_event(stream.as_raw(), self.raw)?
+                .stream_wait_event(stream.as_raw(), scope.raw)?
         };
-        self.others.push(stream);
+        scope.others.borrow_mut().push(stream);
         Ok(())
     }
 
     /// The raw event, for tasks this crate does not wrap.
     pub fn as_raw(&self) -> aclrtEvent {
-        self.raw
+        self.scope.raw
     }
 
     /// `aclrtResetEvent(event, stream)` on the first waiting stream (E4), ordered after every
     /// other wait of the scope (E5). Returns the proof the scope must return.
     #[inline]
-    pub fn reset(mut self) -> Result<ResetDone<'id>> {
-        let result = self.issue_reset();
-        // Whatever happened, do not reset a second time from `Drop`.
-        self.done = true;
-        result.map(|()| ResetDone {
+    pub fn reset(self) -> Result<ResetDone<'id>> {
+        self.scope.issue_reset().map(|()| ResetDone {
             _brand: PhantomData,
         })
-    }
-
-    #[inline]
-    fn issue_reset(&self) -> Result<()> {
-        let target = self.reset_stream.as_raw();
-        // Every stream is in the event's context (checked when it was used), so one binding
-        // serves all the calls below (D6).
-        self.ctx.bind()?;
-        let mut joined: Vec<aclrtStream> = Vec::new();
-        for other in self.others.iter().map(|s| s.as_raw()) {
-            if other != target && !joined.contains(&other) {
-                joined.push(other);
-                // E5: the reset runs after `other` has passed its wait.
-                self.ctx.join_streams(other, target)?;
-            }
-        }
-        // SAFETY: both handles are live, the stream's context is current, and the stream has
-        // waited on the event (E1 order: record, wait, reset).
-        unsafe { self.ctx.api().reset_event(self.raw, target)? };
-        self.reset_stream.mark_reset_pending();
-        Ok(())
-    }
-}
-
-impl Drop for Waited<'_, '_> {
-    fn drop(&mut self) {
-        if !self.done {
-            // A panic or an early return inside the scope: still release the event (E4).
-            report_drop_error("Waited (reset on unwind)", self.issue_reset());
-        }
     }
 }
 
@@ -549,6 +601,9 @@ pub enum WaitError<'t> {
     NotWaited(Failed<Event<'t, Recorded>>),
     /// The scope's body returned an error; the reset was issued anyway: *Reset*.
     Reset(Failed<Event<'t, Reset>>),
+    /// The reset could not be issued (E4): the event could not safely be recorded again, so
+    /// its streams were synchronised and it was destroyed.
+    Destroyed(Error),
 }
 
 impl WaitError<'_> {
@@ -557,6 +612,7 @@ impl WaitError<'_> {
         match self {
             WaitError::NotWaited(f) => &f.error,
             WaitError::Reset(f) => &f.error,
+            WaitError::Destroyed(e) => e,
         }
     }
 }
@@ -578,6 +634,7 @@ impl From<WaitError<'_>> for Error {
         match e {
             WaitError::NotWaited(f) => f.error,
             WaitError::Reset(f) => f.error,
+            WaitError::Destroyed(e) => e,
         }
     }
 }

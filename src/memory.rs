@@ -680,7 +680,7 @@ pub trait Source<'scope, T: Pod>: sealed::Sealed {
     }
 }
 
-impl<S: ?Sized> sealed::Sealed for &S {}
+impl<S: ?Sized + sealed::Sealed> sealed::Sealed for &S {}
 impl<'scope, T: Pod, S: Memory<T> + ?Sized> Source<'scope, T> for &'scope S {
     const LOCATION: Location = S::LOCATION;
     fn as_ptr(&self) -> *const c_void {

@@ -375,3 +375,27 @@ fn elapsed_time_before_completion_is_a_typed_runtime_error_e8() {
     }
     assert_no_findings(&session.finish());
 }
+
+#[test]
+fn abandoning_the_waited_value_still_resets_e4_e9() {
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let (s1, s2) = (ctx.create_stream().unwrap(), ctx.create_stream().unwrap());
+        session.sim.sleep_kernel(s1.as_raw(), 100_000); // keeps the record pending
+        let event = ctx.create_event().unwrap().record(&s1).unwrap();
+        // `Waited` has no `Drop`: forgetting it is the same as this. The scope's state lives in
+        // `wait`, which issues the reset itself.
+        let outcome = event.wait(&s2, |waited| {
+            let _abandoned = waited;
+            Err(Error::InvalidArgument("abandoned the scope"))
+        });
+        let Err(WaitError::Reset(failed)) = outcome else {
+            panic!("expected the scope's error")
+        };
+        // No E4 (the reset was issued by `wait`) and no E9 (destroy waits for the reset).
+        failed.value.destroy().unwrap();
+    }
+    assert_no_findings(&session.finish());
+}
