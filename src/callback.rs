@@ -494,7 +494,13 @@ impl<'r, 's> Subscribed<'r, 's> {
 
 impl Drop for Subscribed<'_, '_> {
     fn drop(&mut self) {
-        report_drop_error("Subscribed", self.release());
+        let released = self.release();
+        if released.is_err() {
+            // Still subscribed, maybe with callbacks outstanding: destroying the stream could
+            // drop them (C1); leak it and report.
+            report_drop_error("Subscribed (stream leaked: still subscribed)", released);
+            return;
+        }
         // SAFETY: dropped once, here; `unsubscribe` forgets `self` instead of dropping it.
         unsafe { ManuallyDrop::drop(&mut self.stream) };
     }

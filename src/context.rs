@@ -57,7 +57,39 @@ pub(crate) fn leave_callback(previous: u64) {
 /// Forgets which context is current on this thread (after a runtime call that changes it
 /// behind the cache: `aclrtSetDevice`, `aclrtResetDevice`, `aclrtDestroyContext`).
 pub(crate) fn forget_current() {
-    CURRENT.with(|c| c.set(0));
+    CURRENT.with(|c| {
+        if c.get() != INSIDE_CALLBACK {
+            c.set(0);
+        }
+    });
+}
+
+/// [`Error::InsideCallback`](crate::Error::InsideCallback) when called from a host callback
+/// (C8), for the typed calls that do not bind a context first.
+pub(crate) fn refuse_inside_callback() -> Result<()> {
+    if CURRENT.with(Cell::get) == INSIDE_CALLBACK {
+        Err(crate::Error::InsideCallback)
+    } else {
+        Ok(())
+    }
+}
+
+/// A join event to destroy once the stream that waited on it is synchronised (E9).
+struct Deferred {
+    seq: u64,
+    stream: aclrtStream,
+    event: aclrtEvent,
+}
+
+/// Which deferred join events a synchronisation has shown to be done.
+#[derive(Clone, Copy)]
+pub(crate) enum Finished {
+    /// Those waited on by this stream and issued before `before` (it was synchronised).
+    Stream { stream: aclrtStream, before: u64 },
+    /// Those issued before this sequence number (the device was synchronised).
+    IssuedBefore(u64),
+    /// All of them (every stream of the context is gone).
+    All,
 }
 
 /// A context created by `aclrtCreateContext` (D2), on a [`Device`](crate::Device) it borrows.
@@ -83,7 +115,9 @@ pub struct Context<'dev> {
     api: &'static Api,
     /// Join events of multi-stream waits (E5), destroyed once the stream they were issued on
     /// has been synchronised (E9): `(stream, event)`.
-    deferred: Mutex<Vec<(aclrtStream, aclrtEvent)>>,
+    deferred: Mutex<Vec<Deferred>>,
+    /// The sequence number of the next deferred entry.
+    deferred_seq: AtomicU64,
     /// How many entries `deferred` has: lets a synchronisation skip the lock when empty.
     deferred_len: AtomicUsize,
     _device: PhantomData<&'dev crate::Device<'dev>>,
@@ -99,6 +133,7 @@ unsafe impl Sync for Context<'_> {}
 
 impl<'dev> Context<'dev> {
     pub(crate) fn create(api: &'static Api, device: i32) -> Result<Context<'dev>> {
+        refuse_inside_callback()?;
         let raw = api.create_context(device)?;
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         // aclrtCreateContext made it current on this thread (D2).
@@ -109,6 +144,7 @@ impl<'dev> Context<'dev> {
             device,
             api,
             deferred: Mutex::new(Vec::new()),
+            deferred_seq: AtomicU64::new(0),
             deferred_len: AtomicUsize::new(0),
             _device: PhantomData,
         })
@@ -169,8 +205,11 @@ impl<'dev> Context<'dev> {
     /// `aclrtSynchronizeDevice` (D4): blocks until all work on this context's device is done.
     pub fn synchronize_device(&self) -> Result<()> {
         self.bind()?;
+        // Only joins issued before the synchronisation started are known to be done: another
+        // thread may issue more meanwhile (the context is `Sync`).
+        let before = self.deferred_seq.load(Ordering::Acquire);
         self.api.synchronize_device()?;
-        self.destroy_deferred(None);
+        self.destroy_deferred(Finished::IssuedBefore(before));
         Ok(())
     }
 
@@ -178,8 +217,9 @@ impl<'dev> Context<'dev> {
     /// on runtimes that lack it.
     pub fn synchronize_device_with_timeout(&self, timeout: crate::Timeout) -> Result<()> {
         self.bind()?;
+        let before = self.deferred_seq.load(Ordering::Acquire);
         self.api.synchronize_device_with_timeout(timeout.as_raw())?;
-        self.destroy_deferred(None);
+        self.destroy_deferred(Finished::IssuedBefore(before));
         Ok(())
     }
 
@@ -206,32 +246,44 @@ impl<'dev> Context<'dev> {
         issued
     }
 
+    /// The sequence number the next deferred join event will get.
+    #[inline]
+    pub(crate) fn deferred_seq(&self) -> u64 {
+        self.deferred_seq.load(Ordering::Acquire)
+    }
+
     pub(crate) fn defer_destroy(&self, stream: aclrtStream, event: aclrtEvent) {
         let mut list = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
-        list.push((stream, event));
+        let seq = self.deferred_seq.fetch_add(1, Ordering::AcqRel);
+        list.push(Deferred { seq, stream, event });
         self.deferred_len.store(list.len(), Ordering::Release);
     }
 
-    /// Destroys the deferred events issued on `stream` (all of them for `None`), whose tasks
-    /// the caller has just seen complete.
+    /// Destroys the deferred events whose tasks the caller has just seen complete.
     #[inline]
-    pub(crate) fn destroy_deferred(&self, stream: Option<aclrtStream>) {
+    pub(crate) fn destroy_deferred(&self, finished: Finished) {
         if self.deferred_len.load(Ordering::Acquire) != 0 {
-            self.destroy_deferred_slow(stream);
+            self.destroy_deferred_slow(finished);
         }
     }
 
     #[cold]
-    fn destroy_deferred_slow(&self, stream: Option<aclrtStream>) {
+    fn destroy_deferred_slow(&self, finished: Finished) {
         let done: Vec<aclrtEvent> = {
             let mut list = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
             let mut done = Vec::new();
-            list.retain(|&(s, e)| {
-                let finished = stream.is_none_or(|wanted| wanted == s);
-                if finished {
-                    done.push(e);
+            list.retain(|entry| {
+                let is_done = match finished {
+                    Finished::Stream { stream, before } => {
+                        entry.stream == stream && entry.seq < before
+                    }
+                    Finished::IssuedBefore(seq) => entry.seq < seq,
+                    Finished::All => true,
+                };
+                if is_done {
+                    done.push(entry.event);
                 }
-                !finished
+                !is_done
             });
             self.deferred_len.store(list.len(), Ordering::Release);
             done
@@ -246,7 +298,7 @@ impl<'dev> Context<'dev> {
 
     fn release(&self) -> Result<()> {
         // Every stream borrowing this context is gone, so their tasks are done.
-        self.destroy_deferred(None);
+        self.destroy_deferred(Finished::All);
         // SAFETY: `self.raw` is live and this is its only destruction (the value is consumed).
         let result = unsafe { self.api.destroy_context(self.raw) };
         forget_current();

@@ -48,6 +48,7 @@ pub struct Device<'acl> {
 
 impl<'acl> Device<'acl> {
     pub(crate) fn set(api: &'static Api, id: i32) -> Result<Device<'acl>> {
+        context::refuse_inside_callback()?;
         api.set_device(id)?;
         // aclrtSetDevice made the device's default context current on this thread.
         context::forget_current();

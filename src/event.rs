@@ -196,9 +196,10 @@ impl<'s, S: EventState> Event<'s, S> {
         // A stream synchronised since its last reset has nothing pending.
         let pending_reset = self.reset_stream().filter(|r| r.has_reset_pending());
         if let Some(reset_stream) = pending_reset.filter(|_| S::PENDING != Pending::Nothing) {
+            let before = reset_stream.sync_snapshot();
             // SAFETY: `'s` keeps the resetting stream alive as long as the event.
             unsafe { api.synchronize_stream(reset_stream.as_raw())? };
-            reset_stream.synchronized();
+            reset_stream.synchronized(before);
         }
         // SAFETY: the event is live, no issued task refers to it any more (E9: waited for
         // above), and the value is consumed or being dropped, so this is its only destruction.

@@ -56,6 +56,8 @@ use std::mem::size_of;
 use std::ops::{Bound, Deref, DerefMut, RangeBounds};
 use std::ptr::{self, NonNull};
 
+use std::io::Write as _;
+
 use bytemuck::Pod;
 
 use crate::context::Context;
@@ -1029,6 +1031,7 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
         let mut first_error = None;
         for stream in (0..used.len).filter_map(|i| used.get(i)) {
             // The body may have made another context current on this thread (D6).
+            let before = stream.sync_snapshot();
             let first = stream.bind().and_then(|()| {
                 // SAFETY: every stream in `used` is borrowed for 'scope, so it is still live.
                 unsafe { api.synchronize_stream(stream.as_raw()) }
@@ -1038,7 +1041,10 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
                 // stream did not finish.
                 // SAFETY: as above.
                 if unsafe { api.synchronize_stream(stream.as_raw()) }.is_err() {
-                    eprintln!(
+                    // `writeln!` to stderr, not `eprintln!`, which panics when stderr is
+                    // closed: a panic here would release the buffers (M1).
+                    let _ = writeln!(
+                        std::io::stderr(),
                         "ascend-typestate: stream {:?} cannot be synchronised ({e}); \
                          aborting rather than release buffers a pending copy may use (M1)",
                         stream.as_raw()
@@ -1047,7 +1053,7 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
                 }
                 first_error.get_or_insert(e);
             }
-            stream.synchronized();
+            stream.synchronized(before);
         }
         first_error.map_or(Ok(()), Err)
     }

@@ -96,6 +96,8 @@ impl Api {
 
     /// `aclrtSetDevice(id)` (D1).
     pub fn set_device(&self, device: i32) -> Result<()> {
+        // It makes the device's default context current: the typed API must rebind (D6).
+        crate::context::forget_current();
         // SAFETY: a plain integer argument, validated by the runtime (107001).
         unsafe { call!(self, aclrtSetDevice(device)) }
     }
@@ -106,6 +108,7 @@ impl Api {
     /// When this releases the device's last reference, no handle created on the device (by
     /// this layer or by the typed API) is used afterwards.
     pub unsafe fn reset_device(&self, device: i32) -> Result<()> {
+        crate::context::forget_current();
         // SAFETY: an integer argument validated by the runtime (507007); the caller's
         // contract covers the handles it invalidates.
         unsafe { call!(self, aclrtResetDevice(device)) }
@@ -149,6 +152,8 @@ impl Api {
 
     /// `aclrtCreateContext(&ctx, id)` (D2): creates a context and makes it current.
     pub fn create_context(&self, device: i32) -> Result<aclrtContext> {
+        // The new context becomes current: the typed API must rebind (D6).
+        crate::context::forget_current();
         let mut context = ptr::null_mut();
         // SAFETY: the out-pointer is a valid, writable local.
         unsafe { call!(self, aclrtCreateContext(&mut context, device))? };
@@ -161,6 +166,7 @@ impl Api {
     /// `context` came from [`create_context`](Self::create_context), is not destroyed yet,
     /// and nothing created in it is used afterwards.
     pub unsafe fn destroy_context(&self, context: aclrtContext) -> Result<()> {
+        crate::context::forget_current();
         // SAFETY: the caller's contract.
         unsafe { call!(self, aclrtDestroyContext(context)) }
     }
@@ -170,6 +176,7 @@ impl Api {
     /// # Safety
     /// `context` is a live context handle.
     pub unsafe fn set_current_context(&self, context: aclrtContext) -> Result<()> {
+        crate::context::forget_current();
         // SAFETY: the caller's contract.
         unsafe { call!(self, aclrtSetCurrentContext(context)) }
     }

@@ -309,6 +309,15 @@ pub fn set_drop_error_handler(handler: DropErrorHandler) {
 pub(crate) fn report_drop_error(what: &'static str, result: Result<()>) {
     if let Err(error) = result {
         let handler = *DROP_ERROR_HANDLER.read().unwrap_or_else(|p| p.into_inner());
-        handler(what, &error);
+        // A panicking handler must not unwind out of a `Drop` or a synchronisation that
+        // keeps buffers borrowed (M1): catch it and say so.
+        let outcome = std::panic::catch_unwind(|| handler(what, &error));
+        if outcome.is_err() {
+            use std::io::Write as _;
+            let _ = writeln!(
+                std::io::stderr(),
+                "ascend-typestate: the drop-error handler panicked on: {what}: {error}"
+            );
+        }
     }
 }

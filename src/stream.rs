@@ -1,12 +1,19 @@
 //! Streams: ordered task queues (S1-S4).
 
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::context::Context;
 use crate::error::Result;
 use crate::runtime::{Failed, Timeout, report_drop_error};
 use crate::sys::aclrtStream;
+
+/// What [`Stream::synchronized`] needs to know about the start of a synchronisation.
+#[derive(Clone, Copy)]
+pub(crate) struct SyncSnapshot {
+    resets: u32,
+    deferred: u64,
+}
 
 /// A stream created by [`Context::create_stream`], borrowing its context.
 ///
@@ -47,7 +54,11 @@ pub struct Stream<'ctx> {
     /// An event reset was issued on this stream since its last synchronisation: the typed
     /// API then orders the event's next record and waits after it (E1, E5). Atomic because
     /// an event (which is `Send`) reads it from whichever thread it is used on.
-    reset_pending: AtomicBool,
+    resets_issued: AtomicU32,
+    /// `resets_issued` as it was when a synchronisation that has since completed began: the
+    /// resets up to there are done. Pending iff the two differ (a counter rather than a flag,
+    /// so that a synchronisation racing with a new reset on another thread cannot hide it).
+    resets_synced: AtomicU32,
     _not_sync: PhantomData<std::cell::Cell<()>>,
 }
 
@@ -63,7 +74,8 @@ impl<'ctx> Stream<'ctx> {
         Stream {
             raw,
             ctx,
-            reset_pending: AtomicBool::new(false),
+            resets_issued: AtomicU32::new(0),
+            resets_synced: AtomicU32::new(0),
             _not_sync: PhantomData,
         }
     }
@@ -89,9 +101,10 @@ impl<'ctx> Stream<'ctx> {
     #[inline]
     pub fn synchronize(&self) -> Result<()> {
         self.bind()?;
+        let before = self.sync_snapshot();
         // SAFETY: `self.raw` is live for as long as `self`.
         unsafe { self.ctx.api().synchronize_stream(self.raw)? };
-        self.synchronized();
+        self.synchronized(before);
         Ok(())
     }
 
@@ -99,29 +112,43 @@ impl<'ctx> Stream<'ctx> {
     /// up after `timeout` with [`AclError::RtStreamSyncTimeout`](crate::AclError::RtStreamSyncTimeout).
     pub fn synchronize_with(&self, timeout: Timeout) -> Result<()> {
         self.bind()?;
+        let before = self.sync_snapshot();
         // SAFETY: `self.raw` is live; `Timeout` holds only -1 or > 0 (S3).
         unsafe {
             self.ctx
                 .api()
                 .synchronize_stream_with_timeout(self.raw, timeout.as_raw())?
         };
-        self.synchronized();
+        self.synchronized(before);
         Ok(())
     }
 
-    /// Issued work is done: forget the pending reset, destroy the join events it owned.
+    /// What a synchronisation starting now will have covered once it returns.
     #[inline]
-    pub(crate) fn synchronized(&self) {
-        self.reset_pending.store(false, Ordering::Release);
-        self.ctx.destroy_deferred(Some(self.raw));
+    pub(crate) fn sync_snapshot(&self) -> SyncSnapshot {
+        SyncSnapshot {
+            resets: self.resets_issued.load(Ordering::Acquire),
+            deferred: self.ctx.deferred_seq(),
+        }
+    }
+
+    /// A synchronisation that began at `before` succeeded: the resets and the join events
+    /// issued until then are done (the latter are destroyed, E9).
+    #[inline]
+    pub(crate) fn synchronized(&self, before: SyncSnapshot) {
+        self.resets_synced.store(before.resets, Ordering::Release);
+        self.ctx.destroy_deferred(crate::context::Finished::Stream {
+            stream: self.raw,
+            before: before.deferred,
+        });
     }
 
     pub(crate) fn mark_reset_pending(&self) {
-        self.reset_pending.store(true, Ordering::Release);
+        self.resets_issued.fetch_add(1, Ordering::AcqRel);
     }
 
     pub(crate) fn has_reset_pending(&self) -> bool {
-        self.reset_pending.load(Ordering::Acquire)
+        self.resets_issued.load(Ordering::Acquire) != self.resets_synced.load(Ordering::Acquire)
     }
 
     fn release(&self) -> Result<()> {
@@ -140,12 +167,19 @@ impl<'ctx> Stream<'ctx> {
 
 impl Drop for Stream<'_> {
     fn drop(&mut self) {
-        // Fallback: report a failed synchronisation, but destroy the stream anyway, so that
-        // the handle is not lost (the explicit `destroy` gives the stream back instead).
-        if let Err(e) = self.bind().and_then(|()| self.synchronize()) {
-            report_drop_error("Stream (synchronize)", Err(e));
+        // Fallback. An asynchronous task's error is reported by one synchronisation, so a
+        // second try tells a failed task (the stream is done: destroy it) from a stream that
+        // cannot be synchronised or bound, e.g. inside a callback (C8): that one is leaked
+        // and reported, never destroyed with work pending (S4).
+        if let Err(first) = self.synchronize() {
+            report_drop_error("Stream (synchronize)", Err(first));
+            if let Err(again) = self.synchronize() {
+                report_drop_error("Stream (leaked: cannot be synchronised)", Err(again));
+                return;
+            }
         }
-        // SAFETY: `self.raw` is live and this is its only destruction (the value is dropped).
+        // SAFETY: `self.raw` is live, its context current and its work done (bound and
+        // synchronised above), and this is its only destruction (the value is dropped).
         let result = unsafe { self.ctx.api().destroy_stream(self.raw) };
         report_drop_error("Stream", result);
     }
