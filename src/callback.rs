@@ -178,6 +178,7 @@ impl<'ctx> ReportThread<'ctx> {
         // `pthread_t` is `u64` on 64-bit Linux and narrower on 32-bit targets.
         #[allow(clippy::useless_conversion)]
         let thread_id = u64::from(handle.as_pthread_t());
+        ctx.adopt();
         Ok(ReportThread {
             ctx,
             thread_id,
@@ -259,6 +260,7 @@ impl<'ctx> ReportThread<'ctx> {
             handle.thread().unpark();
             let joined = handle.join();
             REPORT_THREADS.fetch_sub(1, Ordering::AcqRel);
+            self.ctx.orphan();
             if joined.is_err() {
                 return Err(Error::ReportThreadStopped(
                     "the report thread panicked".into(),

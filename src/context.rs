@@ -116,6 +116,9 @@ pub struct Context<'dev> {
     /// Join events of multi-stream waits (E5), destroyed once the stream they were issued on
     /// has been synchronised (E9): `(stream, event)`.
     deferred: Mutex<Vec<Deferred>>,
+    /// Live streams, events, buffers and report threads created in this context. Only a
+    /// leak (`mem::forget`) can leave any at `destroy`; then the context is kept (D3).
+    children: AtomicUsize,
     /// The sequence number of the next deferred entry.
     deferred_seq: AtomicU64,
     /// How many entries `deferred` has: lets a synchronisation skip the lock when empty.
@@ -144,6 +147,7 @@ impl<'dev> Context<'dev> {
             device,
             api,
             deferred: Mutex::new(Vec::new()),
+            children: AtomicUsize::new(0),
             deferred_seq: AtomicU64::new(0),
             deferred_len: AtomicUsize::new(0),
             _device: PhantomData,
@@ -296,7 +300,23 @@ impl<'dev> Context<'dev> {
         }
     }
 
+    /// A stream, event, buffer or report thread was created in this context.
+    #[inline]
+    pub(crate) fn adopt(&self) {
+        self.children.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One created with [`adopt`](Self::adopt) was released.
+    #[inline]
+    pub(crate) fn orphan(&self) {
+        self.children.fetch_sub(1, Ordering::Release);
+    }
+
     fn release(&self) -> Result<()> {
+        let count = self.children.load(Ordering::Acquire);
+        if count != 0 {
+            return Err(crate::Error::LiveChildren { count });
+        }
         // Every stream borrowing this context is gone, so their tasks are done.
         self.destroy_deferred(Finished::All);
         // SAFETY: `self.raw` is live and this is its only destruction (the value is consumed).
@@ -306,7 +326,9 @@ impl<'dev> Context<'dev> {
     }
 
     /// `aclrtDestroyContext` (D3). Consumes the context: does not compile while a stream or
-    /// event borrows it. On failure the context is given back.
+    /// event borrows it. On failure the context is given back; if a handle created in it was
+    /// leaked (`mem::forget`), that failure is [`Error::LiveChildren`](crate::Error::LiveChildren)
+    /// and the context is never destroyed under it (its `Drop` keeps it too, and reports).
     pub fn destroy(self) -> Result<(), Failed<Context<'dev>>> {
         match self.release() {
             Ok(()) => {

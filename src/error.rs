@@ -239,6 +239,16 @@ pub enum Error {
     /// A value was rejected before any runtime call (the message says which and why).
     #[error("invalid argument: {0}")]
     InvalidArgument(&'static str),
+    /// A context cannot be destroyed while handles created in it are alive. Borrows make this
+    /// impossible in safe code unless a handle was leaked (`mem::forget`); the context is then
+    /// kept (leaked too) rather than destroyed under it (D3).
+    #[error(
+        "{count} handle(s) created in this context are still alive (leaked?); not destroying it (D3)"
+    )]
+    LiveChildren {
+        /// How many streams, events, buffers and report threads are alive.
+        count: usize,
+    },
     /// More report threads than the runtime allows per process (C4: 1024 on Atlas 200/500
     /// A2; 32 or fewer is recommended).
     #[error("too many report threads: the limit is {limit} per process (C4)")]

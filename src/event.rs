@@ -203,7 +203,9 @@ impl<'s, S: EventState> Event<'s, S> {
         }
         // SAFETY: the event is live, no issued task refers to it any more (E9: waited for
         // above), and the value is consumed or being dropped, so this is its only destruction.
-        unsafe { api.destroy_event(self.raw) }
+        unsafe { api.destroy_event(self.raw)? };
+        self.ctx.orphan();
+        Ok(())
     }
 
     /// Waits for the tasks that refer to the event (E9), then `aclrtDestroyEvent`. On failure
@@ -215,6 +217,7 @@ impl<'s, S: EventState> Event<'s, S> {
 
 impl<'s> Event<'s, Created> {
     pub(crate) fn created(raw: aclrtEvent, ctx: &'s Context<'s>) -> Self {
+        ctx.adopt();
         Event {
             raw,
             ctx,

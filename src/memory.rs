@@ -253,6 +253,7 @@ impl<'ctx> Context<'ctx> {
             ctx: self,
             _elem: PhantomData,
         };
+        self.adopt();
         // SAFETY: the allocation is `bytes` long and nothing else uses it yet.
         unsafe { self.api().memset(raw, bytes, 0, bytes)? };
         Ok(buffer)
@@ -282,6 +283,7 @@ impl<'ctx> Context<'ctx> {
         }
         // SAFETY: `raw` is valid for `bytes` writable bytes; zero is a valid `T` (`Pod`).
         unsafe { std::ptr::write_bytes(raw.cast::<u8>(), 0, bytes) };
+        self.adopt();
         Ok(HostBuffer {
             ptr,
             len,
@@ -432,7 +434,9 @@ impl<'ctx, T: Pod> DeviceBuffer<'ctx, T> {
         // SAFETY: the pointer came from `aclrtMalloc`; no task uses it (async tasks exist
         // only inside a scope, which borrows the buffer and synchronises before it ends, M2);
         // the value is consumed or being dropped, so this is the only free.
-        unsafe { self.ctx.api().free(self.ptr.as_ptr()) }
+        unsafe { self.ctx.api().free(self.ptr.as_ptr())? };
+        self.ctx.orphan();
+        Ok(())
     }
 
     /// `aclrtFree` (M2). On failure the buffer is given back.
@@ -608,7 +612,9 @@ impl<'ctx, T: Pod> HostBuffer<'ctx, T> {
         self.ctx.bind()?;
         // SAFETY: from `aclrtMallocHost`, used by no pending task (M2, as for device
         // buffers), freed once.
-        unsafe { self.ctx.api().free_host(self.ptr.as_ptr()) }
+        unsafe { self.ctx.api().free_host(self.ptr.as_ptr())? };
+        self.ctx.orphan();
+        Ok(())
     }
 
     /// `aclrtFreeHost` (M2). On failure the buffer is given back.

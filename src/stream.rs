@@ -71,6 +71,7 @@ impl<'ctx> Stream<'ctx> {
     /// # Safety
     /// `raw` is a live stream created in `ctx`, owned by nothing else.
     pub(crate) unsafe fn from_raw(raw: aclrtStream, ctx: &'ctx Context<'ctx>) -> Self {
+        ctx.adopt();
         Stream {
             raw,
             ctx,
@@ -156,7 +157,9 @@ impl<'ctx> Stream<'ctx> {
         self.synchronize()?;
         // SAFETY: `self.raw` is live, its context is current (bound above), every task is done
         // (S4), and the value is consumed or being dropped, so this is the only destruction.
-        unsafe { self.ctx.api().destroy_stream(self.raw) }
+        unsafe { self.ctx.api().destroy_stream(self.raw)? };
+        self.ctx.orphan();
+        Ok(())
     }
 
     /// Synchronises (S4), then `aclrtDestroyStream`. On failure the stream is given back.
@@ -181,6 +184,9 @@ impl Drop for Stream<'_> {
         // SAFETY: `self.raw` is live, its context current and its work done (bound and
         // synchronised above), and this is its only destruction (the value is dropped).
         let result = unsafe { self.ctx.api().destroy_stream(self.raw) };
+        if result.is_ok() {
+            self.ctx.orphan();
+        }
         report_drop_error("Stream", result);
     }
 }

@@ -399,3 +399,25 @@ fn abandoning_the_waited_value_still_resets_e4_e9() {
     }
     assert_no_findings(&session.finish());
 }
+
+#[test]
+fn a_context_with_a_leaked_stream_is_kept_not_destroyed_d3() {
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        // Safe code can leak a handle; its context must then not be destroyed under it.
+        std::mem::forget(ctx.create_stream().unwrap());
+        let Err(failed) = ctx.destroy() else {
+            panic!("destroyed a context with a live stream")
+        };
+        let (error, ctx) = failed.into_parts();
+        assert!(matches!(error, Error::LiveChildren { count: 1 }), "{error}");
+        std::mem::forget(ctx); // the leak, continued: nothing is destroyed under it
+        std::mem::forget(device);
+    }
+    // Finalize reports what was leaked (P2) instead of the runtime finding a dangling stream.
+    let findings = session.finish();
+    assert!(findings.iter().all(|f| f.rule == "P2"), "{findings:#?}");
+    assert!(!findings.is_empty());
+}
