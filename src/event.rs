@@ -59,7 +59,7 @@ use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::runtime::{Failed, Timeout, report_drop_error};
 use crate::stream::Stream;
-use crate::sys::aclrtEvent;
+use crate::sys::{aclrtEvent, aclrtStream};
 
 mod sealed {
     pub trait Sealed {}
@@ -506,13 +506,8 @@ impl WaitScope<'_> {
         // Every stream is in the event's context (checked when it was used), so one binding
         // serves all the calls below (D6).
         self.ctx.bind()?;
-        let others = self.others.borrow();
-        for (i, other) in others.iter().map(|s| s.as_raw()).enumerate() {
-            let seen = others[..i].iter().any(|s| s.as_raw() == other);
-            if other != target && !seen {
-                // E5: the reset runs after `other` has passed its wait.
-                self.ctx.join_streams(other, target)?;
-            }
+        if !self.others.borrow().is_empty() {
+            self.join_others(target)?;
         }
         // SAFETY: both handles are live, the stream's context is current, and the stream has
         // waited on the event (E1 order: record, wait, reset).
@@ -521,10 +516,33 @@ impl WaitScope<'_> {
         Ok(())
     }
 
+    /// E5: the reset runs after every other waiting stream has passed its wait.
+    #[cold]
+    fn join_others(&self, target: aclrtStream) -> Result<()> {
+        let others = self.others.borrow();
+        for (i, other) in others.iter().map(|s| s.as_raw()).enumerate() {
+            let seen = others[..i].iter().any(|s| s.as_raw() == other);
+            if other != target && !seen {
+                self.ctx.join_streams(other, target)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Issues the reset if the body did not (it returned early, panicked, or forgot its
     /// `Waited`). If that fails too, synchronises every waiting stream, so that no task
     /// refers to the event any more, and returns the error.
+    #[inline]
     fn ensure_reset(&self) -> Result<()> {
+        if self.reset_issued.get() {
+            Ok(())
+        } else {
+            self.reset_now_or_quiesce()
+        }
+    }
+
+    #[cold]
+    fn reset_now_or_quiesce(&self) -> Result<()> {
         let Err(error) = self.issue_reset() else {
             return Ok(());
         };

@@ -364,13 +364,14 @@ impl<'ctx> Context<'ctx> {
         // borrows never end before the tasks that use them (M1).
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&scope)));
         let synced = scope.synchronize_all();
-        match outcome {
-            Ok(result) => {
-                let value = result?;
-                synced?;
-                Ok(value)
-            }
+        let result = match outcome {
+            Ok(result) => result,
             Err(panic) => std::panic::resume_unwind(panic),
+        };
+        match synced {
+            Ok(()) => result,
+            // The body's own error comes first; else the synchronisation's.
+            Err(error) => Err(result.err().unwrap_or(error)),
         }
     }
 }
@@ -1033,34 +1034,40 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
     /// be unsound, M1).
     fn synchronize_all(&self) -> Result<()> {
         let used = self.used.borrow();
-        let api = self.ctx.api();
-        let mut first_error = None;
+        let mut outcome = Ok(());
         for stream in (0..used.len).filter_map(|i| used.get(i)) {
-            // The body may have made another context current on this thread (D6).
             let before = stream.sync_snapshot();
-            let first = stream.bind().and_then(|()| {
-                // SAFETY: every stream in `used` is borrowed for 'scope, so it is still live.
-                unsafe { api.synchronize_stream(stream.as_raw()) }
-            });
-            if let Err(e) = first {
-                // An asynchronous task's error is reported once; a second failure means the
-                // stream did not finish.
-                // SAFETY: as above.
-                if unsafe { api.synchronize_stream(stream.as_raw()) }.is_err() {
-                    // `writeln!` to stderr, not `eprintln!`, which panics when stderr is
-                    // closed: a panic here would release the buffers (M1).
-                    let _ = writeln!(
-                        std::io::stderr(),
-                        "ascend-typestate: stream {:?} cannot be synchronised ({e}); \
-                         aborting rather than release buffers a pending copy may use (M1)",
-                        stream.as_raw()
-                    );
-                    std::process::abort();
+            // The body may have made another context current on this thread (D6).
+            // SAFETY: every stream in `used` is borrowed for 'scope, so it is still live.
+            let first = stream
+                .bind()
+                .and_then(|()| unsafe { self.ctx.api().synchronize_stream(stream.as_raw()) });
+            if let Err(error) = first {
+                self.second_chance(stream, &error);
+                if outcome.is_ok() {
+                    outcome = Err(error);
                 }
-                first_error.get_or_insert(e);
             }
             stream.synchronized(before);
         }
-        first_error.map_or(Ok(()), Err)
+        outcome
+    }
+
+    /// A failed synchronisation: an asynchronous task's error is reported once, so a second
+    /// failure means the stream did not finish, and its buffers cannot be released (M1).
+    #[cold]
+    fn second_chance(&self, stream: &Stream<'_>, error: &Error) {
+        // SAFETY: the stream is borrowed for 'scope, so it is still live.
+        if unsafe { self.ctx.api().synchronize_stream(stream.as_raw()) }.is_err() {
+            // `writeln!` to stderr, not `eprintln!`, which panics when stderr is closed: a
+            // panic here would release the buffers (M1).
+            let _ = writeln!(
+                std::io::stderr(),
+                "ascend-typestate: stream {:?} cannot be synchronised ({error}); \
+                 aborting rather than release buffers a pending copy may use (M1)",
+                stream.as_raw()
+            );
+            std::process::abort();
+        }
     }
 }
