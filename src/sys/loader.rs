@@ -22,6 +22,14 @@
 //!    `cargo run --example` needs no manual step. It comes last, so an installed runtime
 //!    always wins.
 //!
+//! # Trust
+//!
+//! Loading is a safe operation in this crate, as in the CUDA crates: the library found is
+//! trusted to be an AscendCL runtime with the prototypes of `include/ascendcl.h` (the
+//! required symbols are checked by name, not by type, which no loader can do). Point
+//! `ASCEND_ACL_LIB` or [`LoadOptions::path`] only at a runtime you trust; a library with
+//! other prototypes under these names is undefined behaviour.
+//!
 //! A library that cannot be opened moves the search on; when every candidate fails the error
 //! ([`LoadError::NotFound`]) lists each path tried with the loader's answer. A library that
 //! opens but lacks a required symbol stops the search with [`LoadError::MissingSymbol`]
