@@ -157,10 +157,16 @@ impl<'dev> Context<'dev> {
     /// Makes this context current on the calling thread if it is not already (D6).
     #[inline]
     pub(crate) fn bind(&self) -> Result<()> {
-        if CURRENT.with(Cell::get) == self.id {
+        if self.is_bound() {
             return Ok(());
         }
         self.bind_slow()
+    }
+
+    /// Whether this crate made this context current on the calling thread last (D6).
+    #[inline(always)]
+    pub(crate) fn is_bound(&self) -> bool {
+        CURRENT.with(Cell::get) == self.id
     }
 
     #[cold]
@@ -269,6 +275,21 @@ impl<'dev> Context<'dev> {
         if self.deferred_len.load(Ordering::Acquire) != 0 {
             self.destroy_deferred_slow(finished);
         }
+    }
+
+    /// [`destroy_deferred`](Self::destroy_deferred) of `Finished::Stream`, with the check
+    /// inlined and the enum built only when there is something to destroy.
+    #[inline(always)]
+    pub(crate) fn destroy_deferred_of(&self, stream: aclrtStream, before: u64) {
+        if self.deferred_len.load(Ordering::Acquire) != 0 {
+            self.destroy_deferred_of_slow(stream, before);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn destroy_deferred_of_slow(&self, stream: aclrtStream, before: u64) {
+        self.destroy_deferred_slow(Finished::Stream { stream, before });
     }
 
     #[cold]

@@ -50,7 +50,7 @@
 //!
 //! Every typed event is created with `ACL_EVENT_SYNC`, so the E7 error cannot occur.
 
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::ptr;
@@ -251,7 +251,7 @@ impl<'s> From<Event<'s, Created>> for Event<'s, Reset> {
 impl<'s, S: Recordable> Event<'s, S> {
     /// `aclrtRecordEvent(event, stream)` (E2): the event completes when the tasks issued on
     /// `stream` so far are done. On failure the event is given back unchanged.
-    #[inline]
+    #[inline(always)]
     pub fn record<'t>(
         self,
         stream: &'t Stream<'_>,
@@ -259,10 +259,8 @@ impl<'s, S: Recordable> Event<'s, S> {
     where
         's: 't,
     {
-        if let Err(e) = self
-            .check_stream(stream)
-            .and_then(|()| stream.bind())
-            .and_then(|()| self.after_previous_reset(stream))
+        if !self.is_ready_for(stream)
+            && let Err(e) = self.prepare_slow(stream)
         {
             return Err(Failed::new(e, self));
         }
@@ -281,6 +279,25 @@ impl<'s, S: Recordable> Event<'s, S> {
 impl<'s, S: EventState> Event<'s, S> {
     fn check_stream(&self, stream: &Stream<'_>) -> Result<()> {
         check_stream(self.ctx, stream)
+    }
+
+    /// The fast path of every call that issues a task on `stream` with this event: the
+    /// stream is of the event's context, that context is current (D6), and no join after
+    /// the previous reset is needed (E5). Else [`prepare_slow`](Self::prepare_slow).
+    #[inline(always)]
+    fn is_ready_for(&self, stream: &Stream<'_>) -> bool {
+        (ptr::addr_eq(self.ctx, stream.context()) & stream.is_bound())
+            && !needs_join(self.reset_stream(), stream)
+    }
+
+    /// Checks the stream, binds its context (D6) and joins it after the previous reset
+    /// (E5): what [`is_ready_for`](Self::is_ready_for) found missing.
+    #[cold]
+    #[inline(never)]
+    fn prepare_slow(&self, stream: &Stream<'_>) -> Result<()> {
+        self.check_stream(stream)?;
+        stream.bind()?;
+        self.after_previous_reset(stream)
     }
 
     /// Orders `stream` after the event's previous reset, if that may still be pending on
@@ -348,6 +365,7 @@ impl<'s> Event<'s, Recorded> {
     /// If even that reset fails, the streams are synchronised and the event destroyed
     /// ([`WaitError::Destroyed`]), since it could not safely be recorded again.
     /// If the first wait cannot be issued, the event comes back *Recorded*.
+    #[inline(always)]
     pub fn wait<'t, F>(
         self,
         stream: &'t Stream<'_>,
@@ -372,7 +390,7 @@ impl<'s> Event<'s, Recorded> {
             ctx,
             reset_stream,
             previous_reset,
-            others: RefCell::new(Vec::new()),
+            others: OnceCell::new(),
             reset_issued: Cell::new(false),
         };
         // Owns the event while `body` runs. On a panic, `guard` issues the reset (E4), then
@@ -388,32 +406,52 @@ impl<'s> Event<'s, Recorded> {
             scope: &scope,
             _brand: PhantomData,
         });
-        let ensured = scope.ensure_reset();
-        std::mem::forget(guard);
-        match (outcome, ensured) {
-            (Ok(ResetDone { .. }), Ok(())) => Ok(event),
-            (Err(error), Ok(())) => Err(WaitError::Reset(Failed::new(error, event))),
-            (outcome, Err(reset_error)) => {
-                // The reset could not be issued: the event must not be recorded again. Its
-                // tasks are done (`ensure_reset` synchronised the streams): release it.
-                let error = outcome.err().unwrap_or(reset_error);
-                let released = Failed::release_or_give_back(event, Event::release);
-                Err(WaitError::Destroyed(match released {
-                    Ok(()) => error,
-                    Err(failed) => failed.error,
-                }))
-            }
+        if scope.reset_issued.get() {
+            std::mem::forget(guard);
+            return match outcome {
+                Ok(ResetDone { .. }) => Ok(event),
+                Err(error) => Err(WaitError::Reset(Failed::new(error, event))),
+            };
         }
+        // The body returned early (`Err`, or a forgotten `Waited`): reset now (E4).
+        let ensured = scope.reset_now_or_quiesce();
+        std::mem::forget(guard);
+        finish_unreset(outcome.map(|_| ()), ensured, event)
     }
 
-    #[inline]
+    #[inline(always)]
     fn issue_wait(&self, stream: &Stream<'_>) -> Result<()> {
-        self.check_stream(stream)?;
-        stream.bind()?;
-        self.after_previous_reset(stream)?;
+        if !self.is_ready_for(stream) {
+            self.prepare_slow(stream)?;
+        }
         // SAFETY: both handles are live (borrowed), the stream's context is current, and
         // the event was recorded (E1): waiting on it cannot hang.
         unsafe { self.ctx.api().stream_wait_event(stream.as_raw(), self.raw) }
+    }
+}
+
+/// The end of a wait scope whose body did not reset: `ensured` says whether `wait` could
+/// issue the reset itself.
+#[cold]
+#[inline(never)]
+fn finish_unreset<'t>(
+    outcome: Result<()>,
+    ensured: Result<()>,
+    event: Event<'t, Reset>,
+) -> Result<Event<'t, Reset>, WaitError<'t>> {
+    match (outcome, ensured) {
+        (Ok(()), Ok(())) => Ok(event),
+        (Err(error), Ok(())) => Err(WaitError::Reset(Failed::new(error, event))),
+        (outcome, Err(reset_error)) => {
+            // The reset could not be issued: the event must not be recorded again. Its
+            // tasks are done (`reset_now_or_quiesce` synchronised the streams): release it.
+            let error = outcome.err().unwrap_or(reset_error);
+            let released = Failed::release_or_give_back(event, Event::release);
+            Err(WaitError::Destroyed(match released {
+                Ok(()) => error,
+                Err(failed) => failed.error,
+            }))
+        }
     }
 }
 
@@ -470,10 +508,20 @@ fn after_reset_on(
     stream: &Stream<'_>,
 ) -> Result<()> {
     match reset_stream {
-        Some(r) if r.as_raw() != stream.as_raw() && r.has_reset_pending() => {
+        Some(r) if needs_join(reset_stream, stream) => {
             ctx.join_streams(r.as_raw(), stream.as_raw())
         }
         _ => Ok(()),
+    }
+}
+
+/// Whether a task on `stream` must first be joined after the reset on `reset_stream`: it is
+/// another stream, and that reset may still be pending (not synchronised since).
+#[inline(always)]
+fn needs_join(reset_stream: Option<&Stream<'_>>, stream: &Stream<'_>) -> bool {
+    match reset_stream {
+        Some(r) => r.as_raw() != stream.as_raw() && r.has_reset_pending(),
+        None => false,
     }
 }
 
@@ -490,11 +538,14 @@ struct WaitScope<'t> {
     /// it, so that no wait passes on a stale flag and syncing the last resetting stream
     /// covers every task (E9).
     previous_reset: Option<&'t Stream<'t>>,
-    others: RefCell<Vec<&'t Stream<'t>>>,
+    /// The streams of [`Waited::also_wait`], created with the first: a one-stream scope
+    /// neither initialises nor checks nor frees a vector.
+    others: OnceCell<RefCell<Vec<&'t Stream<'t>>>>,
     reset_issued: Cell<bool>,
 }
 
 impl WaitScope<'_> {
+    #[inline(always)]
     fn issue_reset(&self) -> Result<()> {
         if self.reset_issued.get() {
             return Ok(());
@@ -506,8 +557,8 @@ impl WaitScope<'_> {
         // Every stream is in the event's context (checked when it was used), so one binding
         // serves all the calls below (D6).
         self.ctx.bind()?;
-        if !self.others.borrow().is_empty() {
-            self.join_others(target)?;
+        if let Some(others) = self.others.get() {
+            self.join_others(others, target)?;
         }
         // SAFETY: both handles are live, the stream's context is current, and the stream has
         // waited on the event (E1 order: record, wait, reset).
@@ -518,8 +569,9 @@ impl WaitScope<'_> {
 
     /// E5: the reset runs after every other waiting stream has passed its wait.
     #[cold]
-    fn join_others(&self, target: aclrtStream) -> Result<()> {
-        let others = self.others.borrow();
+    #[inline(never)]
+    fn join_others(&self, others: &RefCell<Vec<&Stream<'_>>>, target: aclrtStream) -> Result<()> {
+        let others = others.borrow();
         for (i, other) in others.iter().map(|s| s.as_raw()).enumerate() {
             let seen = others[..i].iter().any(|s| s.as_raw() == other);
             if other != target && !seen {
@@ -547,8 +599,9 @@ impl WaitScope<'_> {
             return Ok(());
         };
         let api = self.ctx.api();
-        for stream in std::iter::once(self.reset_stream).chain(self.others.borrow().iter().copied())
-        {
+        let others = self.others.get().map(|o| o.borrow());
+        let others = others.as_deref().map_or(&[][..], |o| o.as_slice());
+        for &stream in std::iter::once(&self.reset_stream).chain(others) {
             // SAFETY: every stream is borrowed for the scope, so it is live. Best effort:
             // the first error is the one returned.
             let _ = unsafe { api.synchronize_stream(stream.as_raw()) };
@@ -597,7 +650,11 @@ impl<'id, 't> Waited<'id, 't> {
                 .api()
                 .stream_wait_event(stream.as_raw(), scope.raw)?
         };
-        scope.others.borrow_mut().push(stream);
+        scope
+            .others
+            .get_or_init(RefCell::default)
+            .borrow_mut()
+            .push(stream);
         Ok(())
     }
 

@@ -49,7 +49,7 @@
 //! # Ok::<(), ascend_typestate::Error>(())
 //! ```
 
-use std::cell::RefCell;
+use std::cell::{Cell, OnceCell, RefCell};
 use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::mem::size_of;
@@ -63,7 +63,7 @@ use bytemuck::Pod;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::runtime::{Failed, report_drop_error};
-use crate::stream::Stream;
+use crate::stream::{Stream, SyncSnapshot};
 use crate::sys::aclrtStream;
 use crate::sys::bindings::{
     ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEM_MALLOC_HUGE_ONLY, ACL_MEM_MALLOC_NORMAL_ONLY,
@@ -202,9 +202,19 @@ unsafe impl<T: Pod> MemoryMut<T> for Vec<T> {
     }
 }
 
+#[inline(always)]
 fn byte_len<T>(len: usize) -> Result<usize> {
-    len.checked_mul(size_of::<T>())
-        .ok_or(Error::InvalidArgument("buffer size overflows usize"))
+    // A `match`, not `ok_or(Error::..)`: that builds (and drops) an `Error` on every call.
+    match len.checked_mul(size_of::<T>()) {
+        Some(bytes) => Ok(bytes),
+        None => Err(size_overflow()),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn size_overflow() -> Error {
+    Error::InvalidArgument("buffer size overflows usize")
 }
 
 /// Device memory from `aclrtMalloc`, holding `len` elements of `T`, zeroed at allocation.
@@ -350,29 +360,61 @@ impl<'ctx> Context<'ctx> {
     /// If a stream cannot be synchronised (the runtime reports an error twice in a row, so
     /// its tasks may still be running), the process aborts rather than release memory a copy
     /// may still write: that is the one failure soundness cannot recover from.
+    #[inline(always)]
     pub fn async_scope<'env, F, R>(&'env self, body: F) -> Result<R>
     where
         F: for<'scope> FnOnce(&'scope AsyncScope<'scope, 'env>) -> Result<R>,
     {
         let scope = AsyncScope {
             ctx: self,
-            used: RefCell::new(UsedStreams::default()),
+            first: Cell::new(None),
+            more: OnceCell::new(),
             _scope: PhantomData,
             _env: PhantomData,
         };
-        // As `std::thread::scope` joins: catch a panic, synchronise, then resume it, so the
-        // borrows never end before the tasks that use them (M1).
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&scope)));
-        let synced = scope.synchronize_all();
-        let result = match outcome {
-            Ok(result) => result,
-            Err(panic) => std::panic::resume_unwind(panic),
-        };
-        match synced {
+        // As `std::thread::scope` joins: if `body` panics, the guard synchronises while the
+        // panic unwinds, so the borrows never end before the tasks that use them (M1).
+        let guard = SynchronizeOnUnwind(&scope);
+        let result = body(&scope);
+        std::mem::forget(guard);
+        match scope.synchronize_all() {
             Ok(()) => result,
             // The body's own error comes first; else the synchronisation's.
-            Err(error) => Err(result.err().unwrap_or(error)),
+            Err(error) => Err(first_error(result, error)),
         }
+    }
+}
+
+/// The error an async scope returns when both its body and its synchronisation failed: the
+/// body's (the synchronisation's is the consequence more often than not).
+#[cold]
+#[inline(never)]
+fn first_error<R>(body: Result<R>, sync: Error) -> Error {
+    match body {
+        Ok(_) => sync,
+        Err(error) => error,
+    }
+}
+
+/// Synchronises a scope's streams while a panic of its body unwinds (M1).
+struct SynchronizeOnUnwind<'a, 'scope, 'env>(&'a AsyncScope<'scope, 'env>);
+
+impl Drop for SynchronizeOnUnwind<'_, '_, '_> {
+    fn drop(&mut self) {
+        // Only reached while unwinding (`async_scope` forgets the guard otherwise). A stream
+        // that cannot be synchronised aborts inside; a reported error is not lost.
+        report_drop_error(
+            "async scope (synchronize on panic)",
+            self.0.synchronize_all(),
+        );
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn stream_of_other_context() -> Error {
+    Error::ContextMismatch {
+        what: "the stream of an async scope",
     }
 }
 
@@ -706,7 +748,7 @@ impl<'scope, T: Pod, S: Memory<T> + ?Sized> Source<'scope, T> for &'scope S {
 /// The destination of an asynchronous copy, usable only as the source of later copies in
 /// the same scope: it gives no access from the host (the copy may still be running), and
 /// its borrow ends with the scope. `Copy`, so several later copies may read it.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub struct Pending<'scope, T: Pod> {
     ptr: *const c_void,
     len: usize,
@@ -726,10 +768,10 @@ impl<'scope, T: Pod> Pending<'scope, T> {
 }
 
 /// Pending host memory: the source of a later copy of the same scope (H2D or H2H).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub struct PendingHost<'scope, T: Pod>(Pending<'scope, T>);
 /// Pending device memory: the source of a later copy (D2H, D2D) or kernel of the same scope.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub struct PendingDevice<'scope, T: Pod>(Pending<'scope, T>);
 
 impl<'scope, T: Pod> From<PendingHost<'scope, T>> for Pending<'scope, T> {
@@ -778,35 +820,6 @@ macro_rules! pending_source {
 pending_source!(PendingHost, Location::Host);
 pending_source!(PendingDevice, Location::Device);
 
-/// The streams a scope used, without allocating for the usual few.
-#[derive(Default)]
-struct UsedStreams<'scope> {
-    len: usize,
-    inline: [Option<&'scope Stream<'scope>>; 4],
-    more: Vec<&'scope Stream<'scope>>,
-}
-
-impl<'scope> UsedStreams<'scope> {
-    fn get(&self, index: usize) -> Option<&'scope Stream<'scope>> {
-        match self.inline.get(index) {
-            Some(slot) => *slot,
-            None => self.more.get(index - self.inline.len()).copied(),
-        }
-    }
-
-    fn insert(&mut self, stream: &'scope Stream<'_>) {
-        let known = (0..self.len).any(|i| self.get(i).is_some_and(|s| ptr::addr_eq(s, stream)));
-        if known {
-            return;
-        }
-        match self.inline.get_mut(self.len) {
-            Some(slot) => *slot = Some(stream),
-            None => self.more.push(stream),
-        }
-        self.len += 1;
-    }
-}
-
 /// The scope of [`Context::async_scope`]: asynchronous copies and memsets whose buffers stay
 /// borrowed (`'scope`) until every stream the scope used has been synchronised (M1, M2).
 ///
@@ -817,7 +830,12 @@ impl<'scope> UsedStreams<'scope> {
 /// that synchronises its streams.
 pub struct AsyncScope<'scope, 'env: 'scope> {
     ctx: &'env Context<'env>,
-    used: RefCell<UsedStreams<'scope>>,
+    /// The first stream the scope used: the usual case, kept out of the vector so that a
+    /// one-stream scope costs a compare, no allocation.
+    first: Cell<Option<&'scope Stream<'scope>>>,
+    /// Any other streams, each once; created with the second stream, so that the usual
+    /// scope neither initialises nor checks nor frees a vector.
+    more: OnceCell<RefCell<Vec<&'scope Stream<'scope>>>>,
     _scope: PhantomData<&'scope mut &'scope ()>,
     _env: PhantomData<&'env mut &'env ()>,
 }
@@ -839,15 +857,61 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
         }
     }
 
+    /// Checks that `stream` is of the scope's context, binds it (D6) and remembers it, so
+    /// that the scope synchronises it before it ends (M1).
+    #[inline(always)]
     fn use_stream(&self, stream: &'scope Stream<'_>) -> Result<()> {
         if !ptr::addr_eq(stream.context(), self.ctx) {
-            return Err(Error::ContextMismatch {
-                what: "the stream of an async scope",
-            });
+            return Err(stream_of_other_context());
         }
         stream.bind()?;
-        self.used.borrow_mut().insert(stream);
+        self.remember(stream);
         Ok(())
+    }
+
+    /// Remembers `stream` (of this scope's context), so that the scope synchronises it.
+    #[inline(always)]
+    fn remember(&self, stream: &'scope Stream<'_>) {
+        match self.first.get() {
+            Some(first) if ptr::addr_eq(first, stream) => {}
+            None => self.first.set(Some(stream)),
+            Some(_) => self.remember_another(stream),
+        }
+    }
+
+    /// The slow path of [`copy`](Self::copy): which check failed, in the order of the
+    /// arguments (sizes, devices, the stream's context), or the binding (D6).
+    #[cold]
+    #[inline(never)]
+    fn check_copy(
+        &self,
+        stream: &Stream<'_>,
+        dst_len: usize,
+        src_len: usize,
+        dst_device: Option<i32>,
+        src_device: Option<i32>,
+    ) -> Result<()> {
+        if src_len > dst_len {
+            return Err(Error::InvalidArgument(
+                "the source is longer than the destination (count > destMax, M1)",
+            ));
+        }
+        self.ctx.check_device(dst_device)?;
+        self.ctx.check_device(src_device)?;
+        if !ptr::addr_eq(stream.context(), self.ctx) {
+            return Err(stream_of_other_context());
+        }
+        stream.bind()
+    }
+
+    /// A second, third, ... stream in one scope.
+    #[cold]
+    #[inline(never)]
+    fn remember_another(&self, stream: &'scope Stream<'_>) {
+        let mut more = self.more.get_or_init(RefCell::default).borrow_mut();
+        if !more.iter().any(|s| ptr::addr_eq(*s, stream)) {
+            more.push(stream);
+        }
     }
 
     /// `aclrtMemcpyAsync` on `stream` (M1): `dst` and `src` stay borrowed until the scope has
@@ -858,6 +922,7 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
     /// destination's type): later copies and kernels of the same scope may read it, while the host still cannot before the scope ends. On the same
     /// stream, stream order suffices (S1); on another stream, the read is ordered after this
     /// copy by a join event (E2, E3), so it never sees stale data.
+    #[inline]
     pub fn copy<T, D, S>(
         &'scope self,
         stream: &'scope Stream<'_>,
@@ -869,11 +934,24 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
         D: MemoryMut<T> + ?Sized,
         S: Source<'scope, T>,
     {
-        let (dest_max, count) = copy_sizes::<T>(dst.len(), src.len())?;
-        self.ctx.check_device(dst.device_id())?;
-        self.ctx.check_device(src.device_id())?;
-        self.use_stream(stream)?;
+        let (dst_len, src_len) = (dst.len(), src.len());
+        let (dst_device, src_device) = (dst.device_id(), src.device_id());
+        // Every check in one branch (`&`, not `&&`): the usual scope then inlines into its
+        // caller. The cold path finds which check failed, or binds the context (D6).
+        let device = self.ctx.device_id();
+        let valid = (src_len <= dst_len)
+            & dst_device.is_none_or(|d| d == device)
+            & src_device.is_none_or(|d| d == device)
+            & ptr::addr_eq(stream.context(), self.ctx)
+            & stream.is_bound();
+        if !valid {
+            self.check_copy(stream, dst_len, src_len, dst_device, src_device)?;
+        }
+        self.remember(stream);
         self.after_writer(&src, stream)?;
+        // No overflow: every `Memory` is an allocation of `len * size_of::<T>()` bytes, which
+        // is at most `isize::MAX` (Rust allocations, and `alloc`/`alloc_host` check it).
+        let (dest_max, count) = (dst_len * size_of::<T>(), src_len * size_of::<T>());
         let kind = memcpy_kind(S::LOCATION, D::LOCATION);
         let dst_ptr = dst.as_mut_ptr();
         let pending = Pending {
@@ -1031,34 +1109,66 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
 
     /// Synchronises every stream used, each until the runtime reports success; aborts if a
     /// stream fails twice in a row (its tasks may still run: releasing their buffers would
-    /// be unsound, M1).
+    /// be unsound, M1). The first error is returned.
+    #[inline(always)]
     fn synchronize_all(&self) -> Result<()> {
-        let used = self.used.borrow();
-        let mut outcome = Ok(());
-        for stream in (0..used.len).filter_map(|i| used.get(i)) {
-            let before = stream.sync_snapshot();
-            // The body may have made another context current on this thread (D6).
-            // SAFETY: every stream in `used` is borrowed for 'scope, so it is still live.
-            let first = stream
-                .bind()
-                .and_then(|()| unsafe { self.ctx.api().synchronize_stream(stream.as_raw()) });
-            if let Err(error) = first {
-                self.second_chance(stream, &error);
-                if outcome.is_ok() {
-                    outcome = Err(error);
-                }
+        let first = match self.first.get() {
+            Some(stream) => self.synchronize_used(stream),
+            None => Ok(()),
+        };
+        match self.more.get() {
+            None => first,
+            Some(more) => self.synchronize_more(more, first),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn synchronize_more(
+        &self,
+        more: &RefCell<Vec<&'scope Stream<'scope>>>,
+        mut outcome: Result<()>,
+    ) -> Result<()> {
+        for &stream in more.borrow().iter() {
+            if let Err(error) = self.synchronize_used(stream)
+                && outcome.is_ok()
+            {
+                outcome = Err(error);
             }
-            stream.synchronized(before);
         }
         outcome
     }
 
+    /// One stream of [`synchronize_all`](Self::synchronize_all).
+    #[inline(always)]
+    fn synchronize_used(&self, stream: &Stream<'_>) -> Result<()> {
+        let before = stream.sync_snapshot();
+        // The body may have made another context current on this thread (D6).
+        // SAFETY: every stream used is borrowed for 'scope, so it is still live.
+        let synced = stream
+            .bind()
+            .and_then(|()| unsafe { self.ctx.api().synchronize_stream(stream.as_raw()) });
+        match synced {
+            Ok(()) => {
+                stream.synchronized(before);
+                Ok(())
+            }
+            Err(error) => Err(self.second_chance(stream, before, error)),
+        }
+    }
+
     /// A failed synchronisation: an asynchronous task's error is reported once, so a second
     /// failure means the stream did not finish, and its buffers cannot be released (M1).
+    /// Returns the first error once the stream is done.
     #[cold]
-    fn second_chance(&self, stream: &Stream<'_>, error: &Error) {
+    #[inline(never)]
+    fn second_chance(&self, stream: &Stream<'_>, before: SyncSnapshot, error: Error) -> Error {
+        // The first failure may have been the binding: bind again before retrying (D6).
         // SAFETY: the stream is borrowed for 'scope, so it is still live.
-        if unsafe { self.ctx.api().synchronize_stream(stream.as_raw()) }.is_err() {
+        let again = stream
+            .bind()
+            .and_then(|()| unsafe { self.ctx.api().synchronize_stream(stream.as_raw()) });
+        if again.is_err() {
             // `writeln!` to stderr, not `eprintln!`, which panics when stderr is closed: a
             // panic here would release the buffers (M1).
             let _ = writeln!(
@@ -1069,5 +1179,7 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
             );
             std::process::abort();
         }
+        stream.synchronized(before);
+        error
     }
 }

@@ -97,6 +97,13 @@ impl<'ctx> Stream<'ctx> {
         self.ctx.bind()
     }
 
+    /// Whether the stream's context is known to be current on this thread (D6): when it
+    /// is, [`bind`](Self::bind) has nothing to do.
+    #[inline(always)]
+    pub(crate) fn is_bound(&self) -> bool {
+        self.ctx.is_bound()
+    }
+
     /// `aclrtSynchronizeStream` (S2): blocks until every task issued on the stream is done,
     /// and returns the errors of its asynchronous tasks (a timed-out wait, P3).
     #[inline]
@@ -138,16 +145,15 @@ impl<'ctx> Stream<'ctx> {
     #[inline]
     pub(crate) fn synchronized(&self, before: SyncSnapshot) {
         self.resets_synced.store(before.resets, Ordering::Release);
-        self.ctx.destroy_deferred(crate::context::Finished::Stream {
-            stream: self.raw,
-            before: before.deferred,
-        });
+        self.ctx.destroy_deferred_of(self.raw, before.deferred);
     }
 
+    #[inline(always)]
     pub(crate) fn mark_reset_pending(&self) {
         self.resets_issued.fetch_add(1, Ordering::AcqRel);
     }
 
+    #[inline(always)]
     pub(crate) fn has_reset_pending(&self) -> bool {
         self.resets_issued.load(Ordering::Acquire) != self.resets_synced.load(Ordering::Acquire)
     }

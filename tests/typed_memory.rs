@@ -191,3 +191,117 @@ fn reading_a_pending_result_on_another_stream_is_ordered_after_its_writer_e3_m1(
     }
     assert_no_findings(&session.finish());
 }
+
+#[test]
+fn panic_in_a_scope_of_three_streams_synchronises_each_before_unwinding_m1() {
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let streams = [
+            ctx.create_stream().unwrap(),
+            ctx.create_stream().unwrap(),
+            ctx.create_stream().unwrap(),
+        ];
+        let host: Vec<Vec<u32>> = (0..3u32).map(|i| vec![i + 7; 1 << 18]).collect();
+        let mut dev: Vec<DeviceBuffer<'_, u32>> = (0..3)
+            .map(|_| ctx.alloc::<u32>(1 << 18, MallocPolicy::HugeFirst).unwrap())
+            .collect();
+        let mut small: Vec<DeviceBuffer<'_, u32>> = (0..3)
+            .map(|_| ctx.alloc::<u32>(1, MallocPolicy::HugeFirst).unwrap())
+            .collect();
+        // Silent panics: printing a backtrace can take longer than the slow tasks below,
+        // which would hide a scope that does not synchronise. (Tests of this binary run one
+        // at a time: the session holds the runtime lock.)
+        let hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _ = ctx.async_scope(|scope| -> ascend_typestate::Result<()> {
+                let pairs = dev.iter_mut().zip(small.iter_mut());
+                for ((stream, (dst, one)), src) in streams.iter().zip(pairs).zip(&host) {
+                    // The first stream every time: remembered once, synchronised once.
+                    scope.copy(&streams[0], one, &src[..1])?;
+                    // A slow task first on the other streams: without their synchronisation
+                    // by the scope, the check below would read zeros.
+                    if !std::ptr::eq(stream, &streams[0]) {
+                        session.sim.sleep_kernel(stream.as_raw(), 50_000);
+                    }
+                    scope.copy(stream, dst, src)?;
+                }
+                panic!("a bug while three streams have copies pending");
+            });
+        }));
+        std::panic::set_hook(hook);
+        assert!(caught.is_err());
+        for (dst, src) in dev.iter().zip(&host) {
+            let mut check = vec![0u32; 1 << 18];
+            ctx.copy(&mut check[..], dst).unwrap();
+            assert_eq!(&check, src);
+        }
+    }
+    assert_no_findings(&session.finish());
+}
+
+#[test]
+fn copy_checks_report_the_first_failure_in_argument_order_m1() {
+    let session = Session::start();
+    {
+        let device0 = session.acl().set_device(0).unwrap();
+        let ctx = device0.create_context().unwrap();
+        let other_ctx = device0.create_context().unwrap();
+        let stream = ctx.create_stream().unwrap();
+        let foreign_stream = other_ctx.create_stream().unwrap();
+        let device1 = session.acl().set_device(1).unwrap();
+        let ctx1 = device1.create_context().unwrap();
+        let mut dev = ctx.alloc::<u8>(16, MallocPolicy::HugeFirst).unwrap();
+        let mut dev1 = ctx1.alloc::<u8>(16, MallocPolicy::HugeFirst).unwrap();
+        let long = [0u8; 32];
+        let short = [0u8; 8];
+        // Each attempt borrows its destination for the whole scope: one scope per attempt.
+        // Too long and of another device and on a foreign stream: the size comes first.
+        let e = ctx
+            .async_scope(|scope| scope.copy(&foreign_stream, &mut dev1, &long[..]).map(drop))
+            .unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+        let e = ctx
+            .async_scope(|scope| scope.copy(&foreign_stream, &mut dev1, &short[..]).map(drop))
+            .unwrap_err();
+        assert!(matches!(e, Error::DeviceMismatch { found: 1, .. }), "{e:?}");
+        let e = ctx
+            .async_scope(|scope| scope.copy(&foreign_stream, &mut dev, &short[..]).map(drop))
+            .unwrap_err();
+        assert!(matches!(e, Error::ContextMismatch { .. }), "{e:?}");
+        // Nothing was issued; a valid copy still works.
+        ctx.async_scope(|scope| scope.copy(&stream, &mut dev, &short[..]).map(drop))
+            .unwrap();
+        dev1.free().unwrap();
+        ctx1.destroy().unwrap();
+        device1.reset().unwrap();
+    }
+    assert_no_findings(&session.finish());
+}
+
+#[test]
+fn a_scope_body_that_makes_another_context_current_is_still_synchronised_d6_m1() {
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let other = device.create_context().unwrap();
+        let stream = ctx.create_stream().unwrap();
+        let other_stream = other.create_stream().unwrap();
+        let host = vec![3u32; 1 << 16];
+        let mut dev = ctx.alloc::<u32>(1 << 16, MallocPolicy::HugeFirst).unwrap();
+        ctx.async_scope(|scope| {
+            scope.copy(&stream, &mut dev, &host)?;
+            // Binds `other` on this thread: the scope's synchronisation binds `ctx` again.
+            other_stream.synchronize()?;
+            Ok(())
+        })
+        .unwrap();
+        let mut check = vec![0u32; 1 << 16];
+        ctx.copy(&mut check[..], &dev).unwrap();
+        assert_eq!(check, host);
+    }
+    assert_no_findings(&session.finish());
+}
