@@ -27,6 +27,19 @@ fn raw_events(
     join: bool,
     n: u64,
 ) -> Result<(), Error> {
+    event_cycles(api, event, producer, consumer, join, n)
+}
+
+/// The loop, also run once (uncounted) as the warm-up, as in `callgrind_typed`.
+#[inline(never)]
+fn event_cycles(
+    api: &Api,
+    event: aclrtEvent,
+    producer: aclrtStream,
+    consumer: aclrtStream,
+    join: bool,
+    n: u64,
+) -> Result<(), Error> {
     for _ in 0..n {
         if join {
             raw_event_cycle_with_join(api, event, producer, consumer)?;
@@ -41,6 +54,18 @@ fn raw_events(
 #[unsafe(no_mangle)]
 #[inline(never)]
 fn raw_copies(
+    api: &Api,
+    stream: aclrtStream,
+    dst: *mut c_void,
+    src: *const c_void,
+    n: u64,
+) -> Result<(), Error> {
+    copy_cycles(api, stream, dst, src, n)
+}
+
+/// The loop, also run once (uncounted) as the warm-up.
+#[inline(never)]
+fn copy_cycles(
     api: &Api,
     stream: aclrtStream,
     dst: *mut c_void,
@@ -72,14 +97,14 @@ fn main() -> Result<(), Error> {
     match which.as_str() {
         "events" => {
             let event = api.create_event_with_flag(ACL_EVENT_SYNC)?;
-            raw_event_cycle(api, event, s1, s2)?;
+            event_cycles(api, event, s1, s2, false, 1)?;
             raw_events(api, event, s1, s2, join, n)?;
             // SAFETY: both streams are synchronised; destroyed once.
             unsafe { api.destroy_event(event)? };
         }
         "copies" => {
             let buffers = raw_buffers(api)?;
-            raw_copy(api, s1, buffers.0, buffers.1)?;
+            copy_cycles(api, s1, buffers.0, buffers.1, 1)?;
             raw_copies(api, s1, buffers.0, buffers.1, n)?;
             free_raw_buffers(api, buffers)?;
         }

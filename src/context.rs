@@ -256,12 +256,6 @@ impl<'dev> Context<'dev> {
         issued
     }
 
-    /// The sequence number the next deferred join event will get.
-    #[inline]
-    pub(crate) fn deferred_seq(&self) -> u64 {
-        self.deferred_seq.load(Ordering::Acquire)
-    }
-
     pub(crate) fn defer_destroy(&self, stream: aclrtStream, event: aclrtEvent) {
         let mut list = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
         let seq = self.deferred_seq.fetch_add(1, Ordering::AcqRel);
@@ -277,11 +271,25 @@ impl<'dev> Context<'dev> {
         }
     }
 
-    /// [`destroy_deferred`](Self::destroy_deferred) of `Finished::Stream`, with the check
-    /// inlined and the enum built only when there is something to destroy.
+    /// The sequence number the next join event will get if any join event is waiting (so
+    /// that one of them may be done by a synchronisation starting now), else 0 (which no
+    /// join event precedes).
+    #[inline(always)]
+    pub(crate) fn deferred_seq_if_any(&self) -> u64 {
+        if self.deferred_len.load(Ordering::Acquire) != 0 {
+            // At least one entry was pushed, so this is at least 1.
+            self.deferred_seq.load(Ordering::Acquire)
+        } else {
+            0
+        }
+    }
+
+    /// [`destroy_deferred`](Self::destroy_deferred) of `Finished::Stream`, given
+    /// [`deferred_seq_if_any`](Self::deferred_seq_if_any) at the start of the synchronisation:
+    /// one test when no join was waiting then.
     #[inline(always)]
     pub(crate) fn destroy_deferred_of(&self, stream: aclrtStream, before: u64) {
-        if self.deferred_len.load(Ordering::Acquire) != 0 {
+        if before != 0 {
             self.destroy_deferred_of_slow(stream, before);
         }
     }

@@ -378,45 +378,38 @@ impl<'s> Event<'s, Recorded> {
         if let Err(e) = self.issue_wait(stream) {
             return Err(WaitError::NotWaited(Failed::new(e, self)));
         }
-        let ctx: &'t Context<'t> = self.ctx;
-        let raw = self.raw;
         let previous_reset = self.reset_stream();
-        let _ = ManuallyDrop::new(self);
-        // The scope's state lives here, not in `Waited`: the body may `mem::forget` its
-        // `Waited`, and the reset must still be issued (E4), so `wait` itself checks it.
         let reset_stream: &'t Stream<'t> = stream;
+        // The scope owns the event while `body` runs, and its state lives here, not in
+        // `Waited`: the body may `mem::forget` its `Waited`, and the reset must still be
+        // issued (E4), so `wait` itself checks it. On a panic, `guard` issues the reset (E4),
+        // then dropping the scope releases the event (E9), so nothing leaks.
         let scope = WaitScope {
-            raw,
-            ctx,
+            event: self.into_state(reset_stream),
             reset_stream,
             previous_reset,
             others: OnceCell::new(),
             reset_issued: Cell::new(false),
         };
-        // Owns the event while `body` runs. On a panic, `guard` issues the reset (E4), then
-        // `event` releases the event (E9), so nothing leaks.
-        let event = Event {
-            raw,
-            ctx,
-            stream: reset_stream,
-            _state: PhantomData,
-        };
         let guard = ResetOnUnwind(&scope);
+        // The proof has done its work (this compiled): drop it, which ends the borrow.
         let outcome = body(Waited {
             scope: &scope,
             _brand: PhantomData,
-        });
+        })
+        .map(|ResetDone { .. }| ());
         if scope.reset_issued.get() {
             std::mem::forget(guard);
+            let event = scope.event;
             return match outcome {
-                Ok(ResetDone { .. }) => Ok(event),
+                Ok(()) => Ok(event),
                 Err(error) => Err(WaitError::Reset(Failed::new(error, event))),
             };
         }
         // The body returned early (`Err`, or a forgotten `Waited`): reset now (E4).
         let ensured = scope.reset_now_or_quiesce();
         std::mem::forget(guard);
-        finish_unreset(outcome.map(|_| ()), ensured, event)
+        finish_unreset(outcome, ensured, scope.event)
     }
 
     #[inline(always)]
@@ -531,8 +524,8 @@ type Brand<'id> = PhantomData<fn(&'id ()) -> &'id ()>;
 /// The state of one wait scope. It lives in [`Event::wait`]'s frame, not in [`Waited`], so
 /// that forgetting the `Waited` value cannot skip the reset (E4).
 struct WaitScope<'t> {
-    raw: aclrtEvent,
-    ctx: &'t Context<'t>,
+    /// The event, already in its next state (its last reset is `reset_stream`'s).
+    event: Event<'t, Reset>,
     reset_stream: &'t Stream<'t>,
     /// The stream of the event's previous reset: every wait of this scope is ordered after
     /// it, so that no wait passes on a stale flag and syncing the last resetting stream
@@ -556,13 +549,13 @@ impl WaitScope<'_> {
         self.reset_stream.mark_reset_pending();
         // Every stream is in the event's context (checked when it was used), so one binding
         // serves all the calls below (D6).
-        self.ctx.bind()?;
+        self.event.ctx.bind()?;
         if let Some(others) = self.others.get() {
             self.join_others(others, target)?;
         }
         // SAFETY: both handles are live, the stream's context is current, and the stream has
         // waited on the event (E1 order: record, wait, reset).
-        unsafe { self.ctx.api().reset_event(self.raw, target)? };
+        unsafe { self.event.ctx.api().reset_event(self.event.raw, target)? };
         self.reset_issued.set(true);
         Ok(())
     }
@@ -575,7 +568,7 @@ impl WaitScope<'_> {
         for (i, other) in others.iter().map(|s| s.as_raw()).enumerate() {
             let seen = others[..i].iter().any(|s| s.as_raw() == other);
             if other != target && !seen {
-                self.ctx.join_streams(other, target)?;
+                self.event.ctx.join_streams(other, target)?;
             }
         }
         Ok(())
@@ -598,7 +591,7 @@ impl WaitScope<'_> {
         let Err(error) = self.issue_reset() else {
             return Ok(());
         };
-        let api = self.ctx.api();
+        let api = self.event.ctx.api();
         let others = self.others.get().map(|o| o.borrow());
         let others = others.as_deref().map_or(&[][..], |o| o.as_slice());
         for &stream in std::iter::once(&self.reset_stream).chain(others) {
@@ -639,16 +632,17 @@ impl<'id, 't> Waited<'id, 't> {
     /// (E5). The stream must be in the event's context.
     pub fn also_wait(&mut self, stream: &'t Stream<'_>) -> Result<()> {
         let scope = self.scope;
-        check_stream(scope.ctx, stream)?;
+        check_stream(scope.event.ctx, stream)?;
         stream.bind()?;
-        after_reset_on(scope.ctx, scope.previous_reset, stream)?;
+        after_reset_on(scope.event.ctx, scope.previous_reset, stream)?;
         // SAFETY: both handles are live, the stream's context is current, and the event was
         // recorded before the scope began (E1).
         unsafe {
             scope
+                .event
                 .ctx
                 .api()
-                .stream_wait_event(stream.as_raw(), scope.raw)?
+                .stream_wait_event(stream.as_raw(), scope.event.raw)?
         };
         scope
             .others
@@ -660,7 +654,7 @@ impl<'id, 't> Waited<'id, 't> {
 
     /// The raw event, for tasks this crate does not wrap.
     pub fn as_raw(&self) -> aclrtEvent {
-        self.scope.raw
+        self.scope.event.raw
     }
 
     /// `aclrtResetEvent(event, stream)` on the first waiting stream (E4), ordered after every

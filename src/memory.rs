@@ -49,7 +49,7 @@
 //! # Ok::<(), ascend_typestate::Error>(())
 //! ```
 
-use std::cell::{Cell, OnceCell, RefCell};
+use std::cell::Cell;
 use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::mem::size_of;
@@ -368,32 +368,103 @@ impl<'ctx> Context<'ctx> {
         let scope = AsyncScope {
             ctx: self,
             first: Cell::new(None),
-            more: OnceCell::new(),
+            more: Cell::new(None),
             _scope: PhantomData,
             _env: PhantomData,
         };
         // As `std::thread::scope` joins: if `body` panics, the guard synchronises while the
         // panic unwinds, so the borrows never end before the tasks that use them (M1).
         let guard = SynchronizeOnUnwind(&scope);
-        let result = body(&scope);
+        // One `result`, returned on every path, so that it is built in place.
+        let mut result = body(&scope);
         std::mem::forget(guard);
-        match scope.synchronize_all() {
-            Ok(()) => result,
-            // The body's own error comes first; else the synchronisation's.
-            Err(error) => Err(first_error(result, error)),
+        if let Some(more) = scope.more.take() {
+            finish_with_more(self, scope.first.get(), more, &mut result);
+        } else if let Some(stream) = scope.first.get()
+            && let Err(error) = synchronize_used(self, stream)
+        {
+            keep_first_error(&mut result, error);
+        }
+        result
+    }
+}
+
+/// A scope's synchronisation failed: its error becomes the scope's, unless the body's own
+/// error is there already (the synchronisation's is the consequence more often than not).
+#[cold]
+#[inline(never)]
+fn keep_first_error<R>(result: &mut Result<R>, sync: Error) {
+    if result.is_ok() {
+        *result = Err(sync);
+    }
+}
+
+/// The end of a scope that used more than one stream: synchronises each, in the order of
+/// first use; returns the body's result, or the first error.
+#[cold]
+#[inline(never)]
+fn finish_with_more<R>(
+    ctx: &Context<'_>,
+    first: Option<&Stream<'_>>,
+    more: Vec<&Stream<'_>>,
+    result: &mut Result<R>,
+) {
+    for stream in first.into_iter().chain(more) {
+        if let Err(error) = synchronize_used(ctx, stream) {
+            keep_first_error(result, error);
         }
     }
 }
 
-/// The error an async scope returns when both its body and its synchronisation failed: the
-/// body's (the synchronisation's is the consequence more often than not).
+/// Synchronises one stream an async scope used (M1).
+#[inline(always)]
+fn synchronize_used(ctx: &Context<'_>, stream: &Stream<'_>) -> Result<()> {
+    // The stream is of `ctx` (checked when the scope used it): bind that, which the compiler
+    // has at hand.
+    let before = stream.sync_snapshot();
+    // The body may have made another context current on this thread (D6).
+    // SAFETY: every stream a scope used is borrowed for 'scope, so it is still live.
+    let synced = ctx
+        .bind()
+        .and_then(|()| unsafe { ctx.api().synchronize_stream(stream.as_raw()) });
+    match synced {
+        Ok(()) => {
+            stream.synchronized(before);
+            Ok(())
+        }
+        Err(error) => Err(second_chance(ctx, stream, before, error)),
+    }
+}
+
+/// A failed synchronisation: an asynchronous task's error is reported once, so a second
+/// failure means the stream did not finish, and its buffers cannot be released (M1).
+/// Returns the first error once the stream is done.
 #[cold]
 #[inline(never)]
-fn first_error<R>(body: Result<R>, sync: Error) -> Error {
-    match body {
-        Ok(_) => sync,
-        Err(error) => error,
+fn second_chance(
+    ctx: &Context<'_>,
+    stream: &Stream<'_>,
+    before: SyncSnapshot,
+    error: Error,
+) -> Error {
+    // The first failure may have been the binding: bind again before retrying (D6).
+    // SAFETY: the stream is borrowed for the scope, so it is still live.
+    let again = stream
+        .bind()
+        .and_then(|()| unsafe { ctx.api().synchronize_stream(stream.as_raw()) });
+    if again.is_err() {
+        // `writeln!` to stderr, not `eprintln!`, which panics when stderr is closed: a
+        // panic here would release the buffers (M1).
+        let _ = writeln!(
+            std::io::stderr(),
+            "ascend-typestate: stream {:?} cannot be synchronised ({error}); \
+             aborting rather than release buffers a pending copy may use (M1)",
+            stream.as_raw()
+        );
+        std::process::abort();
     }
+    stream.synchronized(before);
+    error
 }
 
 /// Synchronises a scope's streams while a panic of its body unwinds (M1).
@@ -835,7 +906,7 @@ pub struct AsyncScope<'scope, 'env: 'scope> {
     first: Cell<Option<&'scope Stream<'scope>>>,
     /// Any other streams, each once; created with the second stream, so that the usual
     /// scope neither initialises nor checks nor frees a vector.
-    more: OnceCell<RefCell<Vec<&'scope Stream<'scope>>>>,
+    more: Cell<Option<Vec<&'scope Stream<'scope>>>>,
     _scope: PhantomData<&'scope mut &'scope ()>,
     _env: PhantomData<&'env mut &'env ()>,
 }
@@ -908,10 +979,11 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
     #[cold]
     #[inline(never)]
     fn remember_another(&self, stream: &'scope Stream<'_>) {
-        let mut more = self.more.get_or_init(RefCell::default).borrow_mut();
+        let mut more = self.more.take().unwrap_or_default();
         if !more.iter().any(|s| ptr::addr_eq(*s, stream)) {
             more.push(stream);
         }
+        self.more.set(Some(more));
     }
 
     /// `aclrtMemcpyAsync` on `stream` (M1): `dst` and `src` stay borrowed until the scope has
@@ -1112,74 +1184,15 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
     /// be unsound, M1). The first error is returned.
     #[inline(always)]
     fn synchronize_all(&self) -> Result<()> {
-        let first = match self.first.get() {
-            Some(stream) => self.synchronize_used(stream),
-            None => Ok(()),
-        };
-        match self.more.get() {
-            None => first,
-            Some(more) => self.synchronize_more(more, first),
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn synchronize_more(
-        &self,
-        more: &RefCell<Vec<&'scope Stream<'scope>>>,
-        mut outcome: Result<()>,
-    ) -> Result<()> {
-        for &stream in more.borrow().iter() {
-            if let Err(error) = self.synchronize_used(stream)
+        let more = self.more.take().unwrap_or_default();
+        let mut outcome = Ok(());
+        for stream in self.first.get().into_iter().chain(more) {
+            if let Err(error) = synchronize_used(self.ctx, stream)
                 && outcome.is_ok()
             {
                 outcome = Err(error);
             }
         }
         outcome
-    }
-
-    /// One stream of [`synchronize_all`](Self::synchronize_all).
-    #[inline(always)]
-    fn synchronize_used(&self, stream: &Stream<'_>) -> Result<()> {
-        let before = stream.sync_snapshot();
-        // The body may have made another context current on this thread (D6).
-        // SAFETY: every stream used is borrowed for 'scope, so it is still live.
-        let synced = stream
-            .bind()
-            .and_then(|()| unsafe { self.ctx.api().synchronize_stream(stream.as_raw()) });
-        match synced {
-            Ok(()) => {
-                stream.synchronized(before);
-                Ok(())
-            }
-            Err(error) => Err(self.second_chance(stream, before, error)),
-        }
-    }
-
-    /// A failed synchronisation: an asynchronous task's error is reported once, so a second
-    /// failure means the stream did not finish, and its buffers cannot be released (M1).
-    /// Returns the first error once the stream is done.
-    #[cold]
-    #[inline(never)]
-    fn second_chance(&self, stream: &Stream<'_>, before: SyncSnapshot, error: Error) -> Error {
-        // The first failure may have been the binding: bind again before retrying (D6).
-        // SAFETY: the stream is borrowed for 'scope, so it is still live.
-        let again = stream
-            .bind()
-            .and_then(|()| unsafe { self.ctx.api().synchronize_stream(stream.as_raw()) });
-        if again.is_err() {
-            // `writeln!` to stderr, not `eprintln!`, which panics when stderr is closed: a
-            // panic here would release the buffers (M1).
-            let _ = writeln!(
-                std::io::stderr(),
-                "ascend-typestate: stream {:?} cannot be synchronised ({error}); \
-                 aborting rather than release buffers a pending copy may use (M1)",
-                stream.as_raw()
-            );
-            std::process::abort();
-        }
-        stream.synchronized(before);
-        error
     }
 }

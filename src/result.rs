@@ -42,10 +42,18 @@ fn check(call: &'static str, code: aclError) -> Result<()> {
     if code == 0 {
         Ok(())
     } else {
-        Err(Error::Runtime {
-            call,
-            code: AclError::from_code(code),
-        })
+        Err(runtime_error(call, code))
+    }
+}
+
+/// The error of a failed call, built out of line: a call site is then the C call, a test
+/// and a branch.
+#[cold]
+#[inline(never)]
+fn runtime_error(call: &'static str, code: aclError) -> Error {
+    Error::Runtime {
+        call,
+        code: AclError::from_code(code),
     }
 }
 
@@ -70,6 +78,7 @@ impl Api {
     // ---- Process (P1-P3) ------------------------------------------------------------------
 
     /// `aclInit(configPath)` (P1, P2). `None` passes a null path (no configuration file).
+    #[inline]
     pub fn init(&self, config: Option<&CStr>) -> Result<()> {
         let path = config.map_or(ptr::null(), CStr::as_ptr);
         // SAFETY: `path` is null or a NUL-terminated string that outlives the call.
@@ -81,12 +90,14 @@ impl Api {
     /// # Safety
     /// No handle created before (by this layer or by the typed API: an [`Acl`](crate::Acl)
     /// and everything borrowed from it) is used afterwards.
+    #[inline]
     pub unsafe fn finalize(&self) -> Result<()> {
         // SAFETY: takes no argument; the caller's contract covers the handles it invalidates.
         unsafe { call!(self, aclFinalize()) }
     }
 
     /// `aclrtSetOpWaitTimeout(seconds)` (P3): `0` means never time out.
+    #[inline]
     pub fn set_op_wait_timeout(&self, seconds: u32) -> Result<()> {
         // SAFETY: a plain integer argument, validated by the runtime.
         unsafe { call!(self, aclrtSetOpWaitTimeout(seconds)) }
@@ -95,6 +106,7 @@ impl Api {
     // ---- Device and context (D1-D6) -------------------------------------------------------
 
     /// `aclrtSetDevice(id)` (D1).
+    #[inline]
     pub fn set_device(&self, device: i32) -> Result<()> {
         // It makes the device's default context current: the typed API must rebind (D6).
         crate::context::forget_current();
@@ -107,6 +119,7 @@ impl Api {
     /// # Safety
     /// When this releases the device's last reference, no handle created on the device (by
     /// this layer or by the typed API) is used afterwards.
+    #[inline]
     pub unsafe fn reset_device(&self, device: i32) -> Result<()> {
         crate::context::forget_current();
         // SAFETY: an integer argument validated by the runtime (507007); the caller's
@@ -115,6 +128,7 @@ impl Api {
     }
 
     /// `aclrtGetDevice(&id)`: the device of the calling thread's current context.
+    #[inline]
     pub fn get_device(&self) -> Result<i32> {
         let mut device = 0;
         // SAFETY: the out-pointer is a valid, writable local.
@@ -123,6 +137,7 @@ impl Api {
     }
 
     /// `aclrtGetDeviceCount(&n)`.
+    #[inline]
     pub fn get_device_count(&self) -> Result<u32> {
         let mut count = 0;
         // SAFETY: the out-pointer is a valid, writable local.
@@ -131,6 +146,7 @@ impl Api {
     }
 
     /// `aclrtGetRunMode(&mode)`: `ACL_DEVICE` (0) on the board, `ACL_HOST` (1) with a host.
+    #[inline]
     pub fn get_run_mode(&self) -> Result<aclrtRunMode> {
         let mut mode = 0;
         // SAFETY: the out-pointer is a valid, writable local.
@@ -139,18 +155,21 @@ impl Api {
     }
 
     /// `aclrtSynchronizeDevice()` (D4): waits for all work on the current device.
+    #[inline]
     pub fn synchronize_device(&self) -> Result<()> {
         // SAFETY: takes no argument.
         unsafe { call!(self, aclrtSynchronizeDevice()) }
     }
 
     /// `aclrtSynchronizeDeviceWithTimeout(ms)` (D4; `-1` forever, `> 0` ms). Optional symbol.
+    #[inline]
     pub fn synchronize_device_with_timeout(&self, timeout_ms: i32) -> Result<()> {
         // SAFETY: a plain integer argument, validated by the runtime.
         unsafe { call_optional!(self, aclrtSynchronizeDeviceWithTimeout(timeout_ms)) }
     }
 
     /// `aclrtCreateContext(&ctx, id)` (D2): creates a context and makes it current.
+    #[inline]
     pub fn create_context(&self, device: i32) -> Result<aclrtContext> {
         // The new context becomes current: the typed API must rebind (D6).
         crate::context::forget_current();
@@ -165,6 +184,7 @@ impl Api {
     /// # Safety
     /// `context` came from [`create_context`](Self::create_context), is not destroyed yet,
     /// and nothing created in it is used afterwards.
+    #[inline]
     pub unsafe fn destroy_context(&self, context: aclrtContext) -> Result<()> {
         crate::context::forget_current();
         // SAFETY: the caller's contract.
@@ -175,6 +195,7 @@ impl Api {
     ///
     /// # Safety
     /// `context` is a live context handle.
+    #[inline]
     pub unsafe fn set_current_context(&self, context: aclrtContext) -> Result<()> {
         crate::context::forget_current();
         // SAFETY: the caller's contract.
@@ -182,6 +203,7 @@ impl Api {
     }
 
     /// `aclrtGetCurrentContext(&ctx)` (D6).
+    #[inline]
     pub fn get_current_context(&self) -> Result<aclrtContext> {
         let mut context = ptr::null_mut();
         // SAFETY: the out-pointer is a valid, writable local.
@@ -192,6 +214,7 @@ impl Api {
     // ---- Stream (S1-S4) -------------------------------------------------------------------
 
     /// `aclrtCreateStream(&s)`: a stream in the calling thread's current context (D2).
+    #[inline]
     pub fn create_stream(&self) -> Result<aclrtStream> {
         let mut stream = ptr::null_mut();
         // SAFETY: the out-pointer is a valid, writable local.
@@ -203,6 +226,7 @@ impl Api {
     ///
     /// # Safety
     /// `stream` is live, its context is current, and it is not used afterwards.
+    #[inline]
     pub unsafe fn destroy_stream(&self, stream: aclrtStream) -> Result<()> {
         // SAFETY: the caller's contract.
         unsafe { call!(self, aclrtDestroyStream(stream)) }
@@ -212,6 +236,7 @@ impl Api {
     ///
     /// # Safety
     /// `stream` is a live stream handle (or null: the default stream).
+    #[inline]
     pub unsafe fn synchronize_stream(&self, stream: aclrtStream) -> Result<()> {
         // SAFETY: the caller's contract.
         unsafe { call!(self, aclrtSynchronizeStream(stream)) }
@@ -221,6 +246,7 @@ impl Api {
     ///
     /// # Safety
     /// As [`synchronize_stream`](Self::synchronize_stream).
+    #[inline]
     pub unsafe fn synchronize_stream_with_timeout(
         &self,
         stream: aclrtStream,
@@ -234,6 +260,7 @@ impl Api {
     ///
     /// # Safety
     /// Both handles are live; `stream` is in the current context.
+    #[inline]
     pub unsafe fn stream_wait_event(&self, stream: aclrtStream, event: aclrtEvent) -> Result<()> {
         // SAFETY: the caller's contract.
         unsafe { call!(self, aclrtStreamWaitEvent(stream, event)) }
@@ -242,6 +269,7 @@ impl Api {
     // ---- Event (E1-E9) --------------------------------------------------------------------
 
     /// `aclrtCreateEvent(&e)`.
+    #[inline]
     pub fn create_event(&self) -> Result<aclrtEvent> {
         let mut event = ptr::null_mut();
         // SAFETY: the out-pointer is a valid, writable local.
@@ -250,6 +278,7 @@ impl Api {
     }
 
     /// `aclrtCreateEventWithFlag(&e, flags)` (E7).
+    #[inline]
     pub fn create_event_with_flag(&self, flags: u32) -> Result<aclrtEvent> {
         let mut event = ptr::null_mut();
         // SAFETY: the out-pointer is a valid, writable local.
@@ -261,6 +290,7 @@ impl Api {
     ///
     /// # Safety
     /// `event` is live, no issued task still refers to it, and it is not used afterwards.
+    #[inline]
     pub unsafe fn destroy_event(&self, event: aclrtEvent) -> Result<()> {
         // SAFETY: the caller's contract.
         unsafe { call!(self, aclrtDestroyEvent(event)) }
@@ -270,6 +300,7 @@ impl Api {
     ///
     /// # Safety
     /// Both handles are live; `stream` is in the current context.
+    #[inline]
     pub unsafe fn record_event(&self, event: aclrtEvent, stream: aclrtStream) -> Result<()> {
         // SAFETY: the caller's contract.
         unsafe { call!(self, aclrtRecordEvent(event, stream)) }
@@ -279,6 +310,7 @@ impl Api {
     ///
     /// # Safety
     /// Both handles are live; `stream` is in the current context.
+    #[inline]
     pub unsafe fn reset_event(&self, event: aclrtEvent, stream: aclrtStream) -> Result<()> {
         // SAFETY: the caller's contract.
         unsafe { call!(self, aclrtResetEvent(event, stream)) }
@@ -288,6 +320,7 @@ impl Api {
     ///
     /// # Safety
     /// `event` is live.
+    #[inline]
     pub unsafe fn query_event_status(&self, event: aclrtEvent) -> Result<bool> {
         let mut status: aclrtEventRecordedStatus = 0;
         // SAFETY: the caller's contract; the out-pointer is a valid local.
@@ -299,6 +332,7 @@ impl Api {
     ///
     /// # Safety
     /// `event` is live.
+    #[inline]
     pub unsafe fn synchronize_event(&self, event: aclrtEvent) -> Result<()> {
         // SAFETY: the caller's contract.
         unsafe { call!(self, aclrtSynchronizeEvent(event)) }
@@ -308,6 +342,7 @@ impl Api {
     ///
     /// # Safety
     /// `event` is live.
+    #[inline]
     pub unsafe fn synchronize_event_with_timeout(
         &self,
         event: aclrtEvent,
@@ -321,6 +356,7 @@ impl Api {
     ///
     /// # Safety
     /// Both events are live.
+    #[inline]
     pub unsafe fn event_elapsed_time(&self, start: aclrtEvent, end: aclrtEvent) -> Result<f32> {
         let mut ms = 0.0f32;
         // SAFETY: the caller's contract; the out-pointer is a valid local.
@@ -335,6 +371,7 @@ impl Api {
     /// # Safety
     /// `stream` is live; `thread_id` is the `pthread_self()` of a thread that calls
     /// [`process_report`](Self::process_report) until it unsubscribes.
+    #[inline]
     pub unsafe fn subscribe_report(&self, thread_id: u64, stream: aclrtStream) -> Result<()> {
         // SAFETY: the caller's contract.
         unsafe { call!(self, aclrtSubscribeReport(thread_id, stream)) }
@@ -345,6 +382,7 @@ impl Api {
     /// # Safety
     /// `stream` is live; `callback` may be called once with `user_data` on the subscribed
     /// thread, at any later time, and `user_data` stays valid until then.
+    #[inline]
     pub unsafe fn launch_callback(
         &self,
         callback: aclrtCallback,
@@ -362,6 +400,7 @@ impl Api {
     }
 
     /// `aclrtProcessReport(t)` (C6: `-1` forever, `> 0` ms): runs one pending callback.
+    #[inline]
     pub fn process_report(&self, timeout_ms: i32) -> Result<()> {
         // SAFETY: an integer argument; the callbacks it runs were launched under
         // `launch_callback`'s contract.
@@ -372,6 +411,7 @@ impl Api {
     ///
     /// # Safety
     /// `stream` is live.
+    #[inline]
     pub unsafe fn unsubscribe_report(&self, thread_id: u64, stream: aclrtStream) -> Result<()> {
         // SAFETY: the caller's contract.
         unsafe { call!(self, aclrtUnSubscribeReport(thread_id, stream)) }
@@ -380,6 +420,7 @@ impl Api {
     // ---- Memory (M1, M2) ------------------------------------------------------------------
 
     /// `aclrtMalloc(&p, size, policy)`: device memory.
+    #[inline]
     pub fn malloc(&self, size: usize, policy: aclrtMemMallocPolicy) -> Result<*mut c_void> {
         let mut pointer = ptr::null_mut();
         // SAFETY: the out-pointer is a valid, writable local.
@@ -392,12 +433,14 @@ impl Api {
     /// # Safety
     /// `pointer` came from [`malloc`](Self::malloc), no pending task uses it, and it is not
     /// used afterwards.
+    #[inline]
     pub unsafe fn free(&self, pointer: *mut c_void) -> Result<()> {
         // SAFETY: the caller's contract.
         unsafe { call!(self, aclrtFree(pointer)) }
     }
 
     /// `aclrtMallocHost(&p, size)`: page-locked host memory.
+    #[inline]
     pub fn malloc_host(&self, size: usize) -> Result<*mut c_void> {
         let mut pointer = ptr::null_mut();
         // SAFETY: the out-pointer is a valid, writable local.
@@ -409,6 +452,7 @@ impl Api {
     ///
     /// # Safety
     /// As [`free`](Self::free), for memory from [`malloc_host`](Self::malloc_host).
+    #[inline]
     pub unsafe fn free_host(&self, pointer: *mut c_void) -> Result<()> {
         // SAFETY: the caller's contract.
         unsafe { call!(self, aclrtFreeHost(pointer)) }
@@ -419,6 +463,7 @@ impl Api {
     /// # Safety
     /// `dst` is valid for `dest_max` bytes and `src` for `count` bytes, where `kind` says they
     /// live; `count <= dest_max`.
+    #[inline]
     pub unsafe fn memcpy(
         &self,
         dst: *mut c_void,
@@ -436,6 +481,7 @@ impl Api {
     /// # Safety
     /// As [`memcpy`](Self::memcpy), and both buffers stay valid (the source unmodified, the
     /// destination unread) until `stream` has passed the copy.
+    #[inline]
     pub unsafe fn memcpy_async(
         &self,
         dst: *mut c_void,
@@ -458,6 +504,7 @@ impl Api {
     ///
     /// # Safety
     /// `pointer` is valid for `max_count` bytes; `count <= max_count`.
+    #[inline]
     pub unsafe fn memset(
         &self,
         pointer: *mut c_void,
@@ -474,6 +521,7 @@ impl Api {
     /// # Safety
     /// As [`memset`](Self::memset), and the memory stays valid and unread until `stream` has
     /// passed the task.
+    #[inline]
     pub unsafe fn memset_async(
         &self,
         pointer: *mut c_void,

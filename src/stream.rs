@@ -12,6 +12,8 @@ use crate::sys::aclrtStream;
 #[derive(Clone, Copy)]
 pub(crate) struct SyncSnapshot {
     resets: u32,
+    /// The next join event's sequence number, or 0 if the context had none waiting (then
+    /// none of those issued before can be done, and the check after the sync is one test).
     deferred: u64,
 }
 
@@ -108,11 +110,14 @@ impl<'ctx> Stream<'ctx> {
     /// and returns the errors of its asynchronous tasks (a timed-out wait, P3).
     #[inline]
     pub fn synchronize(&self) -> Result<()> {
-        self.bind()?;
+        // Fields read once: the runtime call in between could (as far as the compiler knows)
+        // change them, which would make it load them again.
+        let (ctx, raw) = (self.ctx, self.raw);
+        ctx.bind()?;
         let before = self.sync_snapshot();
-        // SAFETY: `self.raw` is live for as long as `self`.
-        unsafe { self.ctx.api().synchronize_stream(self.raw)? };
-        self.synchronized(before);
+        // SAFETY: `raw` is live for as long as `self`.
+        unsafe { ctx.api().synchronize_stream(raw)? };
+        self.synchronized_at(ctx, raw, before);
         Ok(())
     }
 
@@ -131,21 +136,29 @@ impl<'ctx> Stream<'ctx> {
         Ok(())
     }
 
-    /// What a synchronisation starting now will have covered once it returns.
-    #[inline]
+    /// What a synchronisation starting now will have covered once it returns: the resets
+    /// issued so far, and (only if the context has any join events waiting) the sequence
+    /// number of the next one.
+    #[inline(always)]
     pub(crate) fn sync_snapshot(&self) -> SyncSnapshot {
         SyncSnapshot {
             resets: self.resets_issued.load(Ordering::Acquire),
-            deferred: self.ctx.deferred_seq(),
+            deferred: self.ctx.deferred_seq_if_any(),
         }
     }
 
     /// A synchronisation that began at `before` succeeded: the resets and the join events
     /// issued until then are done (the latter are destroyed, E9).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn synchronized(&self, before: SyncSnapshot) {
+        self.synchronized_at(self.ctx, self.raw, before);
+    }
+
+    /// [`synchronized`](Self::synchronized) with the fields already at hand.
+    #[inline(always)]
+    fn synchronized_at(&self, ctx: &Context<'_>, raw: aclrtStream, before: SyncSnapshot) {
         self.resets_synced.store(before.resets, Ordering::Release);
-        self.ctx.destroy_deferred_of(self.raw, before.deferred);
+        ctx.destroy_deferred_of(raw, before.deferred);
     }
 
     #[inline(always)]
