@@ -110,14 +110,11 @@ impl<'ctx> Stream<'ctx> {
     /// and returns the errors of its asynchronous tasks (a timed-out wait, P3).
     #[inline]
     pub fn synchronize(&self) -> Result<()> {
-        // Fields read once: the runtime call in between could (as far as the compiler knows)
-        // change them, which would make it load them again.
-        let (ctx, raw) = (self.ctx, self.raw);
-        ctx.bind()?;
+        self.bind()?;
         let before = self.sync_snapshot();
-        // SAFETY: `raw` is live for as long as `self`.
-        unsafe { ctx.api().synchronize_stream(raw)? };
-        self.synchronized_at(ctx, raw, before);
+        // SAFETY: `self.raw` is live for as long as `self`.
+        unsafe { self.ctx.api().synchronize_stream(self.raw)? };
+        self.synchronized(before);
         Ok(())
     }
 
@@ -151,14 +148,8 @@ impl<'ctx> Stream<'ctx> {
     /// issued until then are done (the latter are destroyed, E9).
     #[inline(always)]
     pub(crate) fn synchronized(&self, before: SyncSnapshot) {
-        self.synchronized_at(self.ctx, self.raw, before);
-    }
-
-    /// [`synchronized`](Self::synchronized) with the fields already at hand.
-    #[inline(always)]
-    fn synchronized_at(&self, ctx: &Context<'_>, raw: aclrtStream, before: SyncSnapshot) {
         self.resets_synced.store(before.resets, Ordering::Release);
-        ctx.destroy_deferred_of(raw, before.deferred);
+        self.ctx.destroy_deferred_of(self.raw, before.deferred);
     }
 
     #[inline(always)]
