@@ -52,7 +52,7 @@
 use std::cell::Cell;
 use std::ffi::c_void;
 use std::marker::PhantomData;
-use std::mem::size_of;
+use std::mem::{ManuallyDrop, size_of};
 use std::ops::{Bound, Deref, DerefMut, RangeBounds};
 use std::ptr::{self, NonNull};
 
@@ -357,6 +357,10 @@ impl<'ctx> Context<'ctx> {
     /// scope synchronises every stream it used before returning, whether `body` returned
     /// `Ok`, `Err` or panicked.
     ///
+    /// Errors: the body's, if it returned one (a synchronisation error after it, rarer and
+    /// usually its consequence, goes to the [drop-error handler](crate::set_drop_error_handler):
+    /// never lost); else the first synchronisation error (an asynchronous task failed, P3).
+    ///
     /// If a stream cannot be synchronised (the runtime reports an error twice in a row, so
     /// its tasks may still be running), the process aborts rather than release memory a copy
     /// may still write: that is the one failure soundness cannot recover from.
@@ -368,52 +372,47 @@ impl<'ctx> Context<'ctx> {
         let scope = AsyncScope {
             ctx: self,
             first: Cell::new(None),
-            more: Cell::new(None),
+            more: ManuallyDrop::new(Cell::new(None)),
             _scope: PhantomData,
             _env: PhantomData,
         };
         // As `std::thread::scope` joins: if `body` panics, the guard synchronises while the
         // panic unwinds, so the borrows never end before the tasks that use them (M1).
         let guard = SynchronizeOnUnwind(&scope);
-        // One `result`, returned on every path, so that it is built in place.
-        let mut result = body(&scope);
+        let outcome = body(&scope);
         std::mem::forget(guard);
+        let value = match outcome {
+            Ok(value) => value,
+            // The body's own error comes first; the synchronisation's is reported.
+            Err(error) => return Err(scope.end_after_error(error)),
+        };
         if let Some(more) = scope.more.take() {
-            finish_with_more(self, scope.first.get(), more, &mut result);
-        } else if let Some(stream) = scope.first.get()
-            && let Err(error) = synchronize_used(self, stream)
-        {
-            keep_first_error(&mut result, error);
+            synchronize_streams(self, scope.first.get(), *more)?;
+        } else if let Some(stream) = scope.first.get() {
+            synchronize_used(self, stream)?;
         }
-        result
+        Ok(value)
     }
 }
 
-/// A scope's synchronisation failed: its error becomes the scope's, unless the body's own
-/// error is there already (the synchronisation's is the consequence more often than not).
+/// Synchronises `first` and `more`, each until the runtime reports success (M1); returns
+/// the first error.
 #[cold]
 #[inline(never)]
-fn keep_first_error<R>(result: &mut Result<R>, sync: Error) {
-    if result.is_ok() {
-        *result = Err(sync);
-    }
-}
-
-/// The end of a scope that used more than one stream: synchronises each, in the order of
-/// first use; returns the body's result, or the first error.
-#[cold]
-#[inline(never)]
-fn finish_with_more<R>(
+fn synchronize_streams(
     ctx: &Context<'_>,
     first: Option<&Stream<'_>>,
     more: Vec<&Stream<'_>>,
-    result: &mut Result<R>,
-) {
+) -> Result<()> {
+    let mut outcome = Ok(());
     for stream in first.into_iter().chain(more) {
-        if let Err(error) = synchronize_used(ctx, stream) {
-            keep_first_error(result, error);
+        if let Err(error) = synchronize_used(ctx, stream)
+            && outcome.is_ok()
+        {
+            outcome = Err(error);
         }
     }
+    outcome
 }
 
 /// Synchronises one stream an async scope used (M1).
@@ -906,7 +905,9 @@ pub struct AsyncScope<'scope, 'env: 'scope> {
     first: Cell<Option<&'scope Stream<'scope>>>,
     /// Any other streams, each once; created with the second stream, so that the usual
     /// scope neither initialises nor checks nor frees a vector.
-    more: Cell<Option<Vec<&'scope Stream<'scope>>>>,
+    /// (`ManuallyDrop`: taken, and freed, on every way out of the scope: its end, or the
+    /// guard's synchronisation while a panic unwinds; no check for it at the usual end.)
+    more: ManuallyDrop<Cell<Option<Box<Vec<&'scope Stream<'scope>>>>>>,
     _scope: PhantomData<&'scope mut &'scope ()>,
     _env: PhantomData<&'env mut &'env ()>,
 }
@@ -979,6 +980,7 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
     #[cold]
     #[inline(never)]
     fn remember_another(&self, stream: &'scope Stream<'_>) {
+        // Boxed: one word in the scope, null (tested once at the end) in the usual scope.
         let mut more = self.more.take().unwrap_or_default();
         if !more.iter().any(|s| ptr::addr_eq(*s, stream)) {
             more.push(stream);
@@ -1184,15 +1186,19 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
     /// be unsound, M1). The first error is returned.
     #[inline(always)]
     fn synchronize_all(&self) -> Result<()> {
-        let more = self.more.take().unwrap_or_default();
-        let mut outcome = Ok(());
-        for stream in self.first.get().into_iter().chain(more) {
-            if let Err(error) = synchronize_used(self.ctx, stream)
-                && outcome.is_ok()
-            {
-                outcome = Err(error);
-            }
-        }
-        outcome
+        let more = self.more.take().map_or_else(Vec::new, |more| *more);
+        synchronize_streams(self.ctx, self.first.get(), more)
+    }
+
+    /// The end of a scope whose body returned `error`: synchronises its streams all the same
+    /// (M1), reports a synchronisation error (the body's comes first), returns `error`.
+    #[cold]
+    #[inline(never)]
+    fn end_after_error(&self, error: Error) -> Error {
+        report_drop_error(
+            "async scope (synchronize after an error)",
+            self.synchronize_all(),
+        );
+        error
     }
 }

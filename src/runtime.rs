@@ -296,14 +296,23 @@ fn default_drop_error_handler(what: &'static str, error: &Error) {
 
 static DROP_ERROR_HANDLER: RwLock<DropErrorHandler> = RwLock::new(default_drop_error_handler);
 
-/// Sets what happens to an error raised by a `Drop` fallback (a stream dropped without
-/// `destroy`, ...). The default prints it to stderr; it is never silently discarded.
-/// Prefer the explicit, fallible `destroy`/`finalize` methods, which return the error.
-pub fn set_drop_error_handler(handler: DropErrorHandler) {
+/// Sets what happens to an error raised where no caller can receive it: a `Drop` fallback
+/// (a stream dropped without `destroy`, ...), or an async scope's synchronisation after its
+/// body already returned an error. The default prints it to stderr; it is never silently
+/// discarded. Prefer the explicit, fallible `destroy`/`finalize` methods, which return the
+/// error. Returns the previous handler, so that it can be put back.
+///
+/// ```
+/// fn count(_what: &'static str, _error: &ascend_typestate::Error) { /* e.g. a metric */ }
+/// let previous = ascend_typestate::set_drop_error_handler(count);
+/// // ...
+/// ascend_typestate::set_drop_error_handler(previous);
+/// ```
+pub fn set_drop_error_handler(handler: DropErrorHandler) -> DropErrorHandler {
     let mut slot = DROP_ERROR_HANDLER
         .write()
         .unwrap_or_else(|p| p.into_inner());
-    *slot = handler;
+    std::mem::replace(&mut *slot, handler)
 }
 
 pub(crate) fn report_drop_error(what: &'static str, result: Result<()>) {

@@ -305,3 +305,72 @@ fn a_scope_body_that_makes_another_context_current_is_still_synchronised_d6_m1()
     }
     assert_no_findings(&session.finish());
 }
+
+static REPORTED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+fn record_report(what: &'static str, error: &Error) {
+    REPORTED
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(format!("{what}: {error}"));
+}
+
+#[test]
+fn a_failed_task_surfaces_at_the_scope_end_and_nothing_is_lost_p3_m1() {
+    let session = Session::start();
+    {
+        session.acl().set_op_wait_timeout(1).unwrap();
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let (s1, s2, s3) = (
+            ctx.create_stream().unwrap(),
+            ctx.create_stream().unwrap(),
+            ctx.create_stream().unwrap(),
+        );
+        // s2 and s3 wait on an event s1 records after 1.5 s: both waits time out (1 s), and
+        // each stream's next synchronisation reports it (P3).
+        session.sim.sleep_kernel(s1.as_raw(), 1_500_000);
+        let event = ctx.create_event().unwrap().record(&s1).unwrap();
+        let event = event
+            .wait(&s2, |mut waited| {
+                waited.also_wait(&s3)?;
+                waited.reset()
+            })
+            .unwrap();
+        let host = [1u8; 64];
+        let (mut a, mut b) = (
+            ctx.alloc::<u8>(64, MallocPolicy::HugeFirst).unwrap(),
+            ctx.alloc::<u8>(64, MallocPolicy::HugeFirst).unwrap(),
+        );
+        // The body succeeds: the scope returns the synchronisation's error.
+        let err = ctx
+            .async_scope(|scope| scope.copy(&s2, &mut a, &host[..]).map(drop))
+            .unwrap_err();
+        assert_eq!(
+            err.code(),
+            Some(ascend_typestate::AclError::RtWaitTimeout),
+            "{err}"
+        );
+        // The body fails: its error is returned, the synchronisation's goes to the handler.
+        let previous = ascend_typestate::set_drop_error_handler(record_report);
+        let err = ctx
+            .async_scope(|scope| {
+                scope.copy(&s3, &mut b, &host[..])?;
+                Err::<(), _>(Error::InvalidArgument("the body's own error"))
+            })
+            .unwrap_err();
+        ascend_typestate::set_drop_error_handler(previous);
+        assert!(
+            matches!(err, Error::InvalidArgument("the body's own error")),
+            "{err}"
+        );
+        let reported = std::mem::take(&mut *REPORTED.lock().unwrap());
+        assert_eq!(reported.len(), 1, "{reported:?}");
+        assert!(reported[0].starts_with("async scope"), "{reported:?}");
+        assert!(reported[0].contains("WAIT_TIMEOUT"), "{reported:?}");
+        s1.synchronize().unwrap();
+        event.destroy().unwrap();
+        session.acl().set_op_wait_timeout(0).unwrap();
+    }
+    assert_no_findings(&session.finish());
+}
