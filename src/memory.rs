@@ -387,7 +387,7 @@ impl<'ctx> Context<'ctx> {
             Err(error) => return Err(scope.end_after_error(error)),
         };
         if let Some(more) = scope.more.take() {
-            synchronize_streams(self, scope.first.get(), *more)?;
+            synchronize_streams(self, scope.first.get(), more)?;
         } else if let Some(stream) = scope.first.get() {
             synchronize_used(self, stream)?;
         }
@@ -907,7 +907,7 @@ pub struct AsyncScope<'scope, 'env: 'scope> {
     /// scope neither initialises nor checks nor frees a vector.
     /// (`ManuallyDrop`: taken, and freed, on every way out of the scope: its end, or the
     /// guard's synchronisation while a panic unwinds; no check for it at the usual end.)
-    more: ManuallyDrop<Cell<Option<Box<Vec<&'scope Stream<'scope>>>>>>,
+    more: ManuallyDrop<Cell<Option<Vec<&'scope Stream<'scope>>>>>,
     _scope: PhantomData<&'scope mut &'scope ()>,
     _env: PhantomData<&'env mut &'env ()>,
 }
@@ -980,7 +980,6 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
     #[cold]
     #[inline(never)]
     fn remember_another(&self, stream: &'scope Stream<'_>) {
-        // Boxed: one word in the scope, null (tested once at the end) in the usual scope.
         let mut more = self.more.take().unwrap_or_default();
         if !more.iter().any(|s| ptr::addr_eq(*s, stream)) {
             more.push(stream);
@@ -1186,7 +1185,7 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
     /// be unsound, M1). The first error is returned.
     #[inline(always)]
     fn synchronize_all(&self) -> Result<()> {
-        let more = self.more.take().map_or_else(Vec::new, |more| *more);
+        let more = self.more.take().unwrap_or_default();
         synchronize_streams(self.ctx, self.first.get(), more)
     }
 
