@@ -2,23 +2,40 @@
 # Instruction counts (Ir) of the typed API against raw calls, on the simulator (issue 7).
 #
 # Builds benches/callgrind_typed.rs and benches/callgrind_raw.rs in the bench profile
-# (release), runs each workload under `valgrind --tool=callgrind` with collection switched on
-# only inside the function that does the N cycles (--toggle-collect=typed_events etc.), one
-# output file per thread (--separate-threads=yes), and prints the host thread's Ir: the
-# simulator's worker threads never enter those functions, so they count 0. Setup, teardown
-# and one warm-up cycle are outside the counted function.
+# (release) and runs each workload under `valgrind --tool=callgrind`, twice over:
 #
-# Usage: scripts/callgrind.sh [N]       (default N=1000 cycles per workload)
+# 1. Host thread: collection switched on only inside the function that runs the N cycles
+#    (--toggle-collect=typed_events etc.), one output file per thread; the host thread's
+#    file is read (the simulator's worker threads never enter those functions). Setup,
+#    teardown and the warm-up cycle are outside the counted function.
+# 2. Whole program: every thread counted from the start, once with N and once with 2N
+#    cycles; the difference over N is the per-cycle cost of the whole program (setup,
+#    teardown and warm-up cancel out), the simulator's worker threads included.
+#
+# Each count is split by object: the bench executable's own instructions (the typed API's
+# code, or the raw calls', both compiled into it) and the runtime's (the simulator, libc,
+# the loader). The ratio "with identical simulator work" adds the raw program's runtime
+# instructions to both sides; "measured" divides the totals as counted, which also differ
+# by the simulator's own run-to-run variation (how often a thread blocks or wakes).
+#
+# Usage: scripts/callgrind.sh [--check] [N]   (default N=1000 cycles per workload)
+#        --check: exit 1 if a whole-program ratio with identical simulator work exceeds
+#        1.01 (issue 7's goal), so that CI catches a change that costs instructions.
 # Env:   CARGO_TARGET_DIR               (default <repo>/target)
 #        CALLGRIND_RUNS=2               how many times to run everything (stability)
 #
-# Variants: typed = the typed API; raw+join = raw calls issuing exactly the typed API's
-# runtime calls (including the join event it inserts before re-recording an event, see
-# src/event.rs); raw = what a C programmer writes (no join). The library's own cost is
-# typed / raw+join; typed / raw adds the extra join's runtime calls.
+# Variants: typed = the typed API; raw = what a C programmer writes; raw+join = raw calls
+# that also issue the join event the typed API inserts before re-recording an event whose
+# last reset on another stream may be pending (src/event.rs; skipped once that stream has
+# been synchronised, as in this loop).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
+check=0
+if [ "${1:-}" = --check ]; then
+  check=1
+  shift
+fi
 n="${1:-1000}"
 runs="${CALLGRIND_RUNS:-2}"
 command -v valgrind >/dev/null || { echo "callgrind.sh: valgrind is not installed (apt-get install valgrind)" >&2; exit 1; }
@@ -38,23 +55,11 @@ raw="$(exe callgrind_raw)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-# ir NAME EXE ARGS...: "lib runtime" Ir of the host thread (file -01) of one callgrind run:
-# lib = instructions of the bench executable itself (the typed API or the raw calls, both
-# compiled into it), runtime = everything it called into (the simulator, libc, the loader).
-ir() {
-  local name="$1" exe="$2"
-  shift
-  valgrind --tool=callgrind --separate-threads=yes --collect-atstart=no \
-    --compress-strings=no --compress-pos=no \
-    --toggle-collect=typed_events --toggle-collect=typed_copies \
-    --toggle-collect=raw_events --toggle-collect=raw_copies \
-    --callgrind-out-file="$work/$name" "$@" >"$work/$name.log" 2>&1 \
-    || { echo "callgrind.sh: $name failed:" >&2; cat "$work/$name.log" >&2; exit 1; }
-  local others
-  others="$(cat "$work/$name"-* | awk '/^summary:/ {s += $2} END {print s}')"
-  # Self cost per object: a cost line belongs to the object of the last `fn=`; the line
-  # after `calls=` is the inclusive cost of a call, not the caller's own.
-  awk -v exe="$exe" -v all="$others" '
+# split FILE EXE: "lib runtime" self Ir of one callgrind output file. A cost line belongs to
+# the object of the last `fn=`; the line after `calls=` is the inclusive cost of a call, not
+# the caller's own.
+split() {
+  awk -v exe="$2" '
     /^ob=/ { ob = substr($0, 4); next }
     /^fn=/ { fob = ob; next }
     /^calls=/ { skip = 1; next }
@@ -65,10 +70,37 @@ ir() {
     }
     /^summary:/ { total = $2 }
     END {
-      if (lib + rt != total) { print "callgrind.sh: self costs do not add up" > "/dev/stderr"; exit 1 }
-      if (all != total) print "callgrind.sh: note: other threads counted " all - total " Ir" > "/dev/stderr"
-      print lib, rt
-    }' "$work/$name-01"
+      if (lib + rt != total) { print "callgrind.sh: self costs do not add up in " FILENAME > "/dev/stderr"; exit 1 }
+      print lib + 0, rt + 0
+    }' "$1"
+}
+
+# host NAME EXE ARGS...: "lib runtime" Ir of the host thread inside the counted function.
+host() {
+  local name="$1" exe="$2"
+  shift
+  valgrind --tool=callgrind --separate-threads=yes --collect-atstart=no \
+    --compress-strings=no --compress-pos=no \
+    --toggle-collect=typed_events --toggle-collect=typed_copies \
+    --toggle-collect=raw_events --toggle-collect=raw_copies \
+    --callgrind-out-file="$work/$name" "$@" >"$work/$name.log" 2>&1 \
+    || { echo "callgrind.sh: $name failed:" >&2; cat "$work/$name.log" >&2; exit 1; }
+  split "$work/$name-01" "$exe"
+}
+
+# whole NAME EXE WORKLOAD [VARIANT]: "lib runtime" Ir per cycle of the whole program, all
+# threads, from runs of N and 2N cycles.
+whole() {
+  local name="$1" exe="$2" workload="$3" variant="${4:-}" k
+  for k in 1 2; do
+    valgrind --tool=callgrind --separate-threads=no --compress-strings=no --compress-pos=no \
+      --callgrind-out-file="$work/$name-$k" "$exe" "$workload" "$((k * n))" $variant \
+      >"$work/$name-$k.log" 2>&1 \
+      || { echo "callgrind.sh: $name failed:" >&2; cat "$work/$name-$k.log" >&2; exit 1; }
+  done
+  read -r l1 r1 < <(split "$work/$name-1" "$exe")
+  read -r l2 r2 < <(split "$work/$name-2" "$exe")
+  echo "$((l2 - l1)) $((r2 - r1))"
 }
 
 per() { awk -v a="$1" -v n="$n" 'BEGIN {printf "%.0f", a / n}'; }
@@ -76,33 +108,63 @@ per() { awk -v a="$1" -v n="$n" 'BEGIN {printf "%.0f", a / n}'; }
 ratio() { awk -v t="$1" -v r="$2" -v w="$3" 'BEGIN {printf "%.4f", (t + w) / (r + w)}'; }
 total_ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.4f", a / b}'; }
 
-echo "N=$n cycles per workload; Ir of the host thread inside the counted function, per cycle"
-printf '%-4s %-7s %8s %8s %8s %9s %9s %10s %10s %10s\n' run work 'typed' 'raw' 'raw+join' \
-  'rt(typed)' 'rt(raw)' 'same-rt' 'measured' 'vs raw+j'
+worst=0
+row() { # run work typed_lib typed_rt raw_lib raw_rt
+  last="$(ratio "$3" "$5" "$6")"
+  printf '%-4s %-7s %8s %8s %9s %9s %10s %10s\n' "$1" "$2" "$(per "$3")" "$(per "$5")" \
+    "$(per "$4")" "$(per "$6")" "$(ratio "$3" "$5" "$6")" "$(total_ratio "$(($3 + $4))" "$(($5 + $6))")"
+}
+header() {
+  printf '%-4s %-7s %8s %8s %9s %9s %10s %10s\n' run work typed raw 'rt(typed)' 'rt(raw)' \
+    'same-rt' measured
+}
+
+echo "N=$n cycles per workload; Ir per cycle. typed, raw: the bench executable's own code;"
+echo "rt(..): the runtime's (simulator, libc). same-rt: (typed + rt(raw)) / (raw + rt(raw))."
+echo
+echo "Host thread, inside the counted function:"
+header
+joins=()
 for run in $(seq 1 "$runs"); do
   for w in events copies; do
-    read -r tl tr < <(ir "t-$w-$run" "$typed" "$w" "$n")
+    read -r tl tr < <(host "t-$w-$run" "$typed" "$w" "$n")
     if [ "$w" = events ]; then
-      read -r ml mr < <(ir "m-$w-$run" "$raw" "$w" "$n" minimal)
-      read -r jl jr < <(ir "j-$w-$run" "$raw" "$w" "$n" join)
+      read -r ml mr < <(host "m-$w-$run" "$raw" "$w" "$n" minimal)
+      read -r jl jr < <(host "j-$w-$run" "$raw" "$w" "$n" join)
+      joins+=("$run $(per "$jl") $(per "$jr") $(total_ratio "$((tl + tr))" "$((jl + jr))")")
     else
-      # Copies need no join: raw+join and raw are the same program.
-      read -r ml mr < <(ir "m-$w-$run" "$raw" "$w" "$n")
-      jl="$ml"
-      jr="$mr"
+      read -r ml mr < <(host "m-$w-$run" "$raw" "$w" "$n")
     fi
-    printf '%-4s %-7s %8s %8s %8s %9s %9s %10s %10s %10s\n' "$run" "$w" \
-      "$(per "$tl")" "$(per "$ml")" "$(per "$jl")" "$(per "$tr")" "$(per "$mr")" \
-      "$(ratio "$tl" "$ml" "$mr")" "$(total_ratio "$((tl + tr))" "$((ml + mr))")" \
-      "$(total_ratio "$((tl + tr))" "$((jl + jr))")"
+    row "$run" "$w" "$tl" "$tr" "$ml" "$mr"
   done
 done
-cat <<'EOF'
-typed, raw, raw+join: the bench executable's own instructions per cycle (the typed API's
-  code, or the raw calls' code). rt(..): the runtime's (simulator, libc) per cycle.
-same-rt: (typed + rt(raw)) / (raw + rt(raw)): the typed program with exactly the simulator
-  work of the raw one (the issue's "identical simulator work"). measured: the two runs'
-  totals as counted; they differ also by the simulator's own run-to-run variation (how often
-  the host thread blocks waiting for a worker). vs raw+j: measured, against the raw program
-  that issues the typed API's join events every cycle.
-EOF
+echo
+echo "Whole program, every thread (the simulator's workers included):"
+header
+for run in $(seq 1 "$runs"); do
+  for w in events copies; do
+    read -r tl tr < <(whole "wt-$w-$run" "$typed" "$w")
+    if [ "$w" = events ]; then
+      read -r ml mr < <(whole "wm-$w-$run" "$raw" "$w" minimal)
+    else
+      read -r ml mr < <(whole "wm-$w-$run" "$raw" "$w")
+    fi
+    row "$run" "$w" "$tl" "$tr" "$ml" "$mr"
+    worst="$(awk -v a="$worst" -v b="$last" 'BEGIN {print (b > a) ? b : a}')"
+  done
+done
+echo
+echo "Host thread, events, against raw calls that issue the join every cycle (raw+join):"
+printf '%-4s %10s %12s %10s\n' run 'raw+join' 'rt(raw+join)' 'typed/r+j'
+for j in "${joins[@]}"; do
+  # shellcheck disable=SC2086
+  printf '%-4s %10s %12s %10s\n' $j
+done
+if [ "$check" = 1 ]; then
+  echo
+  if awk -v w="$worst" 'BEGIN {exit !(w > 1.01)}'; then
+    echo "callgrind.sh: FAILED: a whole-program ratio with identical simulator work is $worst (> 1.01)"
+    exit 1
+  fi
+  echo "callgrind.sh: ok: whole-program ratios with identical simulator work <= $worst (goal: <= 1.01)"
+fi
