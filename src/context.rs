@@ -119,6 +119,8 @@ pub struct Context<'dev> {
     /// Live streams, events, buffers and report threads created in this context. Only a
     /// leak (`mem::forget`) can leave any at `destroy`; then the context is kept (D3).
     children: AtomicUsize,
+    /// The device's count of live contexts: this one is in it until destroyed (D3).
+    device_contexts: &'dev AtomicUsize,
     /// The sequence number of the next deferred entry.
     deferred_seq: AtomicU64,
     /// How many entries `deferred` has: lets a synchronisation skip the lock when empty.
@@ -135,9 +137,14 @@ unsafe impl Send for Context<'_> {}
 unsafe impl Sync for Context<'_> {}
 
 impl<'dev> Context<'dev> {
-    pub(crate) fn create(api: &'static Api, device: i32) -> Result<Context<'dev>> {
+    pub(crate) fn create(
+        api: &'static Api,
+        device: i32,
+        device_contexts: &'dev AtomicUsize,
+    ) -> Result<Context<'dev>> {
         refuse_inside_callback()?;
         let raw = api.create_context(device)?;
+        device_contexts.fetch_add(1, Ordering::Relaxed);
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         // aclrtCreateContext made it current on this thread (D2).
         CURRENT.with(|c| c.set(id));
@@ -148,6 +155,7 @@ impl<'dev> Context<'dev> {
             api,
             deferred: Mutex::new(Vec::new()),
             children: AtomicUsize::new(0),
+            device_contexts,
             deferred_seq: AtomicU64::new(0),
             deferred_len: AtomicUsize::new(0),
             _device: PhantomData,
@@ -351,6 +359,9 @@ impl<'dev> Context<'dev> {
         // SAFETY: `self.raw` is live and this is its only destruction (the value is consumed).
         let result = unsafe { self.api.destroy_context(self.raw) };
         forget_current();
+        if result.is_ok() {
+            self.device_contexts.fetch_sub(1, Ordering::Release);
+        }
         result
     }
 

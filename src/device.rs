@@ -16,10 +16,11 @@
 //! borrows the device (E0505), and nothing can be called on a device after reset (E0382).
 
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::context::{self, Context};
-use crate::error::Result;
-use crate::runtime::report_drop_error;
+use crate::error::{Error, Result};
+use crate::runtime::{Failed, report_drop_error};
 use crate::sys::loader::Api;
 
 /// A device made usable by `aclrtSetDevice` (D1); reset by [`Device::reset`] or, as a
@@ -43,6 +44,9 @@ use crate::sys::loader::Api;
 pub struct Device<'acl> {
     api: &'static Api,
     id: i32,
+    /// Live contexts created on this device. Borrows keep it 0 at `reset`, unless a context
+    /// was leaked (`mem::forget`); then the device is kept, not reset under it (D3).
+    contexts: AtomicUsize,
     _acl: PhantomData<&'acl crate::Acl>,
 }
 
@@ -55,6 +59,7 @@ impl<'acl> Device<'acl> {
         Ok(Device {
             api,
             id,
+            contexts: AtomicUsize::new(0),
             _acl: PhantomData,
         })
     }
@@ -67,27 +72,35 @@ impl<'acl> Device<'acl> {
     /// `aclrtCreateContext(&ctx, id)` (D2): a context on this device, borrowing it, current
     /// on the calling thread. Streams and events are created in a context.
     pub fn create_context(&self) -> Result<Context<'_>> {
-        Context::create(self.api, self.id)
+        Context::create(self.api, self.id, &self.contexts)
+    }
+
+    fn release(&self) -> Result<()> {
+        let count = self.contexts.load(Ordering::Acquire);
+        if count != 0 {
+            return Err(Error::LiveChildren { count });
+        }
+        // SAFETY: no context created on the device is alive (counted above; borrows keep it
+        // so unless one was leaked), so no stream, event or buffer on it is either, and the
+        // value is consumed or being dropped, so this is its only reset (D3).
+        let result = unsafe { self.api.reset_device(self.id) };
+        context::forget_current();
+        result
     }
 
     /// `aclrtResetDevice(id)` (D1, D3). Consumes the device: does not compile while a
-    /// [`Context`] borrows it, and nothing can be called on it afterwards.
-    pub fn reset(self) -> Result<()> {
-        let this = std::mem::ManuallyDrop::new(self);
-        // SAFETY: the device is consumed; every context (and so every stream, event and
-        // buffer) on it borrows it, so none is alive or usable afterwards (D3).
-        let result = unsafe { this.api.reset_device(this.id) };
-        context::forget_current();
-        result
+    /// [`Context`] borrows it, and nothing can be called on it afterwards. On failure the
+    /// device is given back; if a context created on it was leaked (`mem::forget`), that
+    /// failure is [`Error::LiveChildren`] and the device is never reset under it (its `Drop`
+    /// keeps it too, and reports).
+    pub fn reset(self) -> Result<(), Failed<Device<'acl>>> {
+        Failed::release_or_give_back(self, Self::release)
     }
 }
 
 impl Drop for Device<'_> {
     fn drop(&mut self) {
-        // SAFETY: as in `reset`: nothing borrowing the device is alive.
-        let result = unsafe { self.api.reset_device(self.id) };
-        context::forget_current();
-        report_drop_error("Device", result);
+        report_drop_error("Device", self.release());
     }
 }
 

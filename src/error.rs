@@ -239,14 +239,14 @@ pub enum Error {
     /// A value was rejected before any runtime call (the message says which and why).
     #[error("invalid argument: {0}")]
     InvalidArgument(&'static str),
-    /// A context cannot be destroyed while handles created in it are alive. Borrows make this
-    /// impossible in safe code unless a handle was leaked (`mem::forget`); the context is then
-    /// kept (leaked too) rather than destroyed under it (D3).
-    #[error(
-        "{count} handle(s) created in this context are still alive (leaked?); not destroying it (D3)"
-    )]
+    /// A context cannot be destroyed while handles created in it are alive, nor a device
+    /// reset while contexts created on it are. Borrows make this impossible in safe code
+    /// unless a handle was leaked (`mem::forget`); the context or device is then kept (leaked
+    /// too) rather than destroyed under it (D3).
+    #[error("{count} handle(s) created in it are still alive (leaked?); not destroying it (D3)")]
     LiveChildren {
-        /// How many streams, events, buffers and report threads are alive.
+        /// How many are alive: streams, events, buffers and report threads of a context;
+        /// contexts of a device.
         count: usize,
     },
     /// More report threads than the runtime allows per process (C4: 1024 on Atlas 200/500

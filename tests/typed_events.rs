@@ -421,3 +421,42 @@ fn a_context_with_a_leaked_stream_is_kept_not_destroyed_d3() {
     assert!(findings.iter().all(|f| f.rule == "P2"), "{findings:#?}");
     assert!(!findings.is_empty());
 }
+
+#[test]
+fn a_device_with_a_leaked_context_is_kept_not_reset_d3() {
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let destroyed = device.create_context().unwrap();
+        destroyed.destroy().unwrap();
+        // Safe code can leak a context; its device must then not be reset under it.
+        std::mem::forget(ctx);
+        let Err(failed) = device.reset() else {
+            panic!("reset a device with a live context")
+        };
+        let (error, device) = failed.into_parts();
+        assert!(matches!(error, Error::LiveChildren { count: 1 }), "{error}");
+        assert_eq!(device.id(), 0, "the device is given back");
+        std::mem::forget(device); // the leak, continued: nothing is reset under it
+    }
+    // Finalize reports what was leaked (P2) instead of the runtime finding a dangling context.
+    let findings = session.finish();
+    assert!(findings.iter().all(|f| f.rule == "P2"), "{findings:#?}");
+    assert!(!findings.is_empty());
+}
+
+#[test]
+fn a_device_whose_contexts_are_destroyed_resets_d3() {
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        for _ in 0..3 {
+            device.create_context().unwrap().destroy().unwrap();
+        }
+        // Dropped without `destroy`: the fallback destroys it, and the count follows.
+        drop(device.create_context().unwrap());
+        device.reset().unwrap();
+    }
+    assert_no_findings(&session.finish());
+}
