@@ -369,6 +369,10 @@ impl<'dev> Context<'dev> {
     /// event borrows it. On failure the context is given back; if a handle created in it was
     /// leaked (`mem::forget`), that failure is [`Error::LiveChildren`](crate::Error::LiveChildren)
     /// and the context is never destroyed under it (its `Drop` keeps it too, and reports).
+    #[expect(
+        clippy::result_large_err,
+        reason = "a context is destroyed once, off any hot path; giving it back is the point"
+    )]
     pub fn destroy(self) -> Result<(), Failed<Context<'dev>>> {
         match self.release() {
             Ok(()) => {
