@@ -14,9 +14,10 @@
 #
 # Each count is split by object: the bench executable's own instructions (the typed API's
 # code, or the raw calls', both compiled into it) and the runtime's (the simulator, libc,
-# the loader). The ratio "with identical simulator work" adds the raw program's runtime
-# instructions to both sides; "measured" divides the totals as counted, which also differ
-# by the simulator's own run-to-run variation (how often a thread blocks or wakes).
+# the loader). Both programs make the same runtime calls, so both runtime counts measure the
+# same simulator work, up to its run-to-run variation (how often a thread blocks or wakes).
+# The ratio "with identical simulator work" adds their mean to both sides; "measured"
+# divides the totals as counted, variation included.
 #
 # Usage: scripts/callgrind.sh [--check] [N]   (default N=1000 cycles per workload)
 #        --check: exit 1 if a whole-program ratio with identical simulator work exceeds
@@ -106,13 +107,14 @@ whole() {
 per() { awk -v a="$1" -v n="$n" 'BEGIN {printf "%.0f", a / n}'; }
 # ratio TYPED_LIB RAW_LIB RUNTIME: with the same runtime work on both sides.
 ratio() { awk -v t="$1" -v r="$2" -v w="$3" 'BEGIN {printf "%.4f", (t + w) / (r + w)}'; }
+mean() { echo "$((($1 + $2) / 2))"; }
 total_ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.4f", a / b}'; }
 
 worst=0
 row() { # run work typed_lib typed_rt raw_lib raw_rt
-  last="$(ratio "$3" "$5" "$6")"
+  last="$(ratio "$3" "$5" "$(mean "$4" "$6")")"
   printf '%-4s %-7s %8s %8s %9s %9s %10s %10s\n' "$1" "$2" "$(per "$3")" "$(per "$5")" \
-    "$(per "$4")" "$(per "$6")" "$(ratio "$3" "$5" "$6")" "$(total_ratio "$(($3 + $4))" "$(($5 + $6))")"
+    "$(per "$4")" "$(per "$6")" "$last" "$(total_ratio "$(($3 + $4))" "$(($5 + $6))")"
 }
 header() {
   printf '%-4s %-7s %8s %8s %9s %9s %10s %10s\n' run work typed raw 'rt(typed)' 'rt(raw)' \
@@ -120,7 +122,8 @@ header() {
 }
 
 echo "N=$n cycles per workload; Ir per cycle. typed, raw: the bench executable's own code;"
-echo "rt(..): the runtime's (simulator, libc). same-rt: (typed + rt(raw)) / (raw + rt(raw))."
+echo "rt(..): the runtime's (simulator, libc). same-rt: (typed + rt) / (raw + rt), rt the mean"
+echo "of rt(typed) and rt(raw): both programs with identical simulator work."
 echo
 echo "Host thread, inside the counted function:"
 header

@@ -398,18 +398,22 @@ impl<'s> Event<'s, Recorded> {
             _brand: PhantomData,
         })
         .map(|ResetDone { .. }| ());
+        let error = match outcome {
+            Ok(()) => {
+                // The proof exists only once `Waited::reset` has issued the reset (E4).
+                std::mem::forget(guard);
+                return Ok(scope.event);
+            }
+            Err(error) => error,
+        };
         if scope.reset_issued.get() {
             std::mem::forget(guard);
-            let event = scope.event;
-            return match outcome {
-                Ok(()) => Ok(event),
-                Err(error) => Err(WaitError::Reset(Failed::new(error, event))),
-            };
+            return Err(WaitError::Reset(Failed::new(error, scope.event)));
         }
-        // The body returned early (`Err`, or a forgotten `Waited`): reset now (E4).
+        // The body returned early (`Err`, perhaps after forgetting its `Waited`): reset now (E4).
         let ensured = scope.reset_now_or_quiesce();
         std::mem::forget(guard);
-        finish_unreset(outcome, ensured, scope.event)
+        finish_unreset(Err(error), ensured, scope.event)
     }
 
     #[inline(always)]

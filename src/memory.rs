@@ -119,8 +119,10 @@ mod sealed {
 /// Memory a copy can read: `T` elements at a [`Location`]. Sealed.
 ///
 /// # Safety
-/// Implemented only in this crate (sealed): `as_ptr` is valid for reads of `len() * size_of::<T>()` bytes at `LOCATION` for as long
-/// as the value is borrowed.
+/// Implemented only in this crate (sealed): `as_ptr` is valid for reads of
+/// `len() * size_of::<T>()` bytes at `LOCATION` for as long as the value is borrowed, and
+/// that product is at most `isize::MAX` (it is the size of an allocation), so computing it
+/// cannot overflow.
 pub unsafe trait Memory<T: Pod>: sealed::Sealed {
     /// Where the memory lives; decides the copy kind at compile time.
     const LOCATION: Location;
@@ -781,7 +783,8 @@ unsafe extern "C" fn run_map<T: Pod>(user_data: *mut c_void, _b: *const *mut c_v
 }
 
 /// What an asynchronous copy may read: a buffer borrowed for the whole scope (`&'scope S`),
-/// or the [`Pending`] result of an earlier copy of the same scope. Sealed.
+/// or the [`Pending`] result of an earlier copy of the same scope. Sealed: every
+/// implementation describes a [`Memory`], whose guarantees it carries over.
 pub trait Source<'scope, T: Pod>: sealed::Sealed {
     /// Where the memory lives.
     const LOCATION: Location;
