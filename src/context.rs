@@ -254,14 +254,24 @@ impl<'dev> Context<'dev> {
         // SAFETY: `join` is fresh; both streams are live (the caller borrows them) and in the
         // current context; `join` is recorded before it is waited on (E1) and reset right
         // after the wait on its only waiting stream (E4); it is never recorded again.
-        let issued = unsafe {
-            api.record_event(join, from)
-                .and_then(|()| api.stream_wait_event(to, join))
-                .and_then(|()| api.reset_event(join, to))
-        };
-        // Destroyed once `to` is synchronised, whether or not every call was issued.
+        let recorded = unsafe { api.record_event(join, from) };
+        if let Err(error) = recorded {
+            // Nothing refers to it: destroyed once `to` is synchronised, like the others.
+            self.defer_destroy(to, join);
+            return Err(error);
+        }
+        // SAFETY: as above.
+        if let Err(error) = unsafe { api.stream_wait_event(to, join) } {
+            // Only the record, on `from`, refers to it: destroyed once `from` is
+            // synchronised (E9).
+            self.defer_destroy(from, join);
+            return Err(error);
+        }
+        // SAFETY: as above. Whether or not the reset is issued, once `to` has passed its
+        // wait the record is done too: destroyed once `to` is synchronised (E9).
+        let reset = unsafe { api.reset_event(join, to) };
         self.defer_destroy(to, join);
-        issued
+        reset
     }
 
     pub(crate) fn defer_destroy(&self, stream: aclrtStream, event: aclrtEvent) {

@@ -50,10 +50,20 @@ pub struct Device<'acl> {
     _acl: PhantomData<&'acl crate::Acl>,
 }
 
+/// Devices set through the typed API and not reset yet. One per process is enough: only one
+/// [`Acl`](crate::Acl) lives at a time (P2), and every device borrows it.
+static LIVE_DEVICES: AtomicUsize = AtomicUsize::new(0);
+
+/// How many devices set through the typed API are not reset (a leak, at `finalize`).
+pub(crate) fn live_devices() -> usize {
+    LIVE_DEVICES.load(Ordering::Acquire)
+}
+
 impl<'acl> Device<'acl> {
     pub(crate) fn set(api: &'static Api, id: i32) -> Result<Device<'acl>> {
         context::refuse_inside_callback()?;
         api.set_device(id)?;
+        LIVE_DEVICES.fetch_add(1, Ordering::Relaxed);
         // aclrtSetDevice made the device's default context current on this thread.
         context::forget_current();
         Ok(Device {
@@ -85,6 +95,9 @@ impl<'acl> Device<'acl> {
         // value is consumed or being dropped, so this is its only reset (D3).
         let result = unsafe { self.api.reset_device(self.id) };
         context::forget_current();
+        if result.is_ok() {
+            LIVE_DEVICES.fetch_sub(1, Ordering::Release);
+        }
         result
     }
 

@@ -363,7 +363,10 @@ impl<'s> Event<'s, Recorded> {
     /// If `body` returns an error, panics, or forgets its `Waited`, `wait` issues the reset
     /// itself (on unwind too) and the error is returned with the event, in the *Reset* state.
     /// If even that reset fails, the streams are synchronised and the event destroyed
-    /// ([`WaitError::Destroyed`]), since it could not safely be recorded again.
+    /// ([`WaitError::Destroyed`], with the body's error; the reset's goes to the
+    /// [drop-error handler](crate::set_drop_error_handler)), since it could not safely be
+    /// recorded again; if a waiting stream cannot be synchronised, the event is leaked
+    /// rather than destroyed under its task (E9), and that is reported too.
     /// If the first wait cannot be issued, the event comes back *Recorded*.
     #[inline(always)]
     pub fn wait<'t, F>(
@@ -413,7 +416,7 @@ impl<'s> Event<'s, Recorded> {
         // The body returned early (`Err`, perhaps after forgetting its `Waited`): reset now (E4).
         let ensured = scope.reset_now_or_quiesce();
         std::mem::forget(guard);
-        finish_unreset(Err(error), ensured, scope.event)
+        finish_unreset(error, ensured, scope.event)
     }
 
     #[inline(always)]
@@ -427,29 +430,39 @@ impl<'s> Event<'s, Recorded> {
     }
 }
 
-/// The end of a wait scope whose body did not reset: `ensured` says whether `wait` could
-/// issue the reset itself.
+/// The end of a wait scope whose body returned `error` without resetting: `ensured` says
+/// whether `wait` could issue the reset itself.
 #[cold]
 #[inline(never)]
 fn finish_unreset<'t>(
-    outcome: Result<()>,
-    ensured: Result<()>,
+    error: Error,
+    ensured: Result<(), ResetFailed>,
     event: Event<'t, Reset>,
 ) -> Result<Event<'t, Reset>, WaitError<'t>> {
-    match (outcome, ensured) {
-        (Ok(()), Ok(())) => Ok(event),
-        (Err(error), Ok(())) => Err(WaitError::Reset(Failed::new(error, event))),
-        (outcome, Err(reset_error)) => {
-            // The reset could not be issued: the event must not be recorded again. Its
-            // tasks are done (`reset_now_or_quiesce` synchronised the streams): release it.
-            let error = outcome.err().unwrap_or(reset_error);
-            let released = Failed::release_or_give_back(event, Event::release);
-            Err(WaitError::Destroyed(match released {
-                Ok(()) => error,
-                Err(failed) => failed.error,
-            }))
-        }
+    let ResetFailed {
+        error: reset_error,
+        quiesced,
+    } = match ensured {
+        Ok(()) => return Err(WaitError::Reset(Failed::new(error, event))),
+        Err(failed) => failed,
+    };
+    // The reset could not be issued: the event must not be recorded again. The body's error
+    // is returned; the reset's is reported (nothing is lost).
+    report_drop_error("Waited (reset)", Err(reset_error));
+    if !quiesced {
+        // A waiting stream may still refer to the event: leak it rather than destroy it
+        // under that task (E9). Reported above.
+        std::mem::forget(event);
+        return Err(WaitError::Destroyed(error));
     }
+    // Its tasks are done: release it.
+    if let Err(failed) = Failed::release_or_give_back(event, Event::release) {
+        let (release_error, event) = failed.into_parts();
+        report_drop_error("Waited (release after a failed reset)", Err(release_error));
+        // The event's `Drop` tries once more, and reports.
+        drop(event);
+    }
+    Err(WaitError::Destroyed(error))
 }
 
 impl<S: EventState> Drop for Event<'_, S> {
@@ -586,25 +599,50 @@ impl WaitScope<'_> {
         if self.reset_issued.get() {
             Ok(())
         } else {
-            self.reset_now_or_quiesce()
+            self.reset_now_or_quiesce().map_err(|failed| failed.error)
         }
     }
 
+    /// Issues the reset now; if that fails, synchronises every waiting stream (each up to
+    /// twice: an asynchronous task's error is reported once) so that the event can be
+    /// released (E9), and says whether they were all seen done.
     #[cold]
-    fn reset_now_or_quiesce(&self) -> Result<()> {
+    #[inline(never)]
+    fn reset_now_or_quiesce(&self) -> Result<(), ResetFailed> {
         let Err(error) = self.issue_reset() else {
             return Ok(());
         };
         let api = self.event.ctx.api();
         let others = self.others.get().map(|o| o.borrow());
         let others = others.as_deref().map_or(&[][..], |o| o.as_slice());
+        let mut quiesced = true;
         for &stream in std::iter::once(&self.reset_stream).chain(others) {
-            // SAFETY: every stream is borrowed for the scope, so it is live. Best effort:
-            // the first error is the one returned.
-            let _ = unsafe { api.synchronize_stream(stream.as_raw()) };
+            // SAFETY: every stream is borrowed for the scope, so it is live.
+            let first = stream
+                .bind()
+                .and_then(|()| unsafe { api.synchronize_stream(stream.as_raw()) });
+            if let Err(first) = first {
+                report_drop_error("Waited (synchronize after a failed reset)", Err(first));
+                // SAFETY: as above.
+                let again = stream
+                    .bind()
+                    .and_then(|()| unsafe { api.synchronize_stream(stream.as_raw()) });
+                if again.is_err() {
+                    quiesced = false;
+                    report_drop_error("Waited (a waiting stream cannot be synchronised)", again);
+                }
+            }
         }
-        Err(error)
+        Err(ResetFailed { error, quiesced })
     }
+}
+
+/// A wait scope's reset that could not be issued (E4), even by `wait` itself.
+struct ResetFailed {
+    error: Error,
+    /// Every stream that waited on the event was then seen done, so the event may be
+    /// destroyed (E9); else it must be leaked.
+    quiesced: bool,
 }
 
 /// Issues the scope's reset if `body` unwinds (E4).
@@ -679,7 +717,8 @@ pub enum WaitError<'t> {
     /// The scope's body returned an error; the reset was issued anyway: *Reset*.
     Reset(Failed<Event<'t, Reset>>),
     /// The reset could not be issued (E4): the event could not safely be recorded again, so
-    /// its streams were synchronised and it was destroyed.
+    /// its streams were synchronised and it was destroyed (or, if one could not be, leaked and
+    /// reported). The error is the body's (the reset's goes to the drop-error handler).
     Destroyed(Error),
 }
 

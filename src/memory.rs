@@ -207,16 +207,18 @@ unsafe impl<T: Pod> MemoryMut<T> for Vec<T> {
 #[inline(always)]
 fn byte_len<T>(len: usize) -> Result<usize> {
     // A `match`, not `ok_or(Error::..)`: that builds (and drops) an `Error` on every call.
+    // At most `isize::MAX`, like any Rust allocation: slices over the memory are then valid,
+    // and sizes computed from an allocated length cannot overflow.
     match len.checked_mul(size_of::<T>()) {
-        Some(bytes) => Ok(bytes),
-        None => Err(size_overflow()),
+        Some(bytes) if bytes <= isize::MAX as usize => Ok(bytes),
+        _ => Err(size_overflow()),
     }
 }
 
 #[cold]
 #[inline(never)]
 fn size_overflow() -> Error {
-    Error::InvalidArgument("buffer size overflows usize")
+    Error::InvalidArgument("buffer size above isize::MAX bytes")
 }
 
 /// Device memory from `aclrtMalloc`, holding `len` elements of `T`, zeroed at allocation.
@@ -408,10 +410,13 @@ fn synchronize_streams(
 ) -> Result<()> {
     let mut outcome = Ok(());
     for stream in first.into_iter().chain(more) {
-        if let Err(error) = synchronize_used(ctx, stream)
-            && outcome.is_ok()
-        {
-            outcome = Err(error);
+        if let Err(error) = synchronize_used(ctx, stream) {
+            if outcome.is_ok() {
+                outcome = Err(error);
+            } else {
+                // Only one error can be returned: the others are reported, not lost.
+                report_drop_error("async scope (a further stream's error)", Err(error));
+            }
         }
     }
     outcome
@@ -983,11 +988,18 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
     #[cold]
     #[inline(never)]
     fn remember_another(&self, stream: &'scope Stream<'_>) {
-        let mut more = self.more.take().unwrap_or_default();
-        if !more.iter().any(|s| ptr::addr_eq(*s, stream)) {
-            more.push(stream);
+        /// Puts the vector back even if growing it unwinds (an allocation failure under
+        /// `-Zoom=panic`), so that the streams remembered so far are still synchronised.
+        struct PutBack<'c, 's>(&'c Cell<Option<Vec<&'s Stream<'s>>>>, Vec<&'s Stream<'s>>);
+        impl Drop for PutBack<'_, '_> {
+            fn drop(&mut self) {
+                self.0.set(Some(std::mem::take(&mut self.1)));
+            }
         }
-        self.more.set(Some(more));
+        let mut more = PutBack(&self.more, self.more.take().unwrap_or_default());
+        if !more.1.iter().any(|s| ptr::addr_eq(*s, stream)) {
+            more.1.push(stream);
+        }
     }
 
     /// `aclrtMemcpyAsync` on `stream` (M1): `dst` and `src` stay borrowed until the scope has

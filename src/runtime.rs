@@ -3,7 +3,6 @@
 use std::ffi::CString;
 use std::fmt;
 use std::marker::PhantomData;
-use std::mem::ManuallyDrop;
 use std::sync::RwLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -131,24 +130,32 @@ impl Acl {
         self.api
     }
 
-    /// `aclFinalize` (P2). Consumes the token; cannot be called while a device, context,
-    /// stream, event, buffer or report thread borrowed from it is alive.
-    pub fn finalize(self) -> Result<()> {
-        let this = ManuallyDrop::new(self);
-        // SAFETY: the token is consumed, and everything created through the typed API
-        // borrows it, so nothing can be used afterwards (P2, D3).
-        let result = unsafe { this.api.finalize() };
+    fn release(&self) -> Result<()> {
+        let count = crate::device::live_devices();
+        if count != 0 {
+            return Err(Error::LiveChildren { count });
+        }
+        // SAFETY: no device set through this token is alive (counted above; borrows keep it
+        // so unless one was leaked), so no context, stream, event or buffer is either, and
+        // the token is consumed or being dropped, so this is the only finalize (P2, D3).
+        unsafe { self.api.finalize()? };
         ALIVE.store(false, Ordering::Release);
-        result
+        Ok(())
+    }
+
+    /// `aclFinalize` (P2). Consumes the token: does not compile while a device, context,
+    /// stream, event, buffer or report thread borrowed from it is alive. On failure the token
+    /// is given back; if a device set through it was leaked (`mem::forget`, or kept because
+    /// a context on it was leaked), that failure is [`Error::LiveChildren`] and the runtime
+    /// is not finalized under it (the token's `Drop` keeps it too, and reports).
+    pub fn finalize(self) -> Result<(), Failed<Acl>> {
+        Failed::release_or_give_back(self, Self::release)
     }
 }
 
 impl Drop for Acl {
     fn drop(&mut self) {
-        // SAFETY: as in `finalize`: nothing borrowed from the token is alive.
-        let result = unsafe { self.api.finalize() };
-        ALIVE.store(false, Ordering::Release);
-        report_drop_error("Acl", result);
+        report_drop_error("Acl", self.release());
     }
 }
 

@@ -322,40 +322,47 @@ fn a_failed_task_surfaces_at_the_scope_end_and_nothing_is_lost_p3_m1() {
         session.acl().set_op_wait_timeout(1).unwrap();
         let device = session.acl().set_device(0).unwrap();
         let ctx = device.create_context().unwrap();
-        let (s1, s2, s3) = (
-            ctx.create_stream().unwrap(),
-            ctx.create_stream().unwrap(),
-            ctx.create_stream().unwrap(),
-        );
-        // s2 and s3 wait on an event s1 records after 1.5 s: both waits time out (1 s), and
-        // each stream's next synchronisation reports it (P3).
-        session.sim.sleep_kernel(s1.as_raw(), 1_500_000);
-        let event = ctx.create_event().unwrap().record(&s1).unwrap();
+        let s: Vec<_> = (0..4).map(|_| ctx.create_stream().unwrap()).collect();
+        // s[1], s[2] and s[3] wait on an event s[0] records after 1.5 s: each wait times out
+        // (1 s), and each stream's next synchronisation reports it (P3).
+        session.sim.sleep_kernel(s[0].as_raw(), 1_500_000);
+        let event = ctx.create_event().unwrap().record(&s[0]).unwrap();
         let event = event
-            .wait(&s2, |mut waited| {
-                waited.also_wait(&s3)?;
+            .wait(&s[1], |mut waited| {
+                waited.also_wait(&s[2])?;
+                waited.also_wait(&s[3])?;
                 waited.reset()
             })
             .unwrap();
         let host = [1u8; 64];
-        let (mut a, mut b) = (
-            ctx.alloc::<u8>(64, MallocPolicy::HugeFirst).unwrap(),
-            ctx.alloc::<u8>(64, MallocPolicy::HugeFirst).unwrap(),
-        );
-        // The body succeeds: the scope returns the synchronisation's error.
+        let mut dev: Vec<_> = (0..3)
+            .map(|_| ctx.alloc::<u8>(64, MallocPolicy::HugeFirst).unwrap())
+            .collect();
+        let previous = ascend_typestate::set_drop_error_handler(record_report);
+        // The body succeeds on two failing streams: the scope returns the first stream's
+        // error; the second's goes to the handler.
+        let (a, rest) = dev.split_at_mut(1);
+        let (b, c) = rest.split_at_mut(1);
         let err = ctx
-            .async_scope(|scope| scope.copy(&s2, &mut a, &host[..]).map(drop))
+            .async_scope(|scope| {
+                scope.copy(&s[1], &mut a[0], &host[..])?;
+                scope.copy(&s[2], &mut b[0], &host[..])?;
+                Ok(())
+            })
             .unwrap_err();
         assert_eq!(
             err.code(),
             Some(ascend_typestate::AclError::RtWaitTimeout),
             "{err}"
         );
+        let reported = std::mem::take(&mut *REPORTED.lock().unwrap());
+        assert_eq!(reported.len(), 1, "{reported:?}");
+        assert!(reported[0].contains("further stream"), "{reported:?}");
+        assert!(reported[0].contains("WAIT_TIMEOUT"), "{reported:?}");
         // The body fails: its error is returned, the synchronisation's goes to the handler.
-        let previous = ascend_typestate::set_drop_error_handler(record_report);
         let err = ctx
             .async_scope(|scope| {
-                scope.copy(&s3, &mut b, &host[..])?;
+                scope.copy(&s[3], &mut c[0], &host[..])?;
                 Err::<(), _>(Error::InvalidArgument("the body's own error"))
             })
             .unwrap_err();
@@ -368,9 +375,36 @@ fn a_failed_task_surfaces_at_the_scope_end_and_nothing_is_lost_p3_m1() {
         assert_eq!(reported.len(), 1, "{reported:?}");
         assert!(reported[0].starts_with("async scope"), "{reported:?}");
         assert!(reported[0].contains("WAIT_TIMEOUT"), "{reported:?}");
-        s1.synchronize().unwrap();
+        s[0].synchronize().unwrap();
         event.destroy().unwrap();
         session.acl().set_op_wait_timeout(0).unwrap();
+    }
+    assert_no_findings(&session.finish());
+}
+
+#[test]
+fn sizes_above_isize_max_are_refused_before_the_runtime_m1() {
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let live = session.sim.live_objects();
+        let too_big = isize::MAX as usize + 1;
+        let e = ctx
+            .alloc::<u8>(too_big, MallocPolicy::HugeFirst)
+            .unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+        let e = ctx
+            .alloc::<u64>(usize::MAX / 8, MallocPolicy::HugeFirst)
+            .unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+        let e = ctx.alloc_host::<u32>(too_big / 4 + 1).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+        assert_eq!(
+            session.sim.live_objects(),
+            live,
+            "nothing reached the runtime"
+        );
     }
     assert_no_findings(&session.finish());
 }

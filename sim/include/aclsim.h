@@ -48,6 +48,13 @@ aclError aclsimGetFinding(size_t index, char *rule, size_t ruleCap, char *messag
                           size_t messageCap);
 void aclsimClearFindings(void);
 
+/* Fault injection, for testing error paths: the next `times` calls of the runtime function
+ * named `call` (e.g. "aclrtResetEvent"; any aclrt* function) return `code` and do nothing
+ * else. Only while initialized (else 100002); a NULL or non-UTF-8 `call`, a zero `code` or
+ * zero `times` returns 100000. Armed failures end with aclFinalize or aclsimClearFaults. */
+aclError aclsimInjectFault(const char *call, aclError code, uint32_t times);
+void aclsimClearFaults(void);
+
 /* Number of live runtime objects (contexts created by aclrtCreateContext, streams, events,
  * device and host allocations, subscriptions). 0 after a clean aclFinalize. */
 size_t aclsimLiveObjectCount(void);

@@ -15,7 +15,7 @@ pub mod pt;
 pub mod state;
 pub mod trace;
 
-use std::ffi::{c_char, c_void};
+use std::ffi::{CStr, c_char, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
@@ -56,6 +56,12 @@ fn enter(name: &str, kind: Call) -> Result<PGuard<'static, Global>, i32> {
             ),
         );
         return Err(code::RT_PARAM_INVALID);
+    }
+    // Injected failures (aclsimInjectFault): the call fails before doing anything.
+    if !rt.faults.is_empty()
+        && let Some(code) = rt.take_fault(name)
+    {
+        return Err(code);
     }
     Ok(g)
 }
@@ -189,6 +195,7 @@ pub extern "C" fn aclInit(configPath: *const c_char) -> i32 {
             findings: Vec::new(),
             trace,
             progress: 0,
+            faults: Vec::new(),
         }));
         Ok(())
     })
@@ -1584,6 +1591,44 @@ pub extern "C" fn aclsimClearFindings() {
         g.saved_findings.clear();
         if let Some(rt) = g.rt.as_deref_mut() {
             rt.findings.clear();
+        }
+    });
+}
+
+/// A caller's non-NULL, NUL-terminated string, if it is UTF-8.
+fn read_cstr(p: *const c_char) -> Option<String> {
+    // SAFETY: the callers pass a non-NULL pointer to a NUL-terminated string (aclsim.h).
+    let s = unsafe { CStr::from_ptr(p) };
+    s.to_str().ok().map(str::to_owned)
+}
+
+/// Arms an injected failure: the next `times` calls of the runtime function named `call`
+/// return `code` without doing anything. See aclsim.h.
+#[unsafe(no_mangle)]
+pub extern "C" fn aclsimInjectFault(call: *const c_char, code: i32, times: u32) -> i32 {
+    ffi(|| {
+        if call.is_null() || code == 0 || times == 0 {
+            return Err(code::INVALID_PARAM);
+        }
+        let call = read_cstr(call).ok_or(code::INVALID_PARAM)?;
+        let mut g = G.lock();
+        let rt = rt_of(&mut g)?;
+        rt.faults.push(Fault {
+            call,
+            code,
+            remaining: times,
+        });
+        Ok(())
+    })
+}
+
+/// Disarms every injected failure.
+#[unsafe(no_mangle)]
+pub extern "C" fn aclsimClearFaults() {
+    let _ = catch_unwind(|| {
+        let mut g = G.lock();
+        if let Some(rt) = g.rt.as_deref_mut() {
+            rt.faults.clear();
         }
     });
 }

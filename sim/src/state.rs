@@ -255,6 +255,30 @@ pub struct Rt {
     pub trace: Option<Trace>,
     /// Bumped on every issue and every completion; the deadlock watchdog looks at it.
     pub progress: u64,
+    /// Armed by `aclsimInjectFault`: calls that fail on their next use(s).
+    pub faults: Vec<Fault>,
+}
+
+/// An injected failure: the next `remaining` calls of `call` return `code` without effect.
+#[derive(Debug)]
+pub struct Fault {
+    pub call: String,
+    pub code: i32,
+    pub remaining: u32,
+}
+
+impl Rt {
+    /// Consumes one armed failure of `call`, if any: its code.
+    pub fn take_fault(&mut self, call: &str) -> Option<i32> {
+        let index = self.faults.iter().position(|f| f.call == call)?;
+        let fault = &mut self.faults[index];
+        let code = fault.code;
+        fault.remaining -= 1;
+        if fault.remaining == 0 {
+            self.faults.remove(index);
+        }
+        Some(code)
+    }
 }
 
 impl Rt {

@@ -103,6 +103,7 @@ cases!(
     d5_destroy_default_context_returns_107002,
     d6_stream_outside_current_context_returns_107003,
     aclsim_extension_api_contract,
+    aclsim_fault_injection,
     s1_tasks_run_in_issue_order,
     s1_streams_are_independent,
     s3_synchronize_stream_with_timeout_codes,

@@ -115,6 +115,17 @@ impl Sim {
             .collect()
     }
 
+    /// Makes the next `times` calls of the runtime function `call` fail with `code`, without
+    /// effect (`aclsimInjectFault`).
+    pub fn inject_fault(&self, call: &str, code: i32, times: u32) {
+        let f: unsafe extern "C" fn(*const c_char, i32, u32) -> i32 =
+            self.symbol("aclsimInjectFault");
+        let call = std::ffi::CString::new(call).expect("a function name");
+        // SAFETY: a NUL-terminated string that outlives the call.
+        let rc = unsafe { f(call.as_ptr(), code, times) };
+        assert_eq!(rc, 0, "aclsimInjectFault");
+    }
+
     pub fn live_objects(&self) -> usize {
         let f: unsafe extern "C" fn() -> usize = self.symbol("aclsimLiveObjectCount");
         // SAFETY: no arguments.

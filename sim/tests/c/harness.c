@@ -521,6 +521,39 @@ static void aclsim_extension_api_contract(void) {
     teardown_clean();
 }
 
+static void aclsim_fault_injection(void) {
+    CHECK(aclsimInjectFault("aclrtResetEvent", 507000, 1), ACL_ERROR_UNINITIALIZE);
+    setup();
+    CHECK(aclsimInjectFault(NULL, 507000, 1), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclsimInjectFault("aclrtResetEvent", 0, 1), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclsimInjectFault("aclrtResetEvent", 507000, 0), ACL_ERROR_INVALID_PARAM);
+    aclrtStream s;
+    aclrtEvent e;
+    OK(aclrtCreateStream(&s));
+    OK(aclrtCreateEventWithFlag(&e, ACL_EVENT_SYNC));
+    OK(aclrtRecordEvent(e, s));
+    OK(aclrtStreamWaitEvent(s, e));
+    /* Twice: the next two resets fail without effect, the third is real. */
+    OK(aclsimInjectFault("aclrtResetEvent", 507000, 2));
+    CHECK(aclrtResetEvent(e, s), 507000);
+    CHECK(aclrtResetEvent(e, s), 507000);
+    OK(aclrtResetEvent(e, s));
+    /* Disarmed by aclsimClearFaults. */
+    OK(aclsimInjectFault("aclrtSynchronizeStream", 107019, 5));
+    CHECK(aclrtSynchronizeStream(s), 107019);
+    aclsimClearFaults();
+    OK(aclrtSynchronizeStream(s));
+    OK(aclrtDestroyEvent(e));
+    OK(aclrtDestroyStream(s));
+    /* Disarmed by aclFinalize. */
+    OK(aclsimInjectFault("aclrtCreateStream", 107000, 1));
+    teardown_clean();
+    setup();
+    OK(aclrtCreateStream(&s));
+    OK(aclrtDestroyStream(s));
+    teardown_clean();
+}
+
 /* ---- S: streams ---------------------------------------------------------------------- */
 
 static void s1_tasks_run_in_issue_order(void) {
@@ -1285,6 +1318,7 @@ static const struct tcase cases[] = {
     T(d6_stream_outside_current_context_returns_107003),
     T(d_run_mode_and_handles),
     T(aclsim_extension_api_contract),
+    T(aclsim_fault_injection),
     T(s1_tasks_run_in_issue_order),
     T(s1_streams_are_independent),
     T(s3_synchronize_stream_with_timeout_codes),
