@@ -8,15 +8,6 @@ mod support;
 
 use ascend_typestate::{Acl, Error, InitOptions};
 
-static REPORTED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-
-fn record_report(what: &'static str, error: &Error) {
-    REPORTED
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .push(format!("{what}: {error}"));
-}
-
 #[test]
 fn leaked_children_keep_their_parents_d3_p2() {
     let path = support::simulator_path();
@@ -44,9 +35,9 @@ fn leaked_children_keep_their_parents_d3_p2() {
     assert_eq!(device.id(), 0, "the device is given back");
 
     // Its `Drop` keeps it too, and reports.
-    let previous = ascend_typestate::set_drop_error_handler(record_report);
+    let reports = support::DropErrors::capture();
     drop(device);
-    let reported = std::mem::take(&mut *REPORTED.lock().unwrap());
+    let reported = reports.take();
     assert_eq!(reported.len(), 1, "{reported:?}");
     assert!(reported[0].starts_with("Device: "), "{reported:?}");
 
@@ -62,10 +53,10 @@ fn leaked_children_keep_their_parents_d3_p2() {
     // The runtime was not finalized: it still answers.
     assert!(acl.device_count().unwrap() >= 2);
     drop(acl);
-    let reported = std::mem::take(&mut *REPORTED.lock().unwrap());
+    let reported = reports.take();
     assert_eq!(reported.len(), 1, "{reported:?}");
     assert!(reported[0].starts_with("Acl: "), "{reported:?}");
-    ascend_typestate::set_drop_error_handler(previous);
+    drop(reports);
     // Nothing was destroyed under a leaked handle: the simulator still holds them.
     assert!(sim.live_objects() >= 2);
     assert!(sim.findings().is_empty(), "{:#?}", sim.findings());

@@ -415,15 +415,6 @@ fn a_device_whose_contexts_are_destroyed_resets_d3() {
     assert_no_findings(&session.finish());
 }
 
-static REPORTED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-
-fn record_report(what: &'static str, error: &Error) {
-    REPORTED
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .push(format!("{what}: {error}"));
-}
-
 #[test]
 fn a_reset_that_cannot_be_issued_releases_the_event_and_loses_no_error_e4_e9() {
     let session = Session::start();
@@ -432,15 +423,14 @@ fn a_reset_that_cannot_be_issued_releases_the_event_and_loses_no_error_e4_e9() {
         let ctx = device.create_context().unwrap();
         let (s1, s2) = (ctx.create_stream().unwrap(), ctx.create_stream().unwrap());
         let live_before = session.sim.live_objects();
+        let reports = support::DropErrors::capture();
         let error = {
             let event = ctx.create_event().unwrap().record(&s1).unwrap();
             // The body fails before resetting, and so does `wait`'s own reset (injected).
             session.sim.inject_fault("aclrtResetEvent", 507000, 1);
-            let previous = ascend_typestate::set_drop_error_handler(record_report);
             let outcome = event.wait(&s2, |_waited| {
                 Err(Error::InvalidArgument("the body's error"))
             });
-            ascend_typestate::set_drop_error_handler(previous);
             match outcome {
                 Err(WaitError::Destroyed(error)) => error,
                 Err(other) => panic!("expected the event to be destroyed: {other}"),
@@ -452,7 +442,7 @@ fn a_reset_that_cannot_be_issued_releases_the_event_and_loses_no_error_e4_e9() {
             matches!(error, Error::InvalidArgument("the body's error")),
             "{error}"
         );
-        let reported = std::mem::take(&mut *REPORTED.lock().unwrap());
+        let reported = reports.take();
         assert_eq!(reported.len(), 1, "{reported:?}");
         assert!(reported[0].starts_with("Waited (reset)"), "{reported:?}");
         // The event is gone, not leaked: its streams were synchronised first (E9).

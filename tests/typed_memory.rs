@@ -306,15 +306,6 @@ fn a_scope_body_that_makes_another_context_current_is_still_synchronised_d6_m1()
     assert_no_findings(&session.finish());
 }
 
-static REPORTED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-
-fn record_report(what: &'static str, error: &Error) {
-    REPORTED
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .push(format!("{what}: {error}"));
-}
-
 #[test]
 fn a_failed_task_surfaces_at_the_scope_end_and_nothing_is_lost_p3_m1() {
     let session = Session::start();
@@ -338,7 +329,7 @@ fn a_failed_task_surfaces_at_the_scope_end_and_nothing_is_lost_p3_m1() {
         let mut dev: Vec<_> = (0..3)
             .map(|_| ctx.alloc::<u8>(64, MallocPolicy::HugeFirst).unwrap())
             .collect();
-        let previous = ascend_typestate::set_drop_error_handler(record_report);
+        let reports = support::DropErrors::capture();
         // The body succeeds on two failing streams: the scope returns the first stream's
         // error; the second's goes to the handler.
         let (a, rest) = dev.split_at_mut(1);
@@ -355,7 +346,7 @@ fn a_failed_task_surfaces_at_the_scope_end_and_nothing_is_lost_p3_m1() {
             Some(ascend_typestate::AclError::RtWaitTimeout),
             "{err}"
         );
-        let reported = std::mem::take(&mut *REPORTED.lock().unwrap());
+        let reported = reports.take();
         assert_eq!(reported.len(), 1, "{reported:?}");
         assert!(reported[0].contains("further stream"), "{reported:?}");
         assert!(reported[0].contains("WAIT_TIMEOUT"), "{reported:?}");
@@ -366,12 +357,11 @@ fn a_failed_task_surfaces_at_the_scope_end_and_nothing_is_lost_p3_m1() {
                 Err::<(), _>(Error::InvalidArgument("the body's own error"))
             })
             .unwrap_err();
-        ascend_typestate::set_drop_error_handler(previous);
         assert!(
             matches!(err, Error::InvalidArgument("the body's own error")),
             "{err}"
         );
-        let reported = std::mem::take(&mut *REPORTED.lock().unwrap());
+        let reported = reports.take();
         assert_eq!(reported.len(), 1, "{reported:?}");
         assert!(reported[0].starts_with("async scope"), "{reported:?}");
         assert!(reported[0].contains("WAIT_TIMEOUT"), "{reported:?}");

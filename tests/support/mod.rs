@@ -57,3 +57,43 @@ pub fn compile_shared_library(name: &str, source: &str) -> PathBuf {
 }
 
 pub mod sim;
+
+/// What reaches the drop-error handler while a value of this type lives (the previous
+/// handler is put back when it is dropped). The handler is process-wide: use it inside a
+/// `Session` (one test at a time) or in a test binary of its own.
+pub struct DropErrors {
+    previous: ascend_typestate::runtime::DropErrorHandler,
+}
+
+static DROP_ERRORS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+fn collect_drop_error(what: &'static str, error: &ascend_typestate::Error) {
+    DROP_ERRORS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(format!("{what}: {error}"));
+}
+
+impl DropErrors {
+    /// Starts collecting.
+    pub fn capture() -> DropErrors {
+        DROP_ERRORS
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        DropErrors {
+            previous: ascend_typestate::set_drop_error_handler(collect_drop_error),
+        }
+    }
+
+    /// `what: error` of each report since the last call, in order.
+    pub fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *DROP_ERRORS.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+impl Drop for DropErrors {
+    fn drop(&mut self) {
+        ascend_typestate::set_drop_error_handler(self.previous);
+    }
+}
