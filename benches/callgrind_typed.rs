@@ -1,6 +1,7 @@
 //! Callgrind workload, typed API (run by `scripts/callgrind.sh`, with `callgrind_raw` as the
-//! baseline): `callgrind_typed events|copies N` runs N cycles of the sequence inside
-//! `typed_events` / `typed_copies`, the functions callgrind's `--toggle-collect` counts. Setup and teardown are
+//! baseline): `callgrind_typed events|events_direct|copies N` runs N cycles of the sequence
+//! inside `typed_events` / `typed_events_direct` / `typed_copies`, the functions callgrind's
+//! `--toggle-collect` counts. Setup and teardown are
 //! outside it, and so is one warm-up cycle (steady state: every counted cycle re-records).
 
 use ascend_typestate::memory::{DeviceBuffer, HostBuffer, MallocPolicy};
@@ -22,20 +23,38 @@ fn typed_events<'t>(
     event_cycles(event, producer, consumer, n)
 }
 
-/// The loop, also run once (uncounted) as the warm-up: the cycle's code, closures
-/// included, has this one call site, as in a program that runs it in one loop.
+/// Counted by callgrind: N event cycles with `wait_and_reset`, nothing else.
+#[unsafe(no_mangle)]
 #[inline(never)]
-fn event_cycles<'t>(
-    mut event: Event<'t, Reset>,
+fn typed_events_direct<'t>(
+    event: Event<'t, Reset>,
     producer: &'t Stream<'t>,
     consumer: &'t Stream<'t>,
     n: u64,
 ) -> Result<Event<'t, Reset>, Error> {
-    for _ in 0..n {
-        event = typed_event_cycle(event, producer, consumer)?;
-    }
-    Ok(event)
+    event_cycles_direct(event, producer, consumer, n)
 }
+
+/// The loop of each event cycle form, also run once (uncounted) as the warm-up: the cycle's
+/// code, closures included, has this one call site, as in a program that runs it in one loop.
+macro_rules! event_loop {
+    ($name:ident, $cycle:ident) => {
+        #[inline(never)]
+        fn $name<'t>(
+            mut event: Event<'t, Reset>,
+            producer: &'t Stream<'t>,
+            consumer: &'t Stream<'t>,
+            n: u64,
+        ) -> Result<Event<'t, Reset>, Error> {
+            for _ in 0..n {
+                event = $cycle(event, producer, consumer)?;
+            }
+            Ok(event)
+        }
+    };
+}
+event_loop!(event_cycles, typed_event_cycle);
+event_loop!(event_cycles_direct, typed_event_cycle_direct);
 
 /// Counted by callgrind: N copies, nothing else.
 #[unsafe(no_mangle)]
@@ -81,6 +100,11 @@ fn main() -> Result<(), Error> {
             let event = event_cycles(first, &s1, &s2, 1)?;
             typed_events(event, &s1, &s2, n)?.destroy()?;
         }
+        "events_direct" => {
+            let first: Event<'_, Reset> = ctx.create_event()?.into();
+            let event = event_cycles_direct(first, &s1, &s2, 1)?;
+            typed_events_direct(event, &s1, &s2, n)?.destroy()?;
+        }
         "copies" => {
             let mut dst = ctx.alloc::<u8>(COPY_BYTES, MallocPolicy::HugeFirst)?;
             let src = ctx.alloc_host::<u8>(COPY_BYTES)?;
@@ -89,7 +113,7 @@ fn main() -> Result<(), Error> {
             dst.free()?;
             src.free()?;
         }
-        other => panic!("unknown workload {other:?} (events|copies)"),
+        other => panic!("unknown workload {other:?} (events|events_direct|copies)"),
     }
     s1.destroy()?;
     s2.destroy()?;

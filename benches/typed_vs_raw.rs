@@ -52,6 +52,12 @@ fn events(c: &mut Criterion, ctx: &Context<'_>, api: &'static Api) {
             slot = Some(typed_event_cycle(event, &producer, &consumer).unwrap());
         })
     });
+    group.bench_function("typed_wait_and_reset", |b| {
+        b.iter(|| {
+            let event = slot.take().unwrap();
+            slot = Some(typed_event_cycle_direct(event, &producer, &consumer).unwrap());
+        })
+    });
     let last = slot.take().unwrap();
     drop(slot);
     last.destroy().unwrap();

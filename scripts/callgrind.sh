@@ -25,6 +25,9 @@
 # Env:   CARGO_TARGET_DIR               (default <repo>/target)
 #        CALLGRIND_RUNS=2               how many times to run everything (stability)
 #
+# Workloads: events (record; wait scope with a reset; two synchronisations), events_direct
+# (the same with `Event::wait_and_reset`), copies (a 4 KiB H2D copy in an async scope, then
+# its synchronisation).
 # Variants: typed = the typed API; raw = what a C programmer writes; raw+join = raw calls
 # that also issue the join event the typed API inserts before re-recording an event whose
 # last reset on another stream may be pending (src/event.rs; skipped once that stream has
@@ -82,7 +85,8 @@ host() {
   shift
   valgrind --tool=callgrind --separate-threads=yes --collect-atstart=no \
     --compress-strings=no --compress-pos=no \
-    --toggle-collect=typed_events --toggle-collect=typed_copies \
+    --toggle-collect=typed_events --toggle-collect=typed_events_direct \
+    --toggle-collect=typed_copies \
     --toggle-collect=raw_events --toggle-collect=raw_copies \
     --callgrind-out-file="$work/$name" "$@" >"$work/$name.log" 2>&1 \
     || { echo "callgrind.sh: $name failed:" >&2; cat "$work/$name.log" >&2; exit 1; }
@@ -113,11 +117,11 @@ total_ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.4f", a / b}'; }
 worst=0
 row() { # run work typed_lib typed_rt raw_lib raw_rt
   last="$(ratio "$3" "$5" "$(mean "$4" "$6")")"
-  printf '%-4s %-7s %8s %8s %9s %9s %10s %10s\n' "$1" "$2" "$(per "$3")" "$(per "$5")" \
+  printf '%-4s %-13s %8s %8s %9s %9s %10s %10s\n' "$1" "$2" "$(per "$3")" "$(per "$5")" \
     "$(per "$4")" "$(per "$6")" "$last" "$(total_ratio "$(($3 + $4))" "$(($5 + $6))")"
 }
 header() {
-  printf '%-4s %-7s %8s %8s %9s %9s %10s %10s\n' run work typed raw 'rt(typed)' 'rt(raw)' \
+  printf '%-4s %-13s %8s %8s %9s %9s %10s %10s\n' run work typed raw 'rt(typed)' 'rt(raw)' \
     'same-rt' measured
 }
 
@@ -129,15 +133,18 @@ echo "Host thread, inside the counted function:"
 header
 joins=()
 for run in $(seq 1 "$runs"); do
-  for w in events copies; do
+  for w in events events_direct copies; do
     read -r tl tr < <(host "t-$w-$run" "$typed" "$w" "$n")
-    if [ "$w" = events ]; then
-      read -r ml mr < <(host "m-$w-$run" "$raw" "$w" "$n" minimal)
-      read -r jl jr < <(host "j-$w-$run" "$raw" "$w" "$n" join)
-      joins+=("$run $(per "$jl") $(per "$jr") $(total_ratio "$((tl + tr))" "$((jl + jr))")")
-    else
-      read -r ml mr < <(host "m-$w-$run" "$raw" "$w" "$n")
-    fi
+    case "$w" in
+      events)
+        read -r ml mr < <(host "m-$w-$run" "$raw" events "$n" minimal)
+        read -r jl jr < <(host "j-$w-$run" "$raw" events "$n" join)
+        joins+=("$run $(per "$jl") $(per "$jr") $(total_ratio "$((tl + tr))" "$((jl + jr))")")
+        ;;
+      # The same runtime calls as `events`: the same raw program.
+      events_direct) read -r ml mr < <(host "m-$w-$run" "$raw" events "$n" minimal) ;;
+      *) read -r ml mr < <(host "m-$w-$run" "$raw" "$w" "$n") ;;
+    esac
     row "$run" "$w" "$tl" "$tr" "$ml" "$mr"
   done
 done
@@ -145,13 +152,12 @@ echo
 echo "Whole program, every thread (the simulator's workers included):"
 header
 for run in $(seq 1 "$runs"); do
-  for w in events copies; do
+  for w in events events_direct copies; do
     read -r tl tr < <(whole "wt-$w-$run" "$typed" "$w")
-    if [ "$w" = events ]; then
-      read -r ml mr < <(whole "wm-$w-$run" "$raw" "$w" minimal)
-    else
-      read -r ml mr < <(whole "wm-$w-$run" "$raw" "$w")
-    fi
+    case "$w" in
+      events | events_direct) read -r ml mr < <(whole "wm-$w-$run" "$raw" events minimal) ;;
+      *) read -r ml mr < <(whole "wm-$w-$run" "$raw" "$w") ;;
+    esac
     row "$run" "$w" "$tl" "$tr" "$ml" "$mr"
     worst="$(awk -v a="$worst" -v b="$last" 'BEGIN {print (b > a) ? b : a}')"
   done

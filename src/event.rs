@@ -17,7 +17,7 @@
 //! | state | allows | leaves by |
 //! |---|---|---|
 //! | [`Created`] | `record`, `destroy` | `record` → `Recorded` |
-//! | [`Recorded`] | `synchronize`, `query`, `elapsed_since`, `wait`, `destroy` | `wait` scope → `Reset` |
+//! | [`Recorded`] | `synchronize`, `query`, `elapsed_since`, `wait`, `wait_and_reset`, `destroy` | `wait` scope or `wait_and_reset` → `Reset` |
 //! | [`Waited`] (scope) | `also_wait`, `reset` | `reset` → proof [`ResetDone`] → `Reset` |
 //! | [`Reset`] | `record`, `destroy` | `record` → `Recorded` |
 //!
@@ -355,6 +355,60 @@ impl<'s> Event<'s, Recorded> {
         unsafe { self.ctx.api().event_elapsed_time(start.raw, self.raw) }
     }
 
+    /// `aclrtStreamWaitEvent(stream, event)` then `aclrtResetEvent(event, stream)` (E1, E3,
+    /// E4): `stream` waits for this event, which is reset right after the wait, as the
+    /// protocol asks. The usual step of a pipeline; every task issued on `stream` afterwards
+    /// runs after the event. The same as [`wait`](Self::wait) with a body of
+    /// `|waited| waited.reset()`, without the scope: nothing can run between the two calls.
+    ///
+    /// Errors as for `wait`: if the wait cannot be issued, the event comes back *Recorded*
+    /// ([`WaitError::NotWaited`]); if the reset cannot, `stream` is synchronised and the
+    /// event released ([`WaitError::Destroyed`]; leaked and reported if `stream` cannot be
+    /// synchronised, E9).
+    ///
+    /// ```no_run
+    /// # use ascend_typestate::Acl;
+    /// # let acl = Acl::init()?;
+    /// # let device = acl.set_device(0)?;
+    /// # let ctx = device.create_context()?;
+    /// # let (producer, consumer) = (ctx.create_stream()?, ctx.create_stream()?);
+    /// let event = ctx.create_event()?.record(&producer)?;   // E2
+    /// let event = event.wait_and_reset(&consumer)?;          // E3, E4: Reset again
+    /// # Ok::<(), ascend_typestate::Error>(())
+    /// ```
+    #[inline(always)]
+    pub fn wait_and_reset<'t>(
+        self,
+        stream: &'t Stream<'_>,
+    ) -> Result<Event<'t, Reset>, WaitError<'t>>
+    where
+        's: 't,
+    {
+        if let Err(e) = self.issue_wait(stream) {
+            return Err(WaitError::NotWaited(Failed::new(e, self)));
+        }
+        let reset_stream: &'t Stream<'t> = stream;
+        let event: Event<'t, Reset> = self.into_state(reset_stream);
+        // Conservatively first, as in a wait scope: the stream's next synchronisation is
+        // needed before the event is destroyed or re-used (E9). The context is still current:
+        // `issue_wait` bound it, and only the runtime call ran since.
+        reset_stream.mark_reset_pending();
+        // SAFETY: both handles are live, the stream's context is current, and the stream has
+        // just waited on the event (E1 order: record, wait, reset).
+        match unsafe {
+            event
+                .ctx
+                .api()
+                .reset_event(event.raw, reset_stream.as_raw())
+        } {
+            Ok(()) => Ok(event),
+            Err(error) => {
+                let quiesced = quiesce([reset_stream]);
+                release_after_failed_reset(error, quiesced, event)
+            }
+        }
+    }
+
     /// The wait scope (E1, E3, E4, E5): `stream` waits for this event
     /// (`aclrtStreamWaitEvent`), then `body` runs with the [`Waited`] scope, in which more
     /// streams may wait ([`Waited::also_wait`]) and which must end with [`Waited::reset`]:
@@ -449,13 +503,24 @@ fn finish_unreset<'t>(
     // The reset could not be issued: the event must not be recorded again. The body's error
     // is returned; the reset's is reported (nothing is lost).
     report_drop_error("Waited (reset)", Err(reset_error));
+    release_after_failed_reset(error, quiesced, event)
+}
+
+/// An event whose reset could not be issued (E4) must not be recorded again: it is released
+/// if every stream that waited on it was seen done (`quiesced`), else leaked rather than
+/// destroyed under a task that may still refer to it (E9). Returns `error`.
+#[cold]
+#[inline(never)]
+fn release_after_failed_reset<'t>(
+    error: Error,
+    quiesced: bool,
+    event: Event<'t, Reset>,
+) -> Result<Event<'t, Reset>, WaitError<'t>> {
     if !quiesced {
-        // A waiting stream may still refer to the event: leak it rather than destroy it
-        // under that task (E9). Reported above.
+        // Reported by `quiesce`.
         std::mem::forget(event);
         return Err(WaitError::Destroyed(error));
     }
-    // Its tasks are done: release it.
     if let Err(failed) = Failed::release_or_give_back(event, Event::release) {
         let (release_error, event) = failed.into_parts();
         report_drop_error("Waited (release after a failed reset)", Err(release_error));
@@ -463,6 +528,33 @@ fn finish_unreset<'t>(
         drop(event);
     }
     Err(WaitError::Destroyed(error))
+}
+
+/// Synchronises each stream, up to twice (an asynchronous task's error is reported once);
+/// says whether all were seen done. Every error is reported.
+#[cold]
+#[inline(never)]
+fn quiesce<'a, 'b: 'a>(streams: impl IntoIterator<Item = &'a Stream<'b>>) -> bool {
+    let mut quiesced = true;
+    for stream in streams {
+        let api = stream.context().api();
+        // SAFETY: the callers' streams are borrowed, so live.
+        let first = stream
+            .bind()
+            .and_then(|()| unsafe { api.synchronize_stream(stream.as_raw()) });
+        if let Err(first) = first {
+            report_drop_error("Waited (synchronize after a failed reset)", Err(first));
+            // SAFETY: as above.
+            let again = stream
+                .bind()
+                .and_then(|()| unsafe { api.synchronize_stream(stream.as_raw()) });
+            if again.is_err() {
+                quiesced = false;
+                report_drop_error("Waited (a waiting stream cannot be synchronised)", again);
+            }
+        }
+    }
+    quiesced
 }
 
 impl<S: EventState> Drop for Event<'_, S> {
@@ -612,27 +704,9 @@ impl WaitScope<'_> {
         let Err(error) = self.issue_reset() else {
             return Ok(());
         };
-        let api = self.event.ctx.api();
         let others = self.others.get().map(|o| o.borrow());
         let others = others.as_deref().map_or(&[][..], |o| o.as_slice());
-        let mut quiesced = true;
-        for &stream in std::iter::once(&self.reset_stream).chain(others) {
-            // SAFETY: every stream is borrowed for the scope, so it is live.
-            let first = stream
-                .bind()
-                .and_then(|()| unsafe { api.synchronize_stream(stream.as_raw()) });
-            if let Err(first) = first {
-                report_drop_error("Waited (synchronize after a failed reset)", Err(first));
-                // SAFETY: as above.
-                let again = stream
-                    .bind()
-                    .and_then(|()| unsafe { api.synchronize_stream(stream.as_raw()) });
-                if again.is_err() {
-                    quiesced = false;
-                    report_drop_error("Waited (a waiting stream cannot be synchronised)", again);
-                }
-            }
-        }
+        let quiesced = quiesce(std::iter::once(self.reset_stream).chain(others.iter().copied()));
         Err(ResetFailed { error, quiesced })
     }
 }

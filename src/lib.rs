@@ -43,6 +43,8 @@
 //!   (E1): there is no `wait` on an event that was never recorded.
 //! * **A branded scope** ([`Event::wait`]) must return the [`ResetDone`] proof that only
 //!   [`Waited::reset`] creates (E4); a panic or early error in the scope still resets.
+//!   [`Event::wait_and_reset`] issues the wait and its reset together, for the usual case
+//!   where nothing needs to happen between them.
 //! * **Typed run-time errors** where the type system would cost users too much: a stream
 //!   of another device or context ([`Error::DeviceMismatch`], [`Error::ContextMismatch`]),
 //!   a second live [`Acl`] ([`Error::AlreadyInitialized`]).

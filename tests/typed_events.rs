@@ -500,3 +500,77 @@ fn a_join_whose_wait_fails_is_kept_until_its_record_is_done_e9() {
     }
     assert_no_findings(&session.finish());
 }
+
+#[test]
+fn wait_and_reset_is_the_wait_scope_without_a_body_e1_e3_e4() {
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let (producer, consumer) = (ctx.create_stream().unwrap(), ctx.create_stream().unwrap());
+        let mut event: Event<'_, Reset> = ctx.create_event().unwrap().into();
+        for round in 0..50 {
+            // A slow producer, so that the waits and the joins really wait.
+            session.sim.sleep_kernel(producer.as_raw(), 200);
+            let recorded = event
+                .record(&producer)
+                .unwrap_or_else(|e| panic!("round {round}: {e}"));
+            event = recorded
+                .wait_and_reset(&consumer)
+                .unwrap_or_else(|e| panic!("round {round}: {e}"));
+            if round % 10 == 9 {
+                consumer.synchronize().unwrap();
+            }
+        }
+        consumer.synchronize().unwrap();
+        event.destroy().unwrap();
+    }
+    // No E4 (every wait reset), no E5/E9 (re-records joined after the pending resets).
+    assert_no_findings(&session.finish());
+}
+
+#[test]
+fn wait_and_reset_errors_give_back_or_release_the_event_e4_e9() {
+    let session = Session::start();
+    let findings = {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let other = device.create_context().unwrap();
+        let (s1, s2) = (ctx.create_stream().unwrap(), ctx.create_stream().unwrap());
+        let foreign = other.create_stream().unwrap();
+        let live_before = session.sim.live_objects();
+        let reports = support::DropErrors::capture();
+        {
+            let event = ctx.create_event().unwrap().record(&s1).unwrap();
+            // The wait cannot be issued: the event comes back, still Recorded.
+            let Err(WaitError::NotWaited(failed)) = event.wait_and_reset(&foreign) else {
+                panic!("waited on a stream of another context")
+            };
+            let (error, event) = failed.into_parts();
+            assert!(matches!(error, Error::ContextMismatch { .. }), "{error}");
+            // The reset cannot be issued (injected): the event is released, the reset's
+            // error returned.
+            session.sim.inject_fault("aclrtResetEvent", 507000, 1);
+            match event.wait_and_reset(&s2) {
+                Err(WaitError::Destroyed(error)) => {
+                    assert_eq!(error.code(), Some(AclError::RtInternalError), "{error}")
+                }
+                Err(other) => panic!("expected the event to be destroyed: {other}"),
+                Ok(_) => panic!("expected the event to be destroyed"),
+            }
+        }
+        assert!(reports.take().is_empty());
+        assert_eq!(session.sim.live_objects(), live_before);
+        s1.destroy().unwrap();
+        s2.destroy().unwrap();
+        foreign.destroy().unwrap();
+        other.destroy().unwrap();
+        ctx.destroy().unwrap();
+        device.reset().unwrap();
+        session.sim.findings()
+    };
+    // The only finding: the wait that could not be reset (E4), which is what happened.
+    assert!(findings.iter().all(|f| f.rule == "E4"), "{findings:#?}");
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    session.finish();
+}

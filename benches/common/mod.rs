@@ -39,6 +39,20 @@ pub fn typed_event_cycle<'t>(
     Ok(event)
 }
 
+/// Typed, the same runtime calls as [`typed_event_cycle`] with `Event::wait_and_reset`: the
+/// wait and its reset without a scope (nothing to run between them).
+#[inline(always)]
+pub fn typed_event_cycle_direct<'t>(
+    event: Event<'t, Reset>,
+    producer: &'t Stream<'t>,
+    consumer: &'t Stream<'t>,
+) -> Result<Event<'t, Reset>, Error> {
+    let event = event.record(producer)?.wait_and_reset(consumer)?;
+    consumer.synchronize()?;
+    producer.synchronize()?;
+    Ok(event)
+}
+
 /// Raw, what a C programmer writes: the host synchronisation of the previous cycle already
 /// orders the next record after the previous reset, so no join.
 #[inline(always)]
