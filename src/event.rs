@@ -196,10 +196,8 @@ impl<'s, S: EventState> Event<'s, S> {
         // A stream synchronised since its last reset has nothing pending.
         let pending_reset = self.reset_stream().filter(|r| r.has_reset_pending());
         if let Some(reset_stream) = pending_reset.filter(|_| S::PENDING != Pending::Nothing) {
-            let before = reset_stream.sync_snapshot();
-            // SAFETY: `'s` keeps the resetting stream alive as long as the event.
-            unsafe { api.synchronize_stream(reset_stream.as_raw())? };
-            reset_stream.synchronized(before);
+            // `'s` keeps the resetting stream alive as long as the event.
+            reset_stream.synchronize()?;
         }
         // SAFETY: the event is live, no issued task refers to it any more (E9: waited for
         // above), and the value is consumed or being dropped, so this is its only destruction.
@@ -537,17 +535,9 @@ fn release_after_failed_reset<'t>(
 fn quiesce<'a, 'b: 'a>(streams: impl IntoIterator<Item = &'a Stream<'b>>) -> bool {
     let mut quiesced = true;
     for stream in streams {
-        let api = stream.context().api();
-        // SAFETY: the callers' streams are borrowed, so live.
-        let first = stream
-            .bind()
-            .and_then(|()| unsafe { api.synchronize_stream(stream.as_raw()) });
-        if let Err(first) = first {
+        if let Err(first) = stream.synchronize() {
             report_drop_error("Waited (synchronize after a failed reset)", Err(first));
-            // SAFETY: as above.
-            let again = stream
-                .bind()
-                .and_then(|()| unsafe { api.synchronize_stream(stream.as_raw()) });
+            let again = stream.synchronize();
             if again.is_err() {
                 quiesced = false;
                 report_drop_error("Waited (a waiting stream cannot be synchronised)", again);

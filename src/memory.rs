@@ -63,7 +63,7 @@ use bytemuck::Pod;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::runtime::{Failed, report_drop_error};
-use crate::stream::{Stream, SyncSnapshot};
+use crate::stream::Stream;
 use crate::sys::aclrtStream;
 use crate::sys::bindings::{
     ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEM_MALLOC_HUGE_ONLY, ACL_MEM_MALLOC_NORMAL_ONLY,
@@ -391,7 +391,7 @@ impl<'ctx> Context<'ctx> {
             Err(error) => return Err(scope.end_after_error(error)),
         };
         if let Some(more) = scope.more.take() {
-            synchronize_streams(self, scope.first.get(), more)?;
+            synchronize_streams(scope.first.get(), more)?;
         } else if let Some(stream) = scope.first.get() {
             synchronize_used(self, stream)?;
         }
@@ -403,14 +403,10 @@ impl<'ctx> Context<'ctx> {
 /// the first error.
 #[cold]
 #[inline(never)]
-fn synchronize_streams(
-    ctx: &Context<'_>,
-    first: Option<&Stream<'_>>,
-    more: Vec<&Stream<'_>>,
-) -> Result<()> {
+fn synchronize_streams(first: Option<&Stream<'_>>, more: Vec<&Stream<'_>>) -> Result<()> {
     let mut outcome = Ok(());
     for stream in first.into_iter().chain(more) {
-        if let Err(error) = synchronize_used(ctx, stream) {
+        if let Err(error) = synchronize_used(stream.context(), stream) {
             if outcome.is_ok() {
                 outcome = Err(error);
             } else {
@@ -422,23 +418,13 @@ fn synchronize_streams(
     outcome
 }
 
-/// Synchronises one stream an async scope used (M1).
+/// Synchronises one stream an async scope used (M1), of the scope's context `ctx`. It binds
+/// that again: the body may have made another one current on this thread (D6).
 #[inline(always)]
 fn synchronize_used(ctx: &Context<'_>, stream: &Stream<'_>) -> Result<()> {
-    // The stream is of `ctx` (checked when the scope used it): bind that, which the compiler
-    // has at hand.
-    let before = stream.sync_snapshot();
-    // The body may have made another context current on this thread (D6).
-    // SAFETY: every stream a scope used is borrowed for 'scope, so it is still live.
-    let synced = ctx
-        .bind()
-        .and_then(|()| unsafe { ctx.api().synchronize_stream(stream.as_raw()) });
-    match synced {
-        Ok(()) => {
-            stream.synchronized(before);
-            Ok(())
-        }
-        Err(error) => Err(second_chance(ctx, stream, before, error)),
+    match stream.synchronize_in(ctx) {
+        Ok(()) => Ok(()),
+        Err(error) => Err(second_chance(stream, error)),
     }
 }
 
@@ -447,18 +433,8 @@ fn synchronize_used(ctx: &Context<'_>, stream: &Stream<'_>) -> Result<()> {
 /// Returns the first error once the stream is done.
 #[cold]
 #[inline(never)]
-fn second_chance(
-    ctx: &Context<'_>,
-    stream: &Stream<'_>,
-    before: SyncSnapshot,
-    error: Error,
-) -> Error {
-    // The first failure may have been the binding: bind again before retrying (D6).
-    // SAFETY: the stream is borrowed for the scope, so it is still live.
-    let again = stream
-        .bind()
-        .and_then(|()| unsafe { ctx.api().synchronize_stream(stream.as_raw()) });
-    if again.is_err() {
+fn second_chance(stream: &Stream<'_>, error: Error) -> Error {
+    if stream.synchronize().is_err() {
         // `writeln!` to stderr, not `eprintln!`, which panics when stderr is closed: a
         // panic here would release the buffers (M1).
         let _ = writeln!(
@@ -469,7 +445,6 @@ fn second_chance(
         );
         std::process::abort();
     }
-    stream.synchronized(before);
     error
 }
 
@@ -1201,7 +1176,7 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
     #[inline(always)]
     fn synchronize_all(&self) -> Result<()> {
         let more = self.more.take().unwrap_or_default();
-        synchronize_streams(self.ctx, self.first.get(), more)
+        synchronize_streams(self.first.get(), more)
     }
 
     /// The end of a scope whose body returned `error`: synchronises its streams all the same

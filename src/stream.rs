@@ -10,7 +10,7 @@ use crate::sys::aclrtStream;
 
 /// What [`Stream::synchronized`] needs to know about the start of a synchronisation.
 #[derive(Clone, Copy)]
-pub(crate) struct SyncSnapshot {
+struct SyncSnapshot {
     resets: u32,
     /// The next join event's sequence number, or 0 if the context had none waiting (then
     /// none of those issued before can be done, and the check after the sync is one test).
@@ -110,10 +110,17 @@ impl<'ctx> Stream<'ctx> {
     /// and returns the errors of its asynchronous tasks (a timed-out wait, P3).
     #[inline]
     pub fn synchronize(&self) -> Result<()> {
-        self.bind()?;
+        self.synchronize_in(self.ctx)
+    }
+
+    /// [`synchronize`](Self::synchronize), given the stream's own context (which a caller
+    /// may already hold in a register: an async scope's).
+    #[inline(always)]
+    pub(crate) fn synchronize_in(&self, ctx: &Context<'_>) -> Result<()> {
+        ctx.bind()?;
         let before = self.sync_snapshot();
         // SAFETY: `self.raw` is live for as long as `self`.
-        unsafe { self.ctx.api().synchronize_stream(self.raw)? };
+        unsafe { ctx.api().synchronize_stream(self.raw)? };
         self.synchronized(before);
         Ok(())
     }
@@ -137,7 +144,7 @@ impl<'ctx> Stream<'ctx> {
     /// issued so far, and (only if the context has any join events waiting) the sequence
     /// number of the next one.
     #[inline(always)]
-    pub(crate) fn sync_snapshot(&self) -> SyncSnapshot {
+    fn sync_snapshot(&self) -> SyncSnapshot {
         SyncSnapshot {
             resets: self.resets_issued.load(Ordering::Acquire),
             deferred: self.ctx.deferred_seq_if_any(),
@@ -147,7 +154,7 @@ impl<'ctx> Stream<'ctx> {
     /// A synchronisation that began at `before` succeeded: the resets and the join events
     /// issued until then are done (the latter are destroyed, E9).
     #[inline(always)]
-    pub(crate) fn synchronized(&self, before: SyncSnapshot) {
+    fn synchronized(&self, before: SyncSnapshot) {
         self.resets_synced.store(before.resets, Ordering::Release);
         self.ctx.destroy_deferred_of(self.raw, before.deferred);
     }
