@@ -92,11 +92,12 @@ fn main() -> Result<(), Error> {
     let api = acl.api();
     let device = acl.set_device(0)?;
     let ctx = device.create_context()?;
-    let s1 = api.create_stream()?;
-    let s2 = api.create_stream()?;
+    // SAFETY: raw streams of the current context, destroyed below, before the context.
+    let (s1, s2) = unsafe { (api.create_stream()?, api.create_stream()?) };
     match which.as_str() {
         "events" => {
-            let event = api.create_event_with_flag(ACL_EVENT_SYNC)?;
+            // SAFETY: a raw event of the current context, destroyed below.
+            let event = unsafe { api.create_event_with_flag(ACL_EVENT_SYNC)? };
             event_cycles(api, event, s1, s2, false, 1)?;
             raw_events(api, event, s1, s2, join, n)?;
             // SAFETY: both streams are synchronised; destroyed once.

@@ -63,7 +63,8 @@ fn events(c: &mut Criterion, ctx: &Context<'_>, api: &'static Api) {
     last.destroy().unwrap();
 
     let (p, q) = (producer.as_raw(), consumer.as_raw());
-    let raw = api.create_event_with_flag(ACL_EVENT_SYNC).unwrap();
+    // SAFETY: a raw event of the current context, destroyed below.
+    let raw = unsafe { api.create_event_with_flag(ACL_EVENT_SYNC) }.unwrap();
     raw_event_cycle(api, raw, p, q).unwrap();
     group.bench_function("raw_api", |b| {
         b.iter(|| raw_event_cycle(api, black_box(raw), p, q).unwrap())
@@ -115,7 +116,8 @@ fn callbacks(c: &mut Criterion, ctx: &Context<'_>, api: &'static Api) {
     subscribed.unsubscribe().unwrap().destroy().unwrap();
     report.stop().unwrap();
 
-    let stream = api.create_stream().unwrap();
+    // SAFETY: a raw stream of the current context, destroyed below.
+    let stream = unsafe { api.create_stream() }.unwrap();
     let thread = RawReportThread::spawn(api, ctx.as_raw());
     // SAFETY: the stream is live; the thread processes reports until `stop`.
     unsafe { api.subscribe_report(thread.thread_id, stream) }.unwrap();

@@ -32,6 +32,7 @@
 
 use std::any::Any;
 use std::ffi::c_void;
+use std::io::Write as _;
 use std::mem::ManuallyDrop;
 use std::ops::Deref;
 use std::os::unix::thread::JoinHandleExt;
@@ -75,15 +76,31 @@ impl CallbackMode {
     }
 }
 
+/// The most `aclrtProcessReport` failures a report thread keeps until `stop` (the first is
+/// returned, the others reported); later ones are counted only.
+const KEPT_FAILURES: usize = 16;
+
 /// State shared by a report thread, its subscriptions and the callbacks in flight.
 #[derive(Default)]
 struct Shared {
     stop: AtomicBool,
     /// Callbacks launched and not yet run, on every stream of this thread.
     outstanding: AtomicUsize,
+    /// Streams subscribed to this thread: each `Subscribed` until it unsubscribes. Only a
+    /// leaked one (`mem::forget`) can be left at `stop`; the thread then keeps serving (C1).
+    subscriptions: AtomicUsize,
+    /// The thread's loop has ended (only `stop` ends it).
+    exited: AtomicBool,
     panics: Mutex<Vec<String>>,
-    /// Why the loop ended early, if it did.
-    failure: Mutex<Option<Error>>,
+    /// `aclrtProcessReport` failures: the loop goes on after each (callbacks may still be
+    /// waiting), and `stop` returns them.
+    failures: Mutex<Failures>,
+}
+
+#[derive(Default)]
+struct Failures {
+    kept: Vec<Error>,
+    dropped: usize,
 }
 
 /// A raw context handle, moved to the report thread once, while the context is borrowed.
@@ -123,11 +140,14 @@ pub struct ReportThread<'ctx> {
     thread_id: u64,
     shared: Arc<Shared>,
     handle: Option<JoinHandle<()>>,
+    /// `stop` ran: `Drop` has nothing left to do.
+    stopped: bool,
 }
 
 impl<'ctx> ReportThread<'ctx> {
     /// Starts a report thread for `ctx`'s device.
     pub fn spawn(ctx: &'ctx Context<'ctx>) -> Result<ReportThread<'ctx>> {
+        context::refuse_inside_callback()?;
         let reserved = REPORT_THREADS.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
             (n < MAX_REPORT_THREADS).then_some(n + 1)
         });
@@ -156,6 +176,7 @@ impl<'ctx> ReportThread<'ctx> {
                 if ok {
                     serve(api, &thread_shared);
                 }
+                thread_shared.exited.store(true, Ordering::Release);
             });
         let handle = match spawned {
             Ok(handle) => handle,
@@ -184,6 +205,7 @@ impl<'ctx> ReportThread<'ctx> {
             thread_id,
             shared,
             handle: Some(handle),
+            stopped: false,
         })
     }
 
@@ -216,6 +238,8 @@ impl<'ctx> ReportThread<'ctx> {
         if let Err(e) = self.alive() {
             return Err(Failed::new(e, stream));
         }
+        // Counted first: a subscription must never exist uncounted (`stop` reads it).
+        self.shared.subscriptions.fetch_add(1, Ordering::AcqRel);
         let subscribed = stream.bind().and_then(|()| {
             // SAFETY: the stream is live (owned) and its context current; the thread id is a
             // running thread that processes reports until `stop`, which cannot happen while
@@ -232,20 +256,20 @@ impl<'ctx> ReportThread<'ctx> {
                 report: self,
                 pending: Arc::new(AtomicUsize::new(0)),
             }),
-            Err(e) => Err(Failed::new(e, stream)),
+            Err(e) => {
+                self.shared.subscriptions.fetch_sub(1, Ordering::AcqRel);
+                Err(Failed::new(e, stream))
+            }
         }
     }
 
+    /// The thread still runs callbacks (its loop ends only at `stop`; this catches a thread
+    /// that died, which would leave launched callbacks waiting forever).
     fn alive(&self) -> Result<()> {
-        let failure = self
-            .shared
-            .failure
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        match &*failure {
-            Some(e) => Err(Error::ReportThreadStopped(e.to_string())),
-            None => Ok(()),
+        if self.shared.exited.load(Ordering::Acquire) {
+            return Err(Error::ReportThreadStopped("its loop has ended".to_owned()));
         }
+        Ok(())
     }
 
     /// The messages of callbacks that panicked since the last call (caught at the FFI
@@ -255,6 +279,26 @@ impl<'ctx> ReportThread<'ctx> {
     }
 
     fn shut_down(&mut self) -> Result<()> {
+        self.stopped = true;
+        let subscribed = self.shared.subscriptions.load(Ordering::Acquire);
+        if subscribed != 0 {
+            // Only a leaked `Subscribed` gets here (a live one borrows the thread). Its stream
+            // is still subscribed to this thread id: the thread must keep serving it, or the
+            // id could be reused by a new thread (C7, 107012) and callbacks launched on the
+            // stream would never run. It is left running (detached), with its slot (C4).
+            drop(self.handle.take());
+            return Err(Error::LiveChildren { count: subscribed });
+        }
+        let own_thread = self
+            .handle
+            .as_ref()
+            .is_some_and(|h| h.thread().id() == std::thread::current().id());
+        if own_thread {
+            // Dropped by one of its own callbacks: a thread cannot join itself. Unreachable
+            // without a leaked subscription (see above), kept as a guard: leave it running.
+            drop(self.handle.take());
+            return Err(Error::InsideCallback);
+        }
         self.shared.stop.store(true, Ordering::Release);
         if let Some(handle) = self.handle.take() {
             handle.thread().unpark();
@@ -267,14 +311,32 @@ impl<'ctx> ReportThread<'ctx> {
                 ));
             }
         }
-        if let Some(e) = self
-            .shared
-            .failure
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-        {
-            return Err(e);
+        let failures = std::mem::take(
+            &mut *self
+                .shared
+                .failures
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()),
+        );
+        let mut kept = failures.kept.into_iter();
+        if let Some(first) = kept.next() {
+            // One error can be returned: the others are reported, not lost.
+            for later in kept {
+                report_drop_error(
+                    "ReportThread (a later aclrtProcessReport failure)",
+                    Err(later),
+                );
+            }
+            if failures.dropped != 0 {
+                report_drop_error(
+                    "ReportThread (more aclrtProcessReport failures, not kept)",
+                    Err(Error::ReportThreadStopped(format!(
+                        "{} more failures",
+                        failures.dropped
+                    ))),
+                );
+            }
+            return Err(first);
         }
         let panics = self.take_panics();
         match panics.first() {
@@ -287,7 +349,14 @@ impl<'ctx> ReportThread<'ctx> {
     }
 
     /// Stops and joins the thread. Does not compile while a stream is subscribed to it.
-    /// Returns the loop's failure, or [`Error::CallbackPanicked`] for panics not yet taken.
+    /// Returns the first `aclrtProcessReport` failure the loop met (the loop goes on after
+    /// one, so that no callback is stranded; later ones go to the
+    /// [drop-error handler](crate::set_drop_error_handler)), else [`Error::CallbackPanicked`]
+    /// for panics not yet taken.
+    ///
+    /// If a [`Subscribed`] was leaked (`mem::forget`), its stream is still subscribed to the
+    /// thread: the thread is then left running for the life of the process, serving it, and
+    /// this returns [`Error::LiveChildren`].
     pub fn stop(mut self) -> Result<()> {
         self.shut_down()
     }
@@ -295,7 +364,9 @@ impl<'ctx> ReportThread<'ctx> {
 
 impl Drop for ReportThread<'_> {
     fn drop(&mut self) {
-        report_drop_error("ReportThread", self.shut_down());
+        if !self.stopped {
+            report_drop_error("ReportThread", self.shut_down());
+        }
     }
 }
 
@@ -313,7 +384,9 @@ fn serve(api: &'static Api, shared: &Shared) {
     // POLL_MS, so that idle report threads do not spin, and start again once one is.
     let mut idle = Duration::from_micros(100);
     loop {
-        match api.process_report(POLL_MS) {
+        // SAFETY: this thread is the report thread its streams subscribe (C7); the callbacks
+        // it runs were launched by `Subscribed::launch`, under its contract.
+        match unsafe { api.process_report(POLL_MS) } {
             Ok(())
             | Err(Error::Runtime {
                 code: AclError::RtReportTimeout,
@@ -328,9 +401,19 @@ fn serve(api: &'static Api, shared: &Shared) {
                 std::thread::park_timeout(idle);
                 idle = (idle * 2).min(Duration::from_millis(POLL_MS.unsigned_abs().into()));
             }
+            // Anything else is kept for `stop`, and the loop goes on: callbacks may be waiting,
+            // and a stream whose blocking callback never runs would hang its synchronisation.
             Err(e) => {
-                *shared.failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
-                return;
+                {
+                    let mut failures = shared.failures.lock().unwrap_or_else(|p| p.into_inner());
+                    if failures.kept.len() < KEPT_FAILURES {
+                        failures.kept.push(e);
+                    } else {
+                        failures.dropped += 1;
+                    }
+                }
+                std::thread::park_timeout(idle);
+                idle = (idle * 2).min(Duration::from_millis(POLL_MS.unsigned_abs().into()));
             }
         }
         if shared.stop.load(Ordering::Acquire) && shared.outstanding.load(Ordering::Acquire) == 0 {
@@ -396,7 +479,12 @@ unsafe extern "C" fn trampoline(user_data: *mut c_void) {
     context::leave_callback(previous);
     if let Err(panic) = outcome {
         let message = panic_message(panic.as_ref());
-        eprintln!("ascend-typestate: a host callback panicked: {message}");
+        // Not `eprintln!`, which panics (here: aborts, in an `extern "C"` function) when
+        // stderr cannot be written.
+        let _ = writeln!(
+            std::io::stderr(),
+            "ascend-typestate: a host callback panicked: {message}"
+        );
         shared
             .panics
             .lock()
@@ -473,8 +561,13 @@ impl<'r, 's> Subscribed<'r, 's> {
             self.stream
                 .context()
                 .api()
-                .unsubscribe_report(self.report.thread_id, self.stream.as_raw())
-        }
+                .unsubscribe_report(self.report.thread_id, self.stream.as_raw())?
+        };
+        self.report
+            .shared
+            .subscriptions
+            .fetch_sub(1, Ordering::AcqRel);
+        Ok(())
     }
 
     /// `aclrtUnSubscribeReport` after the stream's tasks and callbacks are done (C1 step 5,
@@ -496,7 +589,12 @@ impl<'r, 's> Subscribed<'r, 's> {
 
 impl Drop for Subscribed<'_, '_> {
     fn drop(&mut self) {
-        let released = self.release();
+        // Fallback: a second try, as for a stream (an asynchronous task's error is reported
+        // by one synchronisation only).
+        let released = self.release().or_else(|first| {
+            report_drop_error("Subscribed (unsubscribe)", Err(first));
+            self.release()
+        });
         if released.is_err() {
             // Still subscribed, maybe with callbacks outstanding: destroying the stream could
             // drop them (C1); leak it and report.

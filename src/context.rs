@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::error::Result;
 use crate::event::{Created, Event};
-use crate::runtime::{Failed, report_drop_error};
+use crate::runtime::{Failed, release_on_drop, report_drop_error};
 use crate::stream::Stream;
 use crate::sys::bindings::ACL_EVENT_SYNC;
 use crate::sys::loader::Api;
@@ -75,6 +75,7 @@ pub(crate) fn refuse_inside_callback() -> Result<()> {
 }
 
 /// A join event to destroy once the stream that waited on it is synchronised (E9).
+#[derive(Clone, Copy)]
 struct Deferred {
     seq: u64,
     stream: aclrtStream,
@@ -143,7 +144,9 @@ impl<'dev> Context<'dev> {
         device_contexts: &'dev AtomicUsize,
     ) -> Result<Context<'dev>> {
         refuse_inside_callback()?;
-        let raw = api.create_context(device)?;
+        // SAFETY: a new context, released only by `Context::release` (D3); not inside a
+        // callback (checked above, C8).
+        let raw = unsafe { api.create_context(device)? };
         device_contexts.fetch_add(1, Ordering::Relaxed);
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         // aclrtCreateContext made it current on this thread (D2).
@@ -205,7 +208,8 @@ impl<'dev> Context<'dev> {
     /// `aclrtCreateStream` in this context: a [`Stream`] borrowing it.
     pub fn create_stream(&self) -> Result<Stream<'_>> {
         self.bind()?;
-        let raw = self.api.create_stream()?;
+        // SAFETY: a new stream in this (bound) context, owned by the returned value (D3).
+        let raw = unsafe { self.api.create_stream()? };
         // SAFETY: `raw` was just created in this context and is owned by the new value only.
         Ok(unsafe { Stream::from_raw(raw, self) })
     }
@@ -216,7 +220,8 @@ impl<'dev> Context<'dev> {
     /// on an event without it) cannot happen.
     pub fn create_event(&self) -> Result<Event<'_, Created>> {
         self.bind()?;
-        let raw = self.api.create_event_with_flag(ACL_EVENT_SYNC)?;
+        // SAFETY: a new event in this (bound) context, owned by the returned value (D3).
+        let raw = unsafe { self.api.create_event_with_flag(ACL_EVENT_SYNC)? };
         Ok(Event::created(raw, self))
     }
 
@@ -226,7 +231,8 @@ impl<'dev> Context<'dev> {
         // Only joins issued before the synchronisation started are known to be done: another
         // thread may issue more meanwhile (the context is `Sync`).
         let before = self.deferred_seq.load(Ordering::Acquire);
-        self.api.synchronize_device()?;
+        // SAFETY: bound above, so not inside a callback (C8); it waits, changing nothing.
+        unsafe { self.api.synchronize_device()? };
         self.destroy_deferred(Finished::IssuedBefore(before));
         Ok(())
     }
@@ -236,7 +242,8 @@ impl<'dev> Context<'dev> {
     pub fn synchronize_device_with_timeout(&self, timeout: crate::Timeout) -> Result<()> {
         self.bind()?;
         let before = self.deferred_seq.load(Ordering::Acquire);
-        self.api.synchronize_device_with_timeout(timeout.as_raw())?;
+        // SAFETY: as in `synchronize_device`; `Timeout` holds only -1 or > 0.
+        unsafe { self.api.synchronize_device_with_timeout(timeout.as_raw())? };
         self.destroy_deferred(Finished::IssuedBefore(before));
         Ok(())
     }
@@ -250,7 +257,9 @@ impl<'dev> Context<'dev> {
             return Ok(());
         }
         let api = self.api;
-        let join = api.create_event_with_flag(ACL_EVENT_SYNC)?;
+        // SAFETY: a crate-private event in the bound context, destroyed through the deferred
+        // list below (E9).
+        let join = unsafe { api.create_event_with_flag(ACL_EVENT_SYNC)? };
         // SAFETY: `join` is fresh; both streams are live (the caller borrows them) and in the
         // current context; `join` is recorded before it is waited on (E1) and reset right
         // after the wait on its only waiting stream (E4); it is never recorded again.
@@ -268,8 +277,13 @@ impl<'dev> Context<'dev> {
             return Err(error);
         }
         // SAFETY: as above. Whether or not the reset is issued, once `to` has passed its
-        // wait the record is done too: destroyed once `to` is synchronised (E9).
-        let reset = unsafe { api.reset_event(join, to) };
+        // wait the record is done too: destroyed once `to` is synchronised (E9). A failed
+        // reset issued nothing: it is tried once more (E4), its error reported.
+        let reset = unsafe { api.reset_event(join, to) }.or_else(|first| {
+            report_drop_error("join event (a reset that failed once)", Err(first));
+            // SAFETY: as above.
+            unsafe { api.reset_event(join, to) }
+        });
         self.defer_destroy(to, join);
         reset
     }
@@ -320,7 +334,14 @@ impl<'dev> Context<'dev> {
 
     #[cold]
     fn destroy_deferred_slow(&self, finished: Finished) {
-        let done: Vec<aclrtEvent> = {
+        report_drop_error("join event", self.try_destroy_deferred(finished));
+    }
+
+    /// Destroys the deferred events `finished` covers; one whose destruction fails is kept
+    /// for the next try (E9: its tasks are done, so any later time is right). Returns the
+    /// first error; the others are reported.
+    fn try_destroy_deferred(&self, finished: Finished) -> Result<()> {
+        let done: Vec<Deferred> = {
             let mut list = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
             let mut done = Vec::new();
             list.retain(|entry| {
@@ -332,19 +353,31 @@ impl<'dev> Context<'dev> {
                     Finished::All => true,
                 };
                 if is_done {
-                    done.push(entry.event);
+                    done.push(*entry);
                 }
                 !is_done
             });
             self.deferred_len.store(list.len(), Ordering::Release);
             done
         };
-        for event in done {
+        let mut outcome = Ok(());
+        for entry in done {
             // SAFETY: the event was created by this crate, is referenced by no handle, and
             // every task using it was on a stream that has just been synchronised (E9).
-            let result = unsafe { self.api.destroy_event(event) };
-            report_drop_error("join event", result);
+            if let Err(error) = unsafe { self.api.destroy_event(entry.event) } {
+                // Still alive: kept, and destroyed by a later synchronisation, or before the
+                // context (which is not destroyed over it, D3).
+                let mut list = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
+                list.push(entry);
+                self.deferred_len.store(list.len(), Ordering::Release);
+                if outcome.is_ok() {
+                    outcome = Err(error);
+                } else {
+                    report_drop_error("join event", Err(error));
+                }
+            }
         }
+        outcome
     }
 
     /// A stream, event, buffer or report thread was created in this context.
@@ -360,12 +393,14 @@ impl<'dev> Context<'dev> {
     }
 
     fn release(&self) -> Result<()> {
+        refuse_inside_callback()?;
         let count = self.children.load(Ordering::Acquire);
         if count != 0 {
             return Err(crate::Error::LiveChildren { count });
         }
-        // Every stream borrowing this context is gone, so their tasks are done.
-        self.destroy_deferred(Finished::All);
+        // Every stream borrowing this context is gone, so their tasks are done. A join event
+        // that cannot be destroyed keeps the context (D3).
+        self.try_destroy_deferred(Finished::All)?;
         // SAFETY: `self.raw` is live and this is its only destruction (the value is consumed).
         let result = unsafe { self.api.destroy_context(self.raw) };
         forget_current();
@@ -400,7 +435,7 @@ impl<'dev> Context<'dev> {
 
 impl Drop for Context<'_> {
     fn drop(&mut self) {
-        report_drop_error("Context", self.release());
+        release_on_drop("Context", || self.release());
     }
 }
 

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::context::{self, Context};
 use crate::error::{Error, Result};
-use crate::runtime::{Failed, report_drop_error};
+use crate::runtime::{Failed, release_on_drop};
 use crate::sys::loader::Api;
 
 /// A device made usable by `aclrtSetDevice` (D1); reset by [`Device::reset`] or, as a
@@ -62,7 +62,9 @@ pub(crate) fn live_devices() -> usize {
 impl<'acl> Device<'acl> {
     pub(crate) fn set(api: &'static Api, id: i32) -> Result<Device<'acl>> {
         context::refuse_inside_callback()?;
-        api.set_device(id)?;
+        // SAFETY: paired with the reset of `Device::release` (D1); not inside a callback
+        // (checked above, C8).
+        unsafe { api.set_device(id)? };
         LIVE_DEVICES.fetch_add(1, Ordering::Relaxed);
         // aclrtSetDevice made the device's default context current on this thread.
         context::forget_current();
@@ -86,6 +88,7 @@ impl<'acl> Device<'acl> {
     }
 
     fn release(&self) -> Result<()> {
+        context::refuse_inside_callback()?;
         let count = self.contexts.load(Ordering::Acquire);
         if count != 0 {
             return Err(Error::LiveChildren { count });
@@ -113,7 +116,7 @@ impl<'acl> Device<'acl> {
 
 impl Drop for Device<'_> {
     fn drop(&mut self) {
-        report_drop_error("Device", self.release());
+        release_on_drop("Device", || self.release());
     }
 }
 

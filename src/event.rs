@@ -57,7 +57,7 @@ use std::ptr;
 
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::runtime::{Failed, Timeout, report_drop_error};
+use crate::runtime::{Failed, Timeout, release_on_drop, report_drop_error};
 use crate::stream::Stream;
 use crate::sys::{aclrtEvent, aclrtStream};
 
@@ -196,8 +196,10 @@ impl<'s, S: EventState> Event<'s, S> {
         // A stream synchronised since its last reset has nothing pending.
         let pending_reset = self.reset_stream().filter(|r| r.has_reset_pending());
         if let Some(reset_stream) = pending_reset.filter(|_| S::PENDING != Pending::Nothing) {
-            // `'s` keeps the resetting stream alive as long as the event.
-            reset_stream.synchronize()?;
+            // `'s` keeps the resetting stream alive as long as the event. Its own error (a
+            // task that failed) does not keep the event: once the stream is seen done, it is
+            // reported and the event released.
+            reset_stream.settle("Event (an error of the stream that reset it)")?;
         }
         // SAFETY: the event is live, no issued task refers to it any more (E9: waited for
         // above), and the value is consumed or being dropped, so this is its only destruction.
@@ -347,7 +349,12 @@ impl<'s> Event<'s, Recorded> {
     /// `aclrtEventElapsedTime(&ms, start, self)` (E8): milliseconds from `start` to this
     /// event. Both must be complete (synchronise first), else
     /// [`AclError::RtInternalError`](crate::AclError::RtInternalError).
+    /// Both events must be of one context: [`Error::ContextMismatch`] (or
+    /// [`Error::DeviceMismatch`]) otherwise, before any runtime call.
     pub fn elapsed_since(&self, start: &Event<'_, Recorded>) -> Result<f32> {
+        if !ptr::addr_eq(self.ctx, start.ctx) {
+            return Err(context_mismatch(self.ctx, start.ctx, "the start event"));
+        }
         self.ctx.bind()?;
         // SAFETY: both events are live.
         unsafe { self.ctx.api().event_elapsed_time(start.raw, self.raw) }
@@ -400,10 +407,7 @@ impl<'s> Event<'s, Recorded> {
                 .reset_event(event.raw, reset_stream.as_raw())
         } {
             Ok(()) => Ok(event),
-            Err(error) => {
-                let quiesced = quiesce([reset_stream]);
-                release_after_failed_reset(error, quiesced, event)
-            }
+            Err(error) => retry_reset(error, event, reset_stream),
         }
     }
 
@@ -482,6 +486,36 @@ impl<'s> Event<'s, Recorded> {
     }
 }
 
+/// `wait_and_reset`'s reset failed with `error` (nothing was issued): tries it once more
+/// (E4). The event then comes back *Reset* with the error ([`WaitError::Reset`]); if the
+/// retry fails too, it is released as [`release_after_failed_reset`] says.
+#[cold]
+#[inline(never)]
+fn retry_reset<'t>(
+    error: Error,
+    event: Event<'t, Reset>,
+    reset_stream: &'t Stream<'t>,
+) -> Result<Event<'t, Reset>, WaitError<'t>> {
+    let again = reset_stream.bind().and_then(|()| {
+        // SAFETY: as for the first try: both handles are live, the context current (bound),
+        // and the stream has waited on the event; the first try issued nothing.
+        unsafe {
+            event
+                .ctx
+                .api()
+                .reset_event(event.raw, reset_stream.as_raw())
+        }
+    });
+    match again {
+        Ok(()) => Err(WaitError::Reset(Failed::new(error, event))),
+        Err(again) => {
+            report_drop_error("Event::wait_and_reset (the reset failed twice)", Err(again));
+            let quiesced = quiesce([reset_stream]);
+            release_after_failed_reset(error, quiesced, event)
+        }
+    }
+}
+
 /// The end of a wait scope whose body returned `error` without resetting: `ensured` says
 /// whether `wait` could issue the reset itself.
 #[cold]
@@ -535,13 +569,10 @@ fn release_after_failed_reset<'t>(
 fn quiesce<'a, 'b: 'a>(streams: impl IntoIterator<Item = &'a Stream<'b>>) -> bool {
     let mut quiesced = true;
     for stream in streams {
-        if let Err(first) = stream.synchronize() {
-            report_drop_error("Waited (synchronize after a failed reset)", Err(first));
-            let again = stream.synchronize();
-            if again.is_err() {
-                quiesced = false;
-                report_drop_error("Waited (a waiting stream cannot be synchronised)", again);
-            }
+        let settled = stream.settle("Waited (synchronize after a failed reset)");
+        if settled.is_err() {
+            quiesced = false;
+            report_drop_error("Waited (a waiting stream cannot be synchronised)", settled);
         }
     }
     quiesced
@@ -549,7 +580,7 @@ fn quiesce<'a, 'b: 'a>(streams: impl IntoIterator<Item = &'a Stream<'b>>) -> boo
 
 impl<S: EventState> Drop for Event<'_, S> {
     fn drop(&mut self) {
-        report_drop_error("Event", self.release());
+        release_on_drop("Event", || self.release());
     }
 }
 
@@ -575,19 +606,24 @@ fn check_stream(ctx: &Context<'_>, stream: &Stream<'_>) -> Result<()> {
 
 #[cold]
 fn stream_mismatch(ctx: &Context<'_>, stream: &Stream<'_>) -> Result<()> {
-    let expected = ctx.device_id();
-    let found = stream.context().device_id();
-    if found != expected {
-        return Err(Error::DeviceMismatch {
-            what: "the stream",
-            expected,
-            found,
-        });
+    if ptr::eq(ctx.as_raw(), stream.context().as_raw()) {
+        return Ok(());
     }
-    if !ptr::eq(ctx.as_raw(), stream.context().as_raw()) {
-        return Err(Error::ContextMismatch { what: "the stream" });
+    Err(context_mismatch(ctx, stream.context(), "the stream"))
+}
+
+/// `what`, of context `found`, is used with an event of context `ctx` (D6).
+#[cold]
+fn context_mismatch(ctx: &Context<'_>, found: &Context<'_>, what: &'static str) -> Error {
+    if found.device_id() != ctx.device_id() {
+        Error::DeviceMismatch {
+            what,
+            expected: ctx.device_id(),
+            found: found.device_id(),
+        }
+    } else {
+        Error::ContextMismatch { what }
     }
-    Ok(())
 }
 
 /// Orders `stream` after a reset issued on `reset_stream`, unless it is the same stream
@@ -691,7 +727,11 @@ impl WaitScope<'_> {
     #[cold]
     #[inline(never)]
     fn reset_now_or_quiesce(&self) -> Result<(), ResetFailed> {
-        let Err(error) = self.issue_reset() else {
+        let Err(error) = self.issue_reset().or_else(|first| {
+            // Once more (E4): a failed reset issued nothing; the error is not lost.
+            report_drop_error("Waited (a reset that failed once)", Err(first));
+            self.issue_reset()
+        }) else {
             return Ok(());
         };
         let others = self.others.get().map(|o| o.borrow());
@@ -778,7 +818,8 @@ impl<'id, 't> Waited<'id, 't> {
 pub enum WaitError<'t> {
     /// The first wait could not be issued: the event is still *Recorded*.
     NotWaited(Failed<Event<'t, Recorded>>),
-    /// The scope's body returned an error; the reset was issued anyway: *Reset*.
+    /// The scope's body returned an error (or the reset failed once and was issued again);
+    /// the reset was issued: *Reset*.
     Reset(Failed<Event<'t, Reset>>),
     /// The reset could not be issued (E4): the event could not safely be recorded again, so
     /// its streams were synchronised and it was destroyed (or, if one could not be, leaked and

@@ -62,7 +62,7 @@ use bytemuck::Pod;
 
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::runtime::{Failed, report_drop_error};
+use crate::runtime::{Failed, release_on_drop, report_drop_error};
 use crate::stream::Stream;
 use crate::sys::aclrtStream;
 use crate::sys::bindings::{
@@ -257,7 +257,8 @@ impl<'ctx> Context<'ctx> {
             return Err(Error::InvalidArgument("a device buffer cannot be empty"));
         }
         self.bind()?;
-        let raw = self.api().malloc(bytes, policy.raw())?;
+        // SAFETY: freed by the returned buffer's release (M2), in this bound context.
+        let raw = unsafe { self.api().malloc(bytes, policy.raw())? };
         let ptr = NonNull::new(raw).ok_or(Error::InvalidArgument(
             "aclrtMalloc returned a null pointer",
         ))?;
@@ -284,7 +285,8 @@ impl<'ctx> Context<'ctx> {
             return Err(Error::InvalidArgument("element alignment above 64 bytes"));
         }
         self.bind()?;
-        let raw = self.api().malloc_host(bytes)?;
+        // SAFETY: freed by the returned buffer's release, or below (M2).
+        let raw = unsafe { self.api().malloc_host(bytes)? };
         let ptr = NonNull::new(raw).ok_or(Error::InvalidArgument(
             "aclrtMallocHost returned a null pointer",
         ))?;
@@ -373,6 +375,8 @@ impl<'ctx> Context<'ctx> {
     where
         F: for<'scope> FnOnce(&'scope AsyncScope<'scope, 'env>) -> Result<R>,
     {
+        // C8: a scope opened from a callback or a simulated kernel could not synchronise.
+        crate::context::refuse_inside_callback()?;
         let scope = AsyncScope {
             ctx: self,
             first: Cell::new(None),
@@ -462,6 +466,24 @@ impl Drop for SynchronizeOnUnwind<'_, '_, '_> {
     }
 }
 
+/// A [`Pending`] result of a scope of another context, read in this one (D6): no join can
+/// order the read after its write across contexts.
+#[cold]
+#[inline(never)]
+fn written_elsewhere(writer: &Context<'_>, ctx: &Context<'_>) -> Error {
+    if writer.device_id() != ctx.device_id() {
+        Error::DeviceMismatch {
+            what: "a pending result (written by a scope of another device)",
+            expected: ctx.device_id(),
+            found: writer.device_id(),
+        }
+    } else {
+        Error::ContextMismatch {
+            what: "a pending result (written by a scope of another context)",
+        }
+    }
+}
+
 #[cold]
 #[inline(never)]
 fn stream_of_other_context() -> Error {
@@ -542,7 +564,7 @@ impl<'ctx, T: Pod> DeviceBuffer<'ctx, T> {
 
 impl<T: Pod> Drop for DeviceBuffer<'_, T> {
     fn drop(&mut self) {
-        report_drop_error("DeviceBuffer", self.release());
+        release_on_drop("DeviceBuffer", || self.release());
     }
 }
 
@@ -720,7 +742,7 @@ impl<'ctx, T: Pod> HostBuffer<'ctx, T> {
 
 impl<T: Pod> Drop for HostBuffer<'_, T> {
     fn drop(&mut self) {
-        report_drop_error("HostBuffer", self.release());
+        release_on_drop("HostBuffer", || self.release());
     }
 }
 
@@ -745,6 +767,9 @@ struct MapJob<T> {
 unsafe extern "C" fn run_map<T: Pod>(user_data: *mut c_void, _b: *const *mut c_void, _n: usize) {
     // SAFETY: `user_data` is the `MapJob<T>` boxed by `simulated_map`, run once.
     let job = unsafe { Box::from_raw(user_data.cast::<MapJob<T>>()) };
+    // The function runs on the runtime's own thread, like a callback: C8 for every entry
+    // point of the crate it might reach through a `static`.
+    let previous = crate::context::enter_callback();
     let run = || {
         for i in 0..job.len {
             // SAFETY: both ranges are device memory of at least `len` elements, borrowed by
@@ -757,8 +782,14 @@ unsafe extern "C" fn run_map<T: Pod>(user_data: *mut c_void, _b: *const *mut c_v
         }
     };
     // Never unwind into the simulator's C ABI.
-    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).is_err() {
-        eprintln!("ascend-typestate: a simulated kernel's function panicked");
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run));
+    crate::context::leave_callback(previous);
+    if outcome.is_err() {
+        // Not `eprintln!`, which panics (here: aborts) when stderr cannot be written.
+        let _ = writeln!(
+            std::io::stderr(),
+            "ascend-typestate: a simulated kernel's function panicked"
+        );
     }
 }
 
@@ -778,8 +809,9 @@ pub trait Source<'scope, T: Pod>: sealed::Sealed {
     }
     /// The device the memory belongs to (`None` for host memory).
     fn device_id(&self) -> Option<i32>;
-    /// The stream whose pending task writes this memory (a [`Pending`] result), if any.
-    fn writer(&self) -> Option<aclrtStream> {
+    /// The stream whose pending task writes this memory (a [`Pending`] result), if any, and
+    /// its context.
+    fn writer(&self) -> Option<(aclrtStream, &'scope Context<'scope>)> {
         None
     }
 }
@@ -809,6 +841,9 @@ pub struct Pending<'scope, T: Pod> {
     device: Option<i32>,
     /// The stream of the task that writes it.
     writer: aclrtStream,
+    /// That stream's context: a read in another context could not be ordered after the
+    /// write (D6).
+    writer_ctx: &'scope Context<'scope>,
     _borrow: PhantomData<&'scope [T]>,
 }
 
@@ -864,8 +899,8 @@ macro_rules! pending_source {
             fn device_id(&self) -> Option<i32> {
                 self.0.device
             }
-            fn writer(&self) -> Option<aclrtStream> {
-                Some(self.0.writer)
+            fn writer(&self) -> Option<(aclrtStream, &'scope Context<'scope>)> {
+                Some((self.0.writer, self.0.writer_ctx))
             }
         }
     };
@@ -905,7 +940,10 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
         stream: &Stream<'_>,
     ) -> Result<()> {
         match source.writer() {
-            Some(writer) if writer != stream.as_raw() => {
+            Some((_, writer_ctx)) if !ptr::addr_eq(writer_ctx, self.ctx) => {
+                Err(written_elsewhere(writer_ctx, self.ctx))
+            }
+            Some((writer, _)) if writer != stream.as_raw() => {
                 self.ctx.join_streams(writer, stream.as_raw())
             }
             _ => Ok(()),
@@ -1023,6 +1061,7 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
             location: D::LOCATION,
             device: dst.device_id(),
             writer: stream.as_raw(),
+            writer_ctx: self.ctx,
             _borrow: PhantomData,
         };
         let written = D::written(pending);
@@ -1124,6 +1163,7 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
             location: Location::Device,
             device: output.device_id(),
             writer: stream.as_raw(),
+            writer_ctx: self.ctx,
             _borrow: PhantomData,
         }))
     }

@@ -1,19 +1,32 @@
 //! The thin result layer: one method on [`Api`] per C function, returning [`Result`].
 //!
 //! Each method does exactly one runtime call and turns its `aclError` into
-//! [`Error::Runtime`] naming the call. Methods are `unsafe` exactly where the runtime cannot
-//! check what it is given (a handle that might be dangling, a raw pointer and its length);
-//! their `# Safety` sections state the contract. The typestate API lowers onto these methods,
-//! and its types are what make those contracts hold.
+//! [`Error::Runtime`] naming the call. Every method that creates, changes or releases
+//! runtime state is `unsafe`: besides handles and pointers the runtime cannot check, such a
+//! call can break what the typed API relies on (P1, P2, D3, D6, E1-E9, C8, M1, M2), and the
+//! raw layer is reachable without a live [`Acl`](crate::Acl) through
+//! [`load_global`](crate::sys::loader::load_global). Only pure queries are safe. Each
+//! `# Safety` section states the contract; [the common part](#safety-of-the-raw-layer) is
+//! below. The typestate API lowers onto these methods, and its types are what make those
+//! contracts hold.
+//!
+//! # Safety of the raw layer
+//!
+//! Every `unsafe` method requires, beyond its own section: the call does not invalidate or
+//! contradict a handle of the typed API (it does not initialise or finalize the runtime
+//! behind a live [`Acl`](crate::Acl), reset a device, or destroy, re-record, wait on or
+//! reset a typed handle's object), and it is not made from a host callback or a simulated
+//! kernel (C8). Objects it creates are the caller's to release (D3).
 //!
 //! ```no_run
 //! use ascend_typestate::sys::loader::{load_global, LoadOptions};
 //! let api = load_global(&LoadOptions::default())?;
-//! api.init(None)?;
-//! api.set_device(0)?;
-//! let stream = api.create_stream()?;
-//! // SAFETY: `stream` was just created in this thread's current context and is destroyed once.
+//! // SAFETY: no `Acl` lives in this program: the raw calls own the runtime; `stream` is
+//! // created in this thread's current context and destroyed once.
 //! unsafe {
+//!     api.init(None)?;
+//!     api.set_device(0)?;
+//!     let stream = api.create_stream()?;
 //!     api.synchronize_stream(stream)?;
 //!     api.destroy_stream(stream)?;
 //! }
@@ -78,8 +91,12 @@ impl Api {
     // ---- Process (P1-P3) ------------------------------------------------------------------
 
     /// `aclInit(configPath)` (P1, P2). `None` passes a null path (no configuration file).
+    ///
+    /// # Safety
+    /// The [common contract](self#safety-of-the-raw-layer): no [`Acl`](crate::Acl) is alive or
+    /// will be initialised while the runtime this call initialises is in use.
     #[inline]
-    pub fn init(&self, config: Option<&CStr>) -> Result<()> {
+    pub unsafe fn init(&self, config: Option<&CStr>) -> Result<()> {
         let path = config.map_or(ptr::null(), CStr::as_ptr);
         // SAFETY: `path` is null or a NUL-terminated string that outlives the call.
         unsafe { call!(self, aclInit(path)) }
@@ -88,7 +105,7 @@ impl Api {
     /// `aclFinalize()` (P2). Every handle obtained before becomes invalid.
     ///
     /// # Safety
-    /// No handle created before (by this layer or by the typed API: an [`Acl`](crate::Acl)
+    /// The [common contract](self#safety-of-the-raw-layer), and: no handle created before (by this layer or by the typed API: an [`Acl`](crate::Acl)
     /// and everything borrowed from it) is used afterwards.
     #[inline]
     pub unsafe fn finalize(&self) -> Result<()> {
@@ -97,17 +114,28 @@ impl Api {
     }
 
     /// `aclrtSetOpWaitTimeout(seconds)` (P3): `0` means never time out.
+    ///
+    /// # Safety
+    /// The [common contract](self#safety-of-the-raw-layer). A stream wait issued afterwards
+    /// may end without its event (a timeout), so no ordering obtained from such a wait may be
+    /// relied on, including the typed API's: its events, scopes and joins would then let
+    /// tasks overtake each other (stale event flags, reads of memory still being written).
+    /// `seconds` must be `0` while any typed handle is used.
     #[inline]
-    pub fn set_op_wait_timeout(&self, seconds: u32) -> Result<()> {
+    pub unsafe fn set_op_wait_timeout(&self, seconds: u32) -> Result<()> {
         // SAFETY: a plain integer argument, validated by the runtime.
         unsafe { call!(self, aclrtSetOpWaitTimeout(seconds)) }
     }
 
     // ---- Device and context (D1-D6) -------------------------------------------------------
 
-    /// `aclrtSetDevice(id)` (D1).
+    /// `aclrtSetDevice(id)` (D1). It makes the device's default context current.
+    ///
+    /// # Safety
+    /// The [common contract](self#safety-of-the-raw-layer); each set is paired with a
+    /// [`reset_device`](Self::reset_device) (D1).
     #[inline]
-    pub fn set_device(&self, device: i32) -> Result<()> {
+    pub unsafe fn set_device(&self, device: i32) -> Result<()> {
         // It makes the device's default context current: the typed API must rebind (D6).
         crate::context::forget_current();
         // SAFETY: a plain integer argument, validated by the runtime (107001).
@@ -117,7 +145,7 @@ impl Api {
     /// `aclrtResetDevice(id)` (D1, D3, D5).
     ///
     /// # Safety
-    /// When this releases the device's last reference, no handle created on the device (by
+    /// The [common contract](self#safety-of-the-raw-layer), and: when this releases the device's last reference, no handle created on the device (by
     /// this layer or by the typed API) is used afterwards.
     #[inline]
     pub unsafe fn reset_device(&self, device: i32) -> Result<()> {
@@ -155,22 +183,31 @@ impl Api {
     }
 
     /// `aclrtSynchronizeDevice()` (D4): waits for all work on the current device.
+    ///
+    /// # Safety
+    /// The [common contract](self#safety-of-the-raw-layer) (from a callback it deadlocks).
     #[inline]
-    pub fn synchronize_device(&self) -> Result<()> {
+    pub unsafe fn synchronize_device(&self) -> Result<()> {
         // SAFETY: takes no argument.
         unsafe { call!(self, aclrtSynchronizeDevice()) }
     }
 
     /// `aclrtSynchronizeDeviceWithTimeout(ms)` (D4; `-1` forever, `> 0` ms). Optional symbol.
+    ///
+    /// # Safety
+    /// The [common contract](self#safety-of-the-raw-layer).
     #[inline]
-    pub fn synchronize_device_with_timeout(&self, timeout_ms: i32) -> Result<()> {
+    pub unsafe fn synchronize_device_with_timeout(&self, timeout_ms: i32) -> Result<()> {
         // SAFETY: a plain integer argument, validated by the runtime.
         unsafe { call_optional!(self, aclrtSynchronizeDeviceWithTimeout(timeout_ms)) }
     }
 
     /// `aclrtCreateContext(&ctx, id)` (D2): creates a context and makes it current.
+    ///
+    /// # Safety
+    /// The [common contract](self#safety-of-the-raw-layer).
     #[inline]
-    pub fn create_context(&self, device: i32) -> Result<aclrtContext> {
+    pub unsafe fn create_context(&self, device: i32) -> Result<aclrtContext> {
         // The new context becomes current: the typed API must rebind (D6).
         crate::context::forget_current();
         let mut context = ptr::null_mut();
@@ -182,7 +219,7 @@ impl Api {
     /// `aclrtDestroyContext(ctx)` (D3, D5).
     ///
     /// # Safety
-    /// `context` came from [`create_context`](Self::create_context), is not destroyed yet,
+    /// The [common contract](self#safety-of-the-raw-layer), and: `context` came from [`create_context`](Self::create_context), is not destroyed yet,
     /// and nothing created in it is used afterwards.
     #[inline]
     pub unsafe fn destroy_context(&self, context: aclrtContext) -> Result<()> {
@@ -194,7 +231,7 @@ impl Api {
     /// `aclrtSetCurrentContext(ctx)` (D6).
     ///
     /// # Safety
-    /// `context` is a live context handle.
+    /// The [common contract](self#safety-of-the-raw-layer), and: `context` is a live context handle.
     #[inline]
     pub unsafe fn set_current_context(&self, context: aclrtContext) -> Result<()> {
         crate::context::forget_current();
@@ -214,8 +251,11 @@ impl Api {
     // ---- Stream (S1-S4) -------------------------------------------------------------------
 
     /// `aclrtCreateStream(&s)`: a stream in the calling thread's current context (D2).
+    ///
+    /// # Safety
+    /// The [common contract](self#safety-of-the-raw-layer).
     #[inline]
-    pub fn create_stream(&self) -> Result<aclrtStream> {
+    pub unsafe fn create_stream(&self) -> Result<aclrtStream> {
         let mut stream = ptr::null_mut();
         // SAFETY: the out-pointer is a valid, writable local.
         unsafe { call!(self, aclrtCreateStream(&mut stream))? };
@@ -225,7 +265,7 @@ impl Api {
     /// `aclrtDestroyStream(s)` (S4).
     ///
     /// # Safety
-    /// `stream` is live, its context is current, and it is not used afterwards.
+    /// The [common contract](self#safety-of-the-raw-layer), and: `stream` is live, its context is current, and it is not used afterwards.
     #[inline]
     pub unsafe fn destroy_stream(&self, stream: aclrtStream) -> Result<()> {
         // SAFETY: the caller's contract.
@@ -235,7 +275,7 @@ impl Api {
     /// `aclrtSynchronizeStream(s)` (S2).
     ///
     /// # Safety
-    /// `stream` is a live stream handle (or null: the default stream).
+    /// The [common contract](self#safety-of-the-raw-layer), and: `stream` is a live stream handle (or null: the default stream).
     #[inline]
     pub unsafe fn synchronize_stream(&self, stream: aclrtStream) -> Result<()> {
         // SAFETY: the caller's contract.
@@ -245,7 +285,7 @@ impl Api {
     /// `aclrtSynchronizeStreamWithTimeout(s, t)` (S3: `-1` forever, `> 0` ms).
     ///
     /// # Safety
-    /// As [`synchronize_stream`](Self::synchronize_stream).
+    /// The [common contract](self#safety-of-the-raw-layer), and as [`synchronize_stream`](Self::synchronize_stream).
     #[inline]
     pub unsafe fn synchronize_stream_with_timeout(
         &self,
@@ -259,7 +299,7 @@ impl Api {
     /// `aclrtStreamWaitEvent(stream, event)` (E1, E3; stream first).
     ///
     /// # Safety
-    /// Both handles are live; `stream` is in the current context.
+    /// The [common contract](self#safety-of-the-raw-layer), and: both handles are live; `stream` is in the current context.
     #[inline]
     pub unsafe fn stream_wait_event(&self, stream: aclrtStream, event: aclrtEvent) -> Result<()> {
         // SAFETY: the caller's contract.
@@ -269,8 +309,11 @@ impl Api {
     // ---- Event (E1-E9) --------------------------------------------------------------------
 
     /// `aclrtCreateEvent(&e)`.
+    ///
+    /// # Safety
+    /// The [common contract](self#safety-of-the-raw-layer).
     #[inline]
-    pub fn create_event(&self) -> Result<aclrtEvent> {
+    pub unsafe fn create_event(&self) -> Result<aclrtEvent> {
         let mut event = ptr::null_mut();
         // SAFETY: the out-pointer is a valid, writable local.
         unsafe { call!(self, aclrtCreateEvent(&mut event))? };
@@ -278,8 +321,11 @@ impl Api {
     }
 
     /// `aclrtCreateEventWithFlag(&e, flags)` (E7).
+    ///
+    /// # Safety
+    /// The [common contract](self#safety-of-the-raw-layer).
     #[inline]
-    pub fn create_event_with_flag(&self, flags: u32) -> Result<aclrtEvent> {
+    pub unsafe fn create_event_with_flag(&self, flags: u32) -> Result<aclrtEvent> {
         let mut event = ptr::null_mut();
         // SAFETY: the out-pointer is a valid, writable local.
         unsafe { call!(self, aclrtCreateEventWithFlag(&mut event, flags))? };
@@ -289,7 +335,7 @@ impl Api {
     /// `aclrtDestroyEvent(e)` (E9).
     ///
     /// # Safety
-    /// `event` is live, no issued task still refers to it, and it is not used afterwards.
+    /// The [common contract](self#safety-of-the-raw-layer), and: `event` is live, no issued task still refers to it, and it is not used afterwards.
     #[inline]
     pub unsafe fn destroy_event(&self, event: aclrtEvent) -> Result<()> {
         // SAFETY: the caller's contract.
@@ -299,7 +345,7 @@ impl Api {
     /// `aclrtRecordEvent(event, stream)` (E2; event first).
     ///
     /// # Safety
-    /// Both handles are live; `stream` is in the current context.
+    /// The [common contract](self#safety-of-the-raw-layer), and: both handles are live; `stream` is in the current context.
     #[inline]
     pub unsafe fn record_event(&self, event: aclrtEvent, stream: aclrtStream) -> Result<()> {
         // SAFETY: the caller's contract.
@@ -309,7 +355,7 @@ impl Api {
     /// `aclrtResetEvent(event, stream)` (E4, E5; event first, `stream` the waiting stream).
     ///
     /// # Safety
-    /// Both handles are live; `stream` is in the current context.
+    /// The [common contract](self#safety-of-the-raw-layer), and: both handles are live; `stream` is in the current context.
     #[inline]
     pub unsafe fn reset_event(&self, event: aclrtEvent, stream: aclrtStream) -> Result<()> {
         // SAFETY: the caller's contract.
@@ -319,7 +365,7 @@ impl Api {
     /// `aclrtQueryEventStatus(e, &status)`: `true` when the event is complete.
     ///
     /// # Safety
-    /// `event` is live.
+    /// The [common contract](self#safety-of-the-raw-layer), and: `event` is live.
     #[inline]
     pub unsafe fn query_event_status(&self, event: aclrtEvent) -> Result<bool> {
         let mut status: aclrtEventRecordedStatus = 0;
@@ -331,7 +377,7 @@ impl Api {
     /// `aclrtSynchronizeEvent(e)` (E2).
     ///
     /// # Safety
-    /// `event` is live.
+    /// The [common contract](self#safety-of-the-raw-layer), and: `event` is live.
     #[inline]
     pub unsafe fn synchronize_event(&self, event: aclrtEvent) -> Result<()> {
         // SAFETY: the caller's contract.
@@ -341,7 +387,7 @@ impl Api {
     /// `aclrtSynchronizeEventWithTimeout(e, t)` (E6). Optional symbol.
     ///
     /// # Safety
-    /// `event` is live.
+    /// The [common contract](self#safety-of-the-raw-layer), and: `event` is live.
     #[inline]
     pub unsafe fn synchronize_event_with_timeout(
         &self,
@@ -355,7 +401,7 @@ impl Api {
     /// `aclrtEventElapsedTime(&ms, start, end)` (E8; output first): milliseconds.
     ///
     /// # Safety
-    /// Both events are live.
+    /// The [common contract](self#safety-of-the-raw-layer), and: both events are live.
     #[inline]
     pub unsafe fn event_elapsed_time(&self, start: aclrtEvent, end: aclrtEvent) -> Result<f32> {
         let mut ms = 0.0f32;
@@ -369,7 +415,7 @@ impl Api {
     /// `aclrtSubscribeReport(threadId, stream)` (C1-C3, C7).
     ///
     /// # Safety
-    /// `stream` is live; `thread_id` is the `pthread_self()` of a thread that calls
+    /// The [common contract](self#safety-of-the-raw-layer), and: `stream` is live; `thread_id` is the `pthread_self()` of a thread that calls
     /// [`process_report`](Self::process_report) until it unsubscribes.
     #[inline]
     pub unsafe fn subscribe_report(&self, thread_id: u64, stream: aclrtStream) -> Result<()> {
@@ -380,7 +426,7 @@ impl Api {
     /// `aclrtLaunchCallback(fn, data, blockType, stream)` (C4, C5).
     ///
     /// # Safety
-    /// `stream` is live; `callback` may be called once with `user_data` on the subscribed
+    /// The [common contract](self#safety-of-the-raw-layer), and: `stream` is live; `callback` may be called once with `user_data` on the subscribed
     /// thread, at any later time, and `user_data` stays valid until then.
     #[inline]
     pub unsafe fn launch_callback(
@@ -400,8 +446,12 @@ impl Api {
     }
 
     /// `aclrtProcessReport(t)` (C6: `-1` forever, `> 0` ms): runs one pending callback.
+    ///
+    /// # Safety
+    /// The [common contract](self#safety-of-the-raw-layer); the callbacks it runs were
+    /// launched under [`launch_callback`](Self::launch_callback)'s contract.
     #[inline]
-    pub fn process_report(&self, timeout_ms: i32) -> Result<()> {
+    pub unsafe fn process_report(&self, timeout_ms: i32) -> Result<()> {
         // SAFETY: an integer argument; the callbacks it runs were launched under
         // `launch_callback`'s contract.
         unsafe { call!(self, aclrtProcessReport(timeout_ms)) }
@@ -410,7 +460,7 @@ impl Api {
     /// `aclrtUnSubscribeReport(threadId, stream)` (C1, C9).
     ///
     /// # Safety
-    /// `stream` is live.
+    /// The [common contract](self#safety-of-the-raw-layer), and: `stream` is live.
     #[inline]
     pub unsafe fn unsubscribe_report(&self, thread_id: u64, stream: aclrtStream) -> Result<()> {
         // SAFETY: the caller's contract.
@@ -420,8 +470,12 @@ impl Api {
     // ---- Memory (M1, M2) ------------------------------------------------------------------
 
     /// `aclrtMalloc(&p, size, policy)`: device memory.
+    ///
+    /// # Safety
+    /// The [common contract](self#safety-of-the-raw-layer); the memory is released with
+    /// [`free`](Self::free) (M2).
     #[inline]
-    pub fn malloc(&self, size: usize, policy: aclrtMemMallocPolicy) -> Result<*mut c_void> {
+    pub unsafe fn malloc(&self, size: usize, policy: aclrtMemMallocPolicy) -> Result<*mut c_void> {
         let mut pointer = ptr::null_mut();
         // SAFETY: the out-pointer is a valid, writable local.
         unsafe { call!(self, aclrtMalloc(&mut pointer, size, policy))? };
@@ -431,7 +485,7 @@ impl Api {
     /// `aclrtFree(p)` (M2).
     ///
     /// # Safety
-    /// `pointer` came from [`malloc`](Self::malloc), no pending task uses it, and it is not
+    /// The [common contract](self#safety-of-the-raw-layer), and: `pointer` came from [`malloc`](Self::malloc), no pending task uses it, and it is not
     /// used afterwards.
     #[inline]
     pub unsafe fn free(&self, pointer: *mut c_void) -> Result<()> {
@@ -440,8 +494,12 @@ impl Api {
     }
 
     /// `aclrtMallocHost(&p, size)`: page-locked host memory.
+    ///
+    /// # Safety
+    /// The [common contract](self#safety-of-the-raw-layer); the memory is released with
+    /// [`free_host`](Self::free_host) (M2).
     #[inline]
-    pub fn malloc_host(&self, size: usize) -> Result<*mut c_void> {
+    pub unsafe fn malloc_host(&self, size: usize) -> Result<*mut c_void> {
         let mut pointer = ptr::null_mut();
         // SAFETY: the out-pointer is a valid, writable local.
         unsafe { call!(self, aclrtMallocHost(&mut pointer, size))? };
@@ -451,7 +509,7 @@ impl Api {
     /// `aclrtFreeHost(p)` (M2).
     ///
     /// # Safety
-    /// As [`free`](Self::free), for memory from [`malloc_host`](Self::malloc_host).
+    /// The [common contract](self#safety-of-the-raw-layer), and as [`free`](Self::free), for memory from [`malloc_host`](Self::malloc_host).
     #[inline]
     pub unsafe fn free_host(&self, pointer: *mut c_void) -> Result<()> {
         // SAFETY: the caller's contract.
@@ -461,7 +519,7 @@ impl Api {
     /// `aclrtMemcpy(dst, destMax, src, count, kind)` (M1).
     ///
     /// # Safety
-    /// `dst` is valid for `dest_max` bytes and `src` for `count` bytes, where `kind` says they
+    /// The [common contract](self#safety-of-the-raw-layer), and: `dst` is valid for `dest_max` bytes and `src` for `count` bytes, where `kind` says they
     /// live; `count <= dest_max`.
     #[inline]
     pub unsafe fn memcpy(
@@ -479,7 +537,7 @@ impl Api {
     /// `aclrtMemcpyAsync(dst, destMax, src, count, kind, stream)` (M1).
     ///
     /// # Safety
-    /// As [`memcpy`](Self::memcpy), and both buffers stay valid (the source unmodified, the
+    /// The [common contract](self#safety-of-the-raw-layer), and as [`memcpy`](Self::memcpy), and both buffers stay valid (the source unmodified, the
     /// destination unread) until `stream` has passed the copy.
     #[inline]
     pub unsafe fn memcpy_async(
@@ -503,7 +561,7 @@ impl Api {
     /// `aclrtMemset(p, maxCount, value, count)`.
     ///
     /// # Safety
-    /// `pointer` is valid for `max_count` bytes; `count <= max_count`.
+    /// The [common contract](self#safety-of-the-raw-layer), and: `pointer` is valid for `max_count` bytes; `count <= max_count`.
     #[inline]
     pub unsafe fn memset(
         &self,
@@ -519,7 +577,7 @@ impl Api {
     /// `aclrtMemsetAsync(p, maxCount, value, count, stream)` (M1).
     ///
     /// # Safety
-    /// As [`memset`](Self::memset), and the memory stays valid and unread until `stream` has
+    /// The [common contract](self#safety-of-the-raw-layer), and as [`memset`](Self::memset), and the memory stays valid and unread until `stream` has
     /// passed the task.
     #[inline]
     pub unsafe fn memset_async(

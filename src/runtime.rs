@@ -6,6 +6,7 @@ use std::marker::PhantomData;
 use std::sync::RwLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::context;
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::sys::loader::{Api, LoadOptions, load_global};
@@ -82,7 +83,7 @@ impl Acl {
         }
         let result = load_global(&options.load)
             .map_err(Error::from)
-            .and_then(|api| api.init(options.config.as_deref()).map(|()| api));
+            .and_then(|api| Acl::start(api, options.config.as_deref()).map(|()| api));
         match result {
             Ok(api) => Ok(Acl {
                 api,
@@ -93,6 +94,29 @@ impl Acl {
                 Err(e)
             }
         }
+    }
+
+    /// `aclInit`, then `aclrtSetOpWaitTimeout(0)`: typed waits never time out (P3). A stream
+    /// wait that ends by timeout lets the tasks behind it run without the event, which no
+    /// typed guarantee survives (a late record leaves the event's flag set while its state
+    /// says *Reset*; a read is no longer ordered after its writer). The runtime's default is
+    /// already "never"; setting it makes that independent of the runtime's version and
+    /// configuration. Hangs are bounded on the host instead (`synchronize_with`), which
+    /// orders nothing and so cannot break anything.
+    fn start(api: &'static Api, config: Option<&std::ffi::CStr>) -> Result<()> {
+        context::refuse_inside_callback()?;
+        // SAFETY: `ALIVE` was just claimed, so no other `Acl` is alive, and every raw call
+        // that could initialise the runtime elsewhere is `unsafe` with a contract excluding
+        // this (P2); `config` is a NUL-terminated string or null.
+        unsafe { api.init(config)? };
+        // SAFETY: the runtime was just initialised for this token; no wait was issued yet.
+        let disarmed = unsafe { api.set_op_wait_timeout(0) };
+        if let Err(e) = disarmed {
+            // SAFETY: nothing was created since the init above; the token is not returned.
+            let _ = unsafe { api.finalize() };
+            return Err(e);
+        }
+        Ok(())
     }
 
     /// `aclrtSetDevice(id)` (D1): a [`Device`] in the *Set* state, borrowing this token.
@@ -111,12 +135,6 @@ impl Acl {
         Ok(self.api.get_run_mode()? == crate::sys::bindings::ACL_DEVICE)
     }
 
-    /// `aclrtSetOpWaitTimeout(seconds)` (P3): stream waits issued from now on fail after
-    /// `seconds` (`0`: never); the failure surfaces at the next stream synchronisation.
-    pub fn set_op_wait_timeout(&self, seconds: u32) -> Result<()> {
-        self.api.set_op_wait_timeout(seconds)
-    }
-
     /// The loaded library: the raw [`result`](crate::result) layer, for calls this crate does
     /// not wrap. Handles created through it are not tracked by the typestate API. The borrow
     /// ends with the token, so no raw call compiles after [`finalize`](Acl::finalize); the
@@ -131,6 +149,7 @@ impl Acl {
     }
 
     fn release(&self) -> Result<()> {
+        context::refuse_inside_callback()?;
         let count = crate::device::live_devices();
         if count != 0 {
             return Err(Error::LiveChildren { count });
@@ -155,7 +174,7 @@ impl Acl {
 
 impl Drop for Acl {
     fn drop(&mut self) {
-        report_drop_error("Acl", self.release());
+        release_on_drop("Acl", || self.release());
     }
 }
 
@@ -298,7 +317,12 @@ impl<T> From<Failed<T>> for Error {
 pub type DropErrorHandler = fn(what: &'static str, error: &Error);
 
 fn default_drop_error_handler(what: &'static str, error: &Error) {
-    eprintln!("ascend-typestate: error while dropping {what}: {error}");
+    // Not `eprintln!`, which panics when stderr cannot be written.
+    use std::io::Write as _;
+    let _ = writeln!(
+        std::io::stderr(),
+        "ascend-typestate: error while dropping {what}: {error}"
+    );
 }
 
 static DROP_ERROR_HANDLER: RwLock<DropErrorHandler> = RwLock::new(default_drop_error_handler);
@@ -320,6 +344,22 @@ pub fn set_drop_error_handler(handler: DropErrorHandler) -> DropErrorHandler {
         .write()
         .unwrap_or_else(|p| p.into_inner());
     std::mem::replace(&mut *slot, handler)
+}
+
+/// The `Drop` fallback of a handle: `release`, and once more if the runtime failed (a
+/// transient failure, or a stream's asynchronous error, which one synchronisation reports
+/// and the next does not); the crate's own refusals (a leaked child, a call from a
+/// callback) are final. Every error is reported; a handle whose release fails is leaked,
+/// never released under work that may still use it.
+pub(crate) fn release_on_drop(what: &'static str, mut release: impl FnMut() -> Result<()>) {
+    match release() {
+        Ok(()) => {}
+        Err(first @ Error::Runtime { .. }) => {
+            report_drop_error(what, Err(first));
+            report_drop_error(what, release());
+        }
+        Err(refused) => report_drop_error(what, Err(refused)),
+    }
 }
 
 pub(crate) fn report_drop_error(what: &'static str, result: Result<()>) {

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::context::Context;
 use crate::error::Result;
-use crate::runtime::{Failed, Timeout, report_drop_error};
+use crate::runtime::{Failed, Timeout, release_on_drop, report_drop_error};
 use crate::sys::aclrtStream;
 
 /// What [`Stream::synchronized`] needs to know about the start of a synchronisation.
@@ -159,6 +159,18 @@ impl<'ctx> Stream<'ctx> {
         self.ctx.destroy_deferred_of(self.raw, before.deferred);
     }
 
+    /// Synchronises until the stream is seen done. An asynchronous task's error is reported
+    /// by one synchronisation only, so after a failure a second one tells a failed task (the
+    /// stream is done; the first error is reported as `what`, never lost) from a stream that
+    /// cannot be synchronised or bound (that error is returned).
+    #[cold]
+    pub(crate) fn settle(&self, what: &'static str) -> Result<()> {
+        self.synchronize().or_else(|first| {
+            report_drop_error(what, Err(first));
+            self.synchronize()
+        })
+    }
+
     #[inline(always)]
     pub(crate) fn mark_reset_pending(&self) {
         self.resets_issued.fetch_add(1, Ordering::AcqRel);
@@ -187,24 +199,11 @@ impl<'ctx> Stream<'ctx> {
 
 impl Drop for Stream<'_> {
     fn drop(&mut self) {
-        // Fallback. An asynchronous task's error is reported by one synchronisation, so a
-        // second try tells a failed task (the stream is done: destroy it) from a stream that
-        // cannot be synchronised or bound, e.g. inside a callback (C8): that one is leaked
-        // and reported, never destroyed with work pending (S4).
-        if let Err(first) = self.synchronize() {
-            report_drop_error("Stream (synchronize)", Err(first));
-            if let Err(again) = self.synchronize() {
-                report_drop_error("Stream (leaked: cannot be synchronised)", Err(again));
-                return;
-            }
-        }
-        // SAFETY: `self.raw` is live, its context current and its work done (bound and
-        // synchronised above), and this is its only destruction (the value is dropped).
-        let result = unsafe { self.ctx.api().destroy_stream(self.raw) };
-        if result.is_ok() {
-            self.ctx.orphan();
-        }
-        report_drop_error("Stream", result);
+        // An asynchronous task's error is reported by one synchronisation, so the second try
+        // tells a failed task (the stream is done: destroyed) from a stream that cannot be
+        // synchronised or bound, e.g. inside a callback (C8): that one is leaked and
+        // reported, never destroyed with work pending (S4).
+        release_on_drop("Stream", || self.release());
     }
 }
 

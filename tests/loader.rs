@@ -249,8 +249,10 @@ fn stub_without_optional_symbols_loads_and_reports_unsupported_at_the_call() {
 
     // Required calls work, arguments and results cross the boundary.
     assert_eq!(api.get_device_count().unwrap(), 3);
-    api.set_device(0).unwrap();
-    let err = api.set_device(1).expect_err("the stub rejects device 1");
+    // SAFETY (this block and the raw calls below): a stub library, not a runtime any typed
+    // handle uses.
+    unsafe { api.set_device(0) }.unwrap();
+    let err = unsafe { api.set_device(1) }.expect_err("the stub rejects device 1");
     assert!(
         matches!(
             err,
@@ -262,9 +264,7 @@ fn stub_without_optional_symbols_loads_and_reports_unsupported_at_the_call() {
         "{err:?}"
     );
     // An unknown code travels intact through the whole path.
-    let err = api
-        .init(None)
-        .expect_err("the stub's aclInit returns STUB_CODE");
+    let err = unsafe { api.init(None) }.expect_err("the stub's aclInit returns STUB_CODE");
     assert!(
         matches!(
             err,
@@ -287,9 +287,8 @@ fn stub_without_optional_symbols_loads_and_reports_unsupported_at_the_call() {
     assert!(!api.has_symbol("aclNoSuchFunction"));
     assert!(api.functions().aclrtSynchronizeEventWithTimeout.is_none());
 
-    let err = api
-        .synchronize_device_with_timeout(10)
-        .expect_err("optional symbol absent");
+    let err =
+        unsafe { api.synchronize_device_with_timeout(10) }.expect_err("optional symbol absent");
     assert!(
         matches!(
             err,
@@ -334,8 +333,10 @@ fn stub_with_optional_symbols_calls_them() {
     for symbol in OPTIONAL_SYMBOLS {
         assert!(api.has_symbol(symbol), "{symbol} should be present");
     }
-    api.synchronize_device_with_timeout(0).unwrap();
-    let err = api.synchronize_device_with_timeout(507_046).unwrap_err();
+    // SAFETY: a stub library, not a runtime any typed handle uses.
+    unsafe { api.synchronize_device_with_timeout(0) }.unwrap();
+    // SAFETY: as above.
+    let err = unsafe { api.synchronize_device_with_timeout(507_046) }.unwrap_err();
     assert!(
         matches!(
             err,

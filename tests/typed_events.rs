@@ -246,7 +246,10 @@ fn zero_ms_is_not_a_timeout_s3() {
 fn op_wait_timeout_surfaces_at_the_next_stream_sync_p3() {
     let session = Session::start();
     {
-        session.acl().set_op_wait_timeout(1).unwrap();
+        // SAFETY: the test arms a device-side timeout to make asynchronous tasks fail (an
+        // environment fault): the data these waits order is not relied on, and every stream is
+        // synchronised before the handles that it used are released.
+        unsafe { session.acl().api().set_op_wait_timeout(1) }.unwrap();
         let device = session.acl().set_device(0).unwrap();
         let ctx = device.create_context().unwrap();
         let (s1, s2) = (ctx.create_stream().unwrap(), ctx.create_stream().unwrap());
@@ -260,7 +263,8 @@ fn op_wait_timeout_surfaces_at_the_next_stream_sync_p3() {
         s2.synchronize().unwrap();
         s1.synchronize().unwrap();
         event.destroy().unwrap();
-        session.acl().set_op_wait_timeout(0).unwrap();
+        // SAFETY: disarms it again (never time out).
+        unsafe { session.acl().api().set_op_wait_timeout(0) }.unwrap();
     }
     assert_no_findings(&session.finish());
 }
@@ -346,7 +350,8 @@ fn typed_events_carry_acl_event_sync_so_wait_and_reset_work_e7() {
         event.destroy().unwrap();
         // The raw layer shows what the typed API avoids.
         let api = session.acl().api();
-        let plain = api.create_event_with_flag(0x8).unwrap(); // ACL_EVENT_TIME_LINE only
+        // SAFETY: a raw event of the current context, destroyed below; no typed handle uses it.
+        let plain = unsafe { api.create_event_with_flag(0x8) }.unwrap(); // ACL_EVENT_TIME_LINE only
         // SAFETY: both handles are live and the stream's context is current (bound above).
         let err = unsafe { api.stream_wait_event(s2.as_raw(), plain) }.unwrap_err();
         assert_eq!(err.code(), Some(AclError::RtFeatureNotSupport), "{err}");
@@ -424,10 +429,35 @@ fn a_reset_that_cannot_be_issued_releases_the_event_and_loses_no_error_e4_e9() {
         let (s1, s2) = (ctx.create_stream().unwrap(), ctx.create_stream().unwrap());
         let live_before = session.sim.live_objects();
         let reports = support::DropErrors::capture();
+        // One failed reset is tried again (E4): the event comes back Reset, with the body's
+        // error; the reset's is reported.
+        {
+            let event = ctx.create_event().unwrap().record(&s1).unwrap();
+            session.sim.inject_fault("aclrtResetEvent", 507000, 1);
+            let outcome = event.wait(&s2, |_waited| {
+                Err(Error::InvalidArgument("the body's error"))
+            });
+            let failed = match outcome {
+                Err(WaitError::Reset(failed)) => failed,
+                other => panic!("expected the event back, reset: {other:?}"),
+            };
+            let (error, event) = failed.into_parts();
+            assert!(matches!(error, Error::InvalidArgument(_)), "{error}");
+            let reported = reports.take();
+            assert_eq!(reported.len(), 1, "{reported:?}");
+            assert!(reported[0].contains("failed once"), "{reported:?}");
+            event.destroy().unwrap();
+        }
+        assert!(
+            session.sim.findings().is_empty(),
+            "{:#?}",
+            session.sim.findings()
+        );
         let error = {
             let event = ctx.create_event().unwrap().record(&s1).unwrap();
-            // The body fails before resetting, and so does `wait`'s own reset (injected).
-            session.sim.inject_fault("aclrtResetEvent", 507000, 1);
+            // The body fails before resetting, and so does `wait`'s own reset, twice
+            // (injected).
+            session.sim.inject_fault("aclrtResetEvent", 507000, 2);
             let outcome = event.wait(&s2, |_waited| {
                 Err(Error::InvalidArgument("the body's error"))
             });
@@ -443,8 +473,9 @@ fn a_reset_that_cannot_be_issued_releases_the_event_and_loses_no_error_e4_e9() {
             "{error}"
         );
         let reported = reports.take();
-        assert_eq!(reported.len(), 1, "{reported:?}");
-        assert!(reported[0].starts_with("Waited (reset)"), "{reported:?}");
+        assert_eq!(reported.len(), 2, "{reported:?}");
+        assert!(reported[0].contains("failed once"), "{reported:?}");
+        assert!(reported[1].starts_with("Waited (reset)"), "{reported:?}");
         // The event is gone, not leaked: its streams were synchronised first (E9).
         assert_eq!(session.sim.live_objects(), live_before);
         s1.destroy().unwrap();
@@ -548,9 +579,27 @@ fn wait_and_reset_errors_give_back_or_release_the_event_e4_e9() {
             };
             let (error, event) = failed.into_parts();
             assert!(matches!(error, Error::ContextMismatch { .. }), "{error}");
-            // The reset cannot be issued (injected): the event is released, the reset's
-            // error returned.
+            // The reset fails once (injected): it is issued again, and the event comes back
+            // Reset with the error.
             session.sim.inject_fault("aclrtResetEvent", 507000, 1);
+            let event = match event.wait_and_reset(&s2) {
+                Err(WaitError::Reset(failed)) => {
+                    let (error, event) = failed.into_parts();
+                    assert_eq!(error.code(), Some(AclError::RtInternalError), "{error}");
+                    event
+                }
+                Err(other) => panic!("expected the event back: {other}"),
+                Ok(_) => panic!("expected the reset's error"),
+            };
+            assert!(
+                session.sim.findings().is_empty(),
+                "{:#?}",
+                session.sim.findings()
+            );
+            let event = event.record(&s1).unwrap();
+            // The reset cannot be issued, twice (injected): the event is released, the
+            // first error returned, the second reported.
+            session.sim.inject_fault("aclrtResetEvent", 507000, 2);
             match event.wait_and_reset(&s2) {
                 Err(WaitError::Destroyed(error)) => {
                     assert_eq!(error.code(), Some(AclError::RtInternalError), "{error}")
@@ -559,7 +608,12 @@ fn wait_and_reset_errors_give_back_or_release_the_event_e4_e9() {
                 Ok(_) => panic!("expected the event to be destroyed"),
             }
         }
-        assert!(reports.take().is_empty());
+        let reported = reports.take();
+        assert_eq!(reported.len(), 1, "{reported:?}");
+        assert!(reported[0].contains("failed twice"), "{reported:?}");
+        // The re-record on s1 was joined after the reset on s2: that join event goes with
+        // s1's next synchronisation (E9).
+        s1.synchronize().unwrap();
         assert_eq!(session.sim.live_objects(), live_before);
         s1.destroy().unwrap();
         s2.destroy().unwrap();

@@ -310,7 +310,10 @@ fn a_scope_body_that_makes_another_context_current_is_still_synchronised_d6_m1()
 fn a_failed_task_surfaces_at_the_scope_end_and_nothing_is_lost_p3_m1() {
     let session = Session::start();
     {
-        session.acl().set_op_wait_timeout(1).unwrap();
+        // SAFETY: the test arms a device-side timeout to make asynchronous tasks fail (an
+        // environment fault): the data these waits order is not relied on, and every stream is
+        // synchronised before the handles that it used are released.
+        unsafe { session.acl().api().set_op_wait_timeout(1) }.unwrap();
         let device = session.acl().set_device(0).unwrap();
         let ctx = device.create_context().unwrap();
         let s: Vec<_> = (0..4).map(|_| ctx.create_stream().unwrap()).collect();
@@ -367,7 +370,8 @@ fn a_failed_task_surfaces_at_the_scope_end_and_nothing_is_lost_p3_m1() {
         assert!(reported[0].contains("WAIT_TIMEOUT"), "{reported:?}");
         s[0].synchronize().unwrap();
         event.destroy().unwrap();
-        session.acl().set_op_wait_timeout(0).unwrap();
+        // SAFETY: disarms it again (never time out).
+        unsafe { session.acl().api().set_op_wait_timeout(0) }.unwrap();
     }
     assert_no_findings(&session.finish());
 }

@@ -82,10 +82,10 @@ pub fn raw_event_cycle_with_join(
     producer: aclrtStream,
     consumer: aclrtStream,
 ) -> Result<(), Error> {
-    let join = api.create_event_with_flag(ACL_EVENT_SYNC)?;
     // SAFETY: live handles of the current context; `join` is fresh, recorded before it is
     // waited on, reset by its only waiter, destroyed after both streams are synchronised.
     unsafe {
+        let join = api.create_event_with_flag(ACL_EVENT_SYNC)?;
         api.record_event(join, consumer)?;
         api.stream_wait_event(producer, join)?;
         api.reset_event(join, producer)?;
@@ -184,9 +184,12 @@ pub fn fn_table_copy(api: &Api, stream: aclrtStream, dst: *mut c_void, src: *con
 
 /// Raw buffers for [`raw_copy`]: device and pinned host memory of COPY_BYTES.
 pub fn raw_buffers(api: &Api) -> Result<(*mut c_void, *mut c_void), Error> {
-    let dev = api.malloc(COPY_BYTES, ACL_MEM_MALLOC_HUGE_FIRST)?;
-    let host = api.malloc_host(COPY_BYTES)?;
-    Ok((dev, host))
+    // SAFETY: raw buffers owned by the caller, freed by `free_raw_buffers`.
+    unsafe {
+        let dev = api.malloc(COPY_BYTES, ACL_MEM_MALLOC_HUGE_FIRST)?;
+        let host = api.malloc_host(COPY_BYTES)?;
+        Ok((dev, host))
+    }
 }
 
 /// Frees [`raw_buffers`] (every copy using them was synchronised).
@@ -249,7 +252,8 @@ impl RawReportThread {
             unsafe { api.set_current_context(ctx.0) }.expect("set_current_context");
             while !flag.load(Ordering::Acquire) {
                 // Ok, a timeout (507012) or "not subscribed yet" (107012): poll again.
-                if let Err(Error::Runtime { code, .. }) = api.process_report(10)
+                // SAFETY: this thread is the one subscribed (its pthread id is passed on).
+                if let Err(Error::Runtime { code, .. }) = unsafe { api.process_report(10) }
                     && code.code() == 107012
                 {
                     std::thread::sleep(std::time::Duration::from_millis(1));

@@ -216,13 +216,18 @@ pub fn candidates(
 ///
 /// The [`result`](crate::result) layer is implemented on this type: one method per C function,
 /// returning `Result`.
+///
+/// Dropping an `Api` never unloads the library: the runtime starts worker threads that run
+/// its code for as long as the process lives (after `aclrtSetDevice`, ...), so a `dlclose`
+/// under them would crash the process. The library handle is kept open forever.
 pub struct Api {
     pub(crate) table: FunctionTable,
     path: PathBuf,
     source: &'static str,
     simulator: Option<SimulatorTable>,
-    // Declared last: dropped after `table`, whose pointers point into it.
-    _library: libloading::Library,
+    /// Never closed (see the type's docs), so `table`'s pointers stay valid for the life of
+    /// the process.
+    _library: std::mem::ManuallyDrop<libloading::Library>,
 }
 
 impl std::fmt::Debug for Api {
@@ -261,7 +266,7 @@ impl Api {
             match unsafe { libloading::Library::new(&candidate.path) } {
                 Ok(library) => {
                     // SAFETY: the library is an AscendCL runtime (same reasoning), and the
-                    // table is stored beside the library it points into, which outlives it.
+                    // table is stored beside the library, which is never unloaded.
                     let table = unsafe { FunctionTable::resolve(&library, &candidate.path)? };
                     // SAFETY: the `aclsim*` symbols have the prototypes of sim/include/aclsim.h.
                     let simulator = unsafe { SimulatorTable::resolve(&library) };
@@ -270,7 +275,7 @@ impl Api {
                         path: candidate.path,
                         source: candidate.source,
                         simulator,
-                        _library: library,
+                        _library: std::mem::ManuallyDrop::new(library),
                     });
                 }
                 Err(e) => tried.push(TriedPath {
