@@ -62,9 +62,33 @@
 //! Tests of programs built on this crate run anywhere on the CPU simulator (`sim/`), whose
 //! protocol checker reports every violation the real runtime would not; see [`simulator`].
 //!
-//! Soundness never depends on `Drop` running: `Drop` is only a fallback for the explicit,
-//! fallible `destroy`/`finalize` methods, and its errors go to the
-//! [drop-error handler](set_drop_error_handler).
+//! ## What soundness rests on
+//!
+//! A safe program cannot cause a data race, a crash, a protocol violation the simulator's
+//! checker would flag, or a hang on events. That rests on these choices, each tested (the
+//! `tests/adversarial*` programs try to break them with safe code):
+//!
+//! * **Not on `Drop` running**: `Drop` is only a fallback for the explicit, fallible
+//!   `destroy`/`finalize` methods, and its errors go to the
+//!   [drop-error handler](set_drop_error_handler). A leaked (`mem::forget`) handle keeps its
+//!   parents alive ([`Error::LiveChildren`]) instead of being released under them.
+//! * **Not on a runtime call succeeding**: a failed transition gives the value back
+//!   ([`Failed`]); a failed reset is issued again; a handle whose release fails is kept, not
+//!   released under work that may still use it, and every error is returned or reported.
+//! * **Not on a wait timing out**: typed waits never time out. [`Acl::init`] sets the op
+//!   wait timeout to 0 (P3a in `docs/protocol.md`): a stream wait that ends by timeout
+//!   orders nothing and leaves a stale event flag behind, which no typed guarantee could
+//!   survive. Hangs are bounded on the host instead ([`Stream::synchronize_with`],
+//!   [`Event::synchronize_with`]), where a timeout orders nothing and breaks nothing.
+//! * **On the library staying loaded**: the runtime library, once loaded, is never
+//!   unloaded ([`sys::loader::Api`]); its threads run until the process ends.
+//! * **On the raw layer being `unsafe`**: every [`result`] call that creates, changes or
+//!   releases runtime state is `unsafe`, so safe code cannot initialise, arm a timeout or
+//!   create objects behind the typed API's back, with or without a live [`Acl`].
+//! * **On code run by the runtime being marked**: host callbacks and simulated kernels get
+//!   [`Error::InsideCallback`] from every entry point of the crate (C8).
+//! * **On the loaded library being a real AscendCL runtime** (or the simulator): loading
+//!   trusts it, as any FFI crate must ([`sys::loader`]).
 //!
 //! ## Cost
 //!
