@@ -49,11 +49,33 @@ aclError aclsimGetFinding(size_t index, char *rule, size_t ruleCap, char *messag
 void aclsimClearFindings(void);
 
 /* Fault injection, for testing error paths: the next `times` calls of the runtime function
- * named `call` (e.g. "aclrtResetEvent"; any aclrt* function) return `code` and do nothing
- * else. Only while initialized (else 100002); a NULL or non-UTF-8 `call`, a zero `code` or
- * zero `times` returns 100000. Armed failures end with aclFinalize or aclsimClearFaults. */
+ * named `call` (e.g. "aclrtResetEvent"; any aclrt* function, aclFinalize or
+ * aclsimLaunchKernel) return `code` and do nothing else, not even check their arguments
+ * (a failing aclFinalize leaves the runtime initialized). Only while initialized (else
+ * 100001); a NULL or non-UTF-8 `call`, a zero `code` or zero `times` returns 100000. A name
+ * that is no runtime function is accepted and never fails anything. Armed failures end
+ * with aclFinalize or aclsimClearFaults. */
 aclError aclsimInjectFault(const char *call, aclError code, uint32_t times);
+/* As aclsimInjectFault, after `skip` calls: the next `skip` calls of `call` run normally,
+ * the `times` calls after them fail with `code`. skip = 0 is aclsimInjectFault. Every call
+ * of `call` made while initialized counts toward `skip`, a call failed by another armed
+ * failure included (calls rejected as made from inside a callback, C8, are not). Several
+ * failures may be armed on one function: each counts for itself, and a call that two of
+ * them would fail fails with the one armed first. Same argument checks and codes as
+ * aclsimInjectFault. */
+aclError aclsimInjectFaultAt(const char *call, aclError code, uint32_t skip, uint32_t times);
 void aclsimClearFaults(void);
+
+/* Call counts, for systematic fault injection (count the calls of a clean run, then fail
+ * each of them in turn with aclsimInjectFaultAt): how many times the runtime function
+ * named `call` (any acl* function of ascendcl.h, or aclsimLaunchKernel; e.g.
+ * "aclrtRecordEvent") was called since the last aclsimResetCallCounts, or since the process
+ * started. Every call counts, failing ones included, before aclInit too; the counts survive
+ * aclFinalize. 0 for NULL, a non-UTF-8 or an unknown name. Counting costs each call one
+ * relaxed atomic add. */
+uint64_t aclsimCallCount(const char *call);
+/* Sets every call count to 0. */
+void aclsimResetCallCounts(void);
 
 /* Number of live runtime objects (contexts created by aclrtCreateContext, streams, events,
  * device and host allocations, subscriptions). 0 after a clean aclFinalize. */

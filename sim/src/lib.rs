@@ -10,6 +10,7 @@
 //! panic never crosses the C ABI (it returns 500000 instead).
 #![allow(non_snake_case)]
 
+pub mod calls;
 pub mod exec;
 pub mod pt;
 pub mod state;
@@ -19,6 +20,7 @@ use std::ffi::{CStr, c_char, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
+use calls::CallId;
 use exec::{WaitEnd, host_wait, teardown_streams};
 use pt::{PGuard, self_id};
 use state::*;
@@ -57,7 +59,8 @@ fn enter(name: &str, kind: Call) -> Result<PGuard<'static, Global>, i32> {
         );
         return Err(code::RT_PARAM_INVALID);
     }
-    // Injected failures (aclsimInjectFault): the call fails before doing anything.
+    // Injected failures (aclsimInjectFault, aclsimInjectFaultAt): the call fails before
+    // doing anything, even checking its arguments.
     if !rt.faults.is_empty()
         && let Some(code) = rt.take_fault(name)
     {
@@ -146,6 +149,7 @@ fn env_flag(name: &str, default: bool) -> bool {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclInit(configPath: *const c_char) -> i32 {
+    calls::count(CallId::aclInit);
     ffi(|| {
         let _ = configPath; // The JSON config file is not interpreted (README).
         let mut g = G.lock();
@@ -169,6 +173,11 @@ pub extern "C" fn aclInit(configPath: *const c_char) -> i32 {
             .ok()
             .and_then(|v| v.trim().parse::<u64>().ok())
             .unwrap_or(500);
+        // P3: the op wait timeout aclInit starts with (seconds, 0 = never).
+        let op_wait_timeout = std::env::var("ACLSIM_OP_WAIT_TIMEOUT")
+            .ok()
+            .and_then(|v| v.trim().parse::<u32>().ok())
+            .unwrap_or(0);
         let trace = std::env::var("ACLSIM_TRACE")
             .ok()
             .filter(|p| !p.is_empty())
@@ -190,7 +199,7 @@ pub extern "C" fn aclInit(configPath: *const c_char) -> i32 {
             events: Default::default(),
             allocs: Default::default(),
             subs: Default::default(),
-            op_wait_timeout: 0,
+            op_wait_timeout,
             t0: Instant::now(),
             findings: Vec::new(),
             trace,
@@ -203,6 +212,7 @@ pub extern "C" fn aclInit(configPath: *const c_char) -> i32 {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclFinalize() -> i32 {
+    calls::count(CallId::aclFinalize);
     ffi(|| {
         let mut g = G.lock();
         if g.rt.is_none() {
@@ -224,6 +234,12 @@ pub extern "C" fn aclFinalize() -> i32 {
         let Some(rt) = g.rt.as_deref_mut() else {
             return Err(code::UNINITIALIZE);
         };
+        // An injected failure (aclsimInjectFault): the runtime stays initialized.
+        if !rt.faults.is_empty()
+            && let Some(code) = rt.take_fault("aclFinalize")
+        {
+            return Err(code);
+        }
         // P2 / D3: one leak report listing every live resource.
         let mut live = rt.describe_live(None);
         for (i, d) in rt.devices.iter().enumerate() {
@@ -280,6 +296,7 @@ pub extern "C" fn aclFinalize() -> i32 {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtSetDevice(deviceId: i32) -> i32 {
+    calls::count(CallId::aclrtSetDevice);
     ffi(|| {
         let mut g = enter("aclrtSetDevice", Call::Action)?;
         let rt = rt_of(&mut g)?;
@@ -311,6 +328,7 @@ pub extern "C" fn aclrtSetDevice(deviceId: i32) -> i32 {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtResetDevice(deviceId: i32) -> i32 {
+    calls::count(CallId::aclrtResetDevice);
     ffi(|| {
         let mut g = enter("aclrtResetDevice", Call::Action)?;
         let rt = rt_of(&mut g)?;
@@ -373,6 +391,7 @@ pub extern "C" fn aclrtResetDevice(deviceId: i32) -> i32 {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtGetDevice(deviceId: *mut i32) -> i32 {
+    calls::count(CallId::aclrtGetDevice);
     ffi(|| {
         let mut g = enter("aclrtGetDevice", Call::Query)?;
         let rt = rt_of(&mut g)?;
@@ -385,6 +404,7 @@ pub extern "C" fn aclrtGetDevice(deviceId: *mut i32) -> i32 {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtGetDeviceCount(count: *mut u32) -> i32 {
+    calls::count(CallId::aclrtGetDeviceCount);
     ffi(|| {
         let mut g = enter("aclrtGetDeviceCount", Call::Query)?;
         let rt = rt_of(&mut g)?;
@@ -394,6 +414,7 @@ pub extern "C" fn aclrtGetDeviceCount(count: *mut u32) -> i32 {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtGetRunMode(runMode: *mut i32) -> i32 {
+    calls::count(CallId::aclrtGetRunMode);
     ffi(|| {
         let mut g = enter("aclrtGetRunMode", Call::Query)?;
         let rt = rt_of(&mut g)?;
@@ -401,8 +422,11 @@ pub extern "C" fn aclrtGetRunMode(runMode: *mut i32) -> i32 {
     })
 }
 
-fn sync_device(timeout: Option<Duration>, name: &str) -> R {
+/// `timeout`: `None` waits forever, `Some(t)` is the caller's raw value (checked after the
+/// fault check, like every argument).
+fn sync_device(timeout: Option<i32>, name: &str) -> R {
     let mut g = enter(name, Call::Action)?;
+    let timeout = timeout.map_or(Ok(None), timeout_ms)?;
     let rt = rt_of(&mut g)?;
     let ctx = rt.cur_ctx()?;
     let dev = rt.contexts.get(&ctx).map_or(-1, |c| c.device);
@@ -445,19 +469,19 @@ fn sync_device(timeout: Option<Duration>, name: &str) -> R {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtSynchronizeDevice() -> i32 {
+    calls::count(CallId::aclrtSynchronizeDevice);
     ffi(|| sync_device(None, "aclrtSynchronizeDevice"))
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtSynchronizeDeviceWithTimeout(timeout: i32) -> i32 {
-    ffi(|| {
-        let t = timeout_ms(timeout)?;
-        sync_device(t, "aclrtSynchronizeDeviceWithTimeout")
-    })
+    calls::count(CallId::aclrtSynchronizeDeviceWithTimeout);
+    ffi(|| sync_device(Some(timeout), "aclrtSynchronizeDeviceWithTimeout"))
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtCreateContext(context: *mut *mut c_void, deviceId: i32) -> i32 {
+    calls::count(CallId::aclrtCreateContext);
     ffi(|| {
         let mut g = enter("aclrtCreateContext", Call::Action)?;
         let rt = rt_of(&mut g)?;
@@ -489,6 +513,7 @@ pub extern "C" fn aclrtCreateContext(context: *mut *mut c_void, deviceId: i32) -
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtDestroyContext(context: *mut c_void) -> i32 {
+    calls::count(CallId::aclrtDestroyContext);
     ffi(|| {
         let mut g = enter("aclrtDestroyContext", Call::Action)?;
         let rt = rt_of(&mut g)?;
@@ -546,6 +571,7 @@ pub extern "C" fn aclrtDestroyContext(context: *mut c_void) -> i32 {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtSetCurrentContext(context: *mut c_void) -> i32 {
+    calls::count(CallId::aclrtSetCurrentContext);
     ffi(|| {
         let mut g = enter("aclrtSetCurrentContext", Call::Query)?;
         let rt = rt_of(&mut g)?;
@@ -560,6 +586,7 @@ pub extern "C" fn aclrtSetCurrentContext(context: *mut c_void) -> i32 {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtGetCurrentContext(context: *mut *mut c_void) -> i32 {
+    calls::count(CallId::aclrtGetCurrentContext);
     ffi(|| {
         let mut g = enter("aclrtGetCurrentContext", Call::Query)?;
         let rt = rt_of(&mut g)?;
@@ -575,6 +602,7 @@ pub extern "C" fn aclrtGetCurrentContext(context: *mut *mut c_void) -> i32 {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtCreateStream(stream: *mut *mut c_void) -> i32 {
+    calls::count(CallId::aclrtCreateStream);
     ffi(|| {
         let mut g = enter("aclrtCreateStream", Call::Action)?;
         let rt = rt_of(&mut g)?;
@@ -587,6 +615,7 @@ pub extern "C" fn aclrtCreateStream(stream: *mut *mut c_void) -> i32 {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtDestroyStream(stream: *mut c_void) -> i32 {
+    calls::count(CallId::aclrtDestroyStream);
     ffi(|| {
         let mut g = enter("aclrtDestroyStream", Call::Action)?;
         let rt = rt_of(&mut g)?;
@@ -621,8 +650,9 @@ pub extern "C" fn aclrtDestroyStream(stream: *mut c_void) -> i32 {
     })
 }
 
-fn sync_stream(stream: *mut c_void, timeout: Option<Duration>, name: &str) -> R {
+fn sync_stream(stream: *mut c_void, timeout: Option<i32>, name: &str) -> R {
     let mut g = enter(name, Call::Action)?;
+    let timeout = timeout.map_or(Ok(None), timeout_ms)?;
     let rt = rt_of(&mut g)?;
     let sid = stream_for(rt, stream as usize, true)?;
     let deadline = timeout.map(|d| Instant::now() + d);
@@ -647,19 +677,19 @@ fn sync_stream(stream: *mut c_void, timeout: Option<Duration>, name: &str) -> R 
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtSynchronizeStream(stream: *mut c_void) -> i32 {
+    calls::count(CallId::aclrtSynchronizeStream);
     ffi(|| sync_stream(stream, None, "aclrtSynchronizeStream"))
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtSynchronizeStreamWithTimeout(stream: *mut c_void, timeout: i32) -> i32 {
-    ffi(|| {
-        let t = timeout_ms(timeout)?;
-        sync_stream(stream, t, "aclrtSynchronizeStreamWithTimeout")
-    })
+    calls::count(CallId::aclrtSynchronizeStreamWithTimeout);
+    ffi(|| sync_stream(stream, Some(timeout), "aclrtSynchronizeStreamWithTimeout"))
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtStreamWaitEvent(stream: *mut c_void, event: *mut c_void) -> i32 {
+    calls::count(CallId::aclrtStreamWaitEvent);
     ffi(|| {
         let mut g = enter("aclrtStreamWaitEvent", Call::Action)?;
         let rt = rt_of(&mut g)?;
@@ -716,6 +746,7 @@ fn create_event(event: *mut *mut c_void, flags: u32, plain: bool, name: &str) ->
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtCreateEvent(event: *mut *mut c_void) -> i32 {
+    calls::count(CallId::aclrtCreateEvent);
     // Plain events behave as ACL_EVENT_SYNC | ACL_EVENT_TIME_LINE (as on Atlas A2), except
     // that a wait before any record is rejected (107000, E1).
     ffi(|| {
@@ -730,11 +761,13 @@ pub extern "C" fn aclrtCreateEvent(event: *mut *mut c_void) -> i32 {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtCreateEventWithFlag(event: *mut *mut c_void, flag: u32) -> i32 {
+    calls::count(CallId::aclrtCreateEventWithFlag);
     ffi(|| create_event(event, flag, false, "aclrtCreateEventWithFlag"))
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtDestroyEvent(event: *mut c_void) -> i32 {
+    calls::count(CallId::aclrtDestroyEvent);
     ffi(|| {
         let mut g = enter("aclrtDestroyEvent", Call::Action)?;
         let rt = rt_of(&mut g)?;
@@ -773,6 +806,7 @@ pub extern "C" fn aclrtDestroyEvent(event: *mut c_void) -> i32 {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtRecordEvent(event: *mut c_void, stream: *mut c_void) -> i32 {
+    calls::count(CallId::aclrtRecordEvent);
     ffi(|| {
         let mut g = enter("aclrtRecordEvent", Call::Action)?;
         let rt = rt_of(&mut g)?;
@@ -799,6 +833,7 @@ pub extern "C" fn aclrtRecordEvent(event: *mut c_void, stream: *mut c_void) -> i
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtResetEvent(event: *mut c_void, stream: *mut c_void) -> i32 {
+    calls::count(CallId::aclrtResetEvent);
     ffi(|| {
         let mut g = enter("aclrtResetEvent", Call::Action)?;
         let rt = rt_of(&mut g)?;
@@ -815,6 +850,7 @@ pub extern "C" fn aclrtResetEvent(event: *mut c_void, stream: *mut c_void) -> i3
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtQueryEventStatus(event: *mut c_void, status: *mut i32) -> i32 {
+    calls::count(CallId::aclrtQueryEventStatus);
     ffi(|| {
         let mut g = enter("aclrtQueryEventStatus", Call::Query)?;
         let rt = rt_of(&mut g)?;
@@ -828,8 +864,9 @@ pub extern "C" fn aclrtQueryEventStatus(event: *mut c_void, status: *mut i32) ->
     })
 }
 
-fn sync_event(event: *mut c_void, timeout: Option<Duration>, name: &str) -> R {
+fn sync_event(event: *mut c_void, timeout: Option<i32>, name: &str) -> R {
     let mut g = enter(name, Call::Action)?;
+    let timeout = timeout.map_or(Ok(None), timeout_ms)?;
     let rt = rt_of(&mut g)?;
     let eid = rt.event_id(event as usize)?;
     let target = rt.events.get(&eid).map_or(0, |e| e.records_issued);
@@ -860,15 +897,14 @@ fn sync_event(event: *mut c_void, timeout: Option<Duration>, name: &str) -> R {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtSynchronizeEvent(event: *mut c_void) -> i32 {
+    calls::count(CallId::aclrtSynchronizeEvent);
     ffi(|| sync_event(event, None, "aclrtSynchronizeEvent"))
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtSynchronizeEventWithTimeout(event: *mut c_void, timeout: i32) -> i32 {
-    ffi(|| {
-        let t = timeout_ms(timeout)?;
-        sync_event(event, t, "aclrtSynchronizeEventWithTimeout")
-    })
+    calls::count(CallId::aclrtSynchronizeEventWithTimeout);
+    ffi(|| sync_event(event, Some(timeout), "aclrtSynchronizeEventWithTimeout"))
 }
 
 #[unsafe(no_mangle)]
@@ -877,6 +913,7 @@ pub extern "C" fn aclrtEventElapsedTime(
     startEvent: *mut c_void,
     endEvent: *mut c_void,
 ) -> i32 {
+    calls::count(CallId::aclrtEventElapsedTime);
     ffi(|| {
         let mut g = enter("aclrtEventElapsedTime", Call::Query)?;
         let rt = rt_of(&mut g)?;
@@ -907,6 +944,7 @@ pub extern "C" fn aclrtEventElapsedTime(
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtSetOpWaitTimeout(timeout: u32) -> i32 {
+    calls::count(CallId::aclrtSetOpWaitTimeout);
     ffi(|| {
         let mut g = enter("aclrtSetOpWaitTimeout", Call::Action)?;
         let rt = rt_of(&mut g)?;
@@ -921,6 +959,7 @@ pub extern "C" fn aclrtSetOpWaitTimeout(timeout: u32) -> i32 {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtSubscribeReport(threadId: u64, stream: *mut c_void) -> i32 {
+    calls::count(CallId::aclrtSubscribeReport);
     ffi(|| {
         let mut g = enter("aclrtSubscribeReport", Call::Action)?;
         let rt = rt_of(&mut g)?;
@@ -955,6 +994,7 @@ pub extern "C" fn aclrtSubscribeReport(threadId: u64, stream: *mut c_void) -> i3
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtUnSubscribeReport(threadId: u64, stream: *mut c_void) -> i32 {
+    calls::count(CallId::aclrtUnSubscribeReport);
     ffi(|| {
         let mut g = enter("aclrtUnSubscribeReport", Call::Action)?;
         let rt = rt_of(&mut g)?;
@@ -1019,6 +1059,7 @@ pub extern "C" fn aclrtLaunchCallback(
     blockType: i32,
     stream: *mut c_void,
 ) -> i32 {
+    calls::count(CallId::aclrtLaunchCallback);
     ffi(|| {
         let mut g = enter("aclrtLaunchCallback", Call::Action)?;
         let rt = rt_of(&mut g)?;
@@ -1051,6 +1092,7 @@ pub extern "C" fn aclrtLaunchCallback(
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtProcessReport(timeout: i32) -> i32 {
+    calls::count(CallId::aclrtProcessReport);
     ffi(|| {
         let mut g = enter("aclrtProcessReport", Call::Action)?;
         if timeout == 0 || timeout < -1 {
@@ -1255,8 +1297,13 @@ fn check_set(
     }
 }
 
-fn malloc(ptr: *mut *mut c_void, size: usize, host: bool, name: &str) -> R {
+/// `policy`: `aclrtMalloc`'s (`None` for host memory), checked after the fault check.
+fn malloc(ptr: *mut *mut c_void, size: usize, policy: Option<i32>, name: &str) -> R {
     let mut g = enter(name, Call::Action)?;
+    if policy.is_some_and(|p| !(0..=2).contains(&p)) {
+        return Err(code::INVALID_PARAM);
+    }
+    let host = policy.is_none();
     let rt = rt_of(&mut g)?;
     check_out(ptr)?;
     if size == 0 {
@@ -1325,26 +1372,25 @@ fn free(p: *mut c_void, host: bool, name: &str) -> R {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtMalloc(devPtr: *mut *mut c_void, size: usize, policy: i32) -> i32 {
-    ffi(|| {
-        if !(0..=2).contains(&policy) {
-            return Err(code::INVALID_PARAM);
-        }
-        malloc(devPtr, size, false, "aclrtMalloc")
-    })
+    calls::count(CallId::aclrtMalloc);
+    ffi(|| malloc(devPtr, size, Some(policy), "aclrtMalloc"))
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtFree(devPtr: *mut c_void) -> i32 {
+    calls::count(CallId::aclrtFree);
     ffi(|| free(devPtr, false, "aclrtFree"))
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtMallocHost(hostPtr: *mut *mut c_void, size: usize) -> i32 {
-    ffi(|| malloc(hostPtr, size, true, "aclrtMallocHost"))
+    calls::count(CallId::aclrtMallocHost);
+    ffi(|| malloc(hostPtr, size, None, "aclrtMallocHost"))
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtFreeHost(hostPtr: *mut c_void) -> i32 {
+    calls::count(CallId::aclrtFreeHost);
     ffi(|| free(hostPtr, true, "aclrtFreeHost"))
 }
 
@@ -1356,6 +1402,7 @@ pub extern "C" fn aclrtMemcpy(
     count: usize,
     kind: i32,
 ) -> i32 {
+    calls::count(CallId::aclrtMemcpy);
     ffi(|| {
         let mut g = enter("aclrtMemcpy", Call::Action)?;
         let rt = rt_of(&mut g)?;
@@ -1384,6 +1431,7 @@ pub extern "C" fn aclrtMemcpyAsync(
     kind: i32,
     stream: *mut c_void,
 ) -> i32 {
+    calls::count(CallId::aclrtMemcpyAsync);
     ffi(|| {
         let mut g = enter("aclrtMemcpyAsync", Call::Action)?;
         let rt = rt_of(&mut g)?;
@@ -1419,6 +1467,7 @@ pub extern "C" fn aclrtMemset(
     value: i32,
     count: usize,
 ) -> i32 {
+    calls::count(CallId::aclrtMemset);
     ffi(|| {
         let mut g = enter("aclrtMemset", Call::Action)?;
         let rt = rt_of(&mut g)?;
@@ -1437,6 +1486,7 @@ pub extern "C" fn aclrtMemsetAsync(
     count: usize,
     stream: *mut c_void,
 ) -> i32 {
+    calls::count(CallId::aclrtMemsetAsync);
     ffi(|| {
         let mut g = enter("aclrtMemsetAsync", Call::Action)?;
         let rt = rt_of(&mut g)?;
@@ -1481,6 +1531,7 @@ pub extern "C" fn aclsimLaunchKernel(
     buffers: *const *mut c_void,
     bufferCount: usize,
 ) -> i32 {
+    calls::count(CallId::aclsimLaunchKernel);
     ffi(|| {
         let mut g = enter("aclsimLaunchKernel", Call::Action)?;
         let rt = rt_of(&mut g)?;
@@ -1606,20 +1657,35 @@ fn read_cstr(p: *const c_char) -> Option<String> {
 /// return `code` without doing anything. See aclsim.h.
 #[unsafe(no_mangle)]
 pub extern "C" fn aclsimInjectFault(call: *const c_char, code: i32, times: u32) -> i32 {
-    ffi(|| {
-        if call.is_null() || code == 0 || times == 0 {
-            return Err(code::INVALID_PARAM);
-        }
-        let call = read_cstr(call).ok_or(code::INVALID_PARAM)?;
-        let mut g = G.lock();
-        let rt = rt_of(&mut g)?;
-        rt.faults.push(Fault {
-            call,
-            code,
-            remaining: times,
-        });
-        Ok(())
-    })
+    ffi(|| inject_fault(call, code, 0, times))
+}
+
+/// Arms an injected failure after `skip` calls: the calls of `call` after the next `skip`
+/// ones return `code`, `times` times. See aclsim.h.
+#[unsafe(no_mangle)]
+pub extern "C" fn aclsimInjectFaultAt(
+    call: *const c_char,
+    code: i32,
+    skip: u32,
+    times: u32,
+) -> i32 {
+    ffi(|| inject_fault(call, code, skip, times))
+}
+
+fn inject_fault(call: *const c_char, code: i32, skip: u32, times: u32) -> R {
+    if call.is_null() || code == 0 || times == 0 {
+        return Err(code::INVALID_PARAM);
+    }
+    let call = read_cstr(call).ok_or(code::INVALID_PARAM)?;
+    let mut g = G.lock();
+    let rt = rt_of(&mut g)?;
+    rt.faults.push(Fault {
+        call,
+        code,
+        skip,
+        remaining: times,
+    });
+    Ok(())
 }
 
 /// Disarms every injected failure.
@@ -1640,4 +1706,20 @@ pub extern "C" fn aclsimLiveObjectCount() -> usize {
         g.rt.as_ref().map_or(0, |r| r.live_object_count())
     })
     .unwrap_or(0)
+}
+
+/// Calls of the runtime function named `call` since the last aclsimResetCallCounts (or
+/// process start), failing calls included; 0 for NULL, a non-UTF-8 or an unknown name.
+#[unsafe(no_mangle)]
+pub extern "C" fn aclsimCallCount(call: *const c_char) -> u64 {
+    if call.is_null() {
+        return 0;
+    }
+    catch_unwind(|| read_cstr(call).map_or(0, |name| calls::get(&name))).unwrap_or(0)
+}
+
+/// Sets every call count to 0.
+#[unsafe(no_mangle)]
+pub extern "C" fn aclsimResetCallCounts() {
+    calls::reset();
 }

@@ -255,22 +255,39 @@ pub struct Rt {
     pub trace: Option<Trace>,
     /// Bumped on every issue and every completion; the deadlock watchdog looks at it.
     pub progress: u64,
-    /// Armed by `aclsimInjectFault`: calls that fail on their next use(s).
+    /// Armed by `aclsimInjectFault`/`aclsimInjectFaultAt`: calls that fail on their next
+    /// use(s), in the order they were armed.
     pub faults: Vec<Fault>,
 }
 
-/// An injected failure: the next `remaining` calls of `call` return `code` without effect.
+/// An injected failure: after `skip` more calls of `call`, the next `remaining` calls return
+/// `code` without effect.
 #[derive(Debug)]
 pub struct Fault {
     pub call: String,
     pub code: i32,
+    /// Calls of `call` still to let through before the first failure.
+    pub skip: u32,
     pub remaining: u32,
 }
 
 impl Rt {
-    /// Consumes one armed failure of `call`, if any: its code.
+    /// One call of `call` reached the fault check: every armed failure of `call` counts it
+    /// (a failure still skipping lets it through); the first one done skipping, if any,
+    /// fails it. Returns that failure's code.
     pub fn take_fault(&mut self, call: &str) -> Option<i32> {
-        let index = self.faults.iter().position(|f| f.call == call)?;
+        let mut hit = None;
+        for (index, fault) in self.faults.iter_mut().enumerate() {
+            if fault.call != call {
+                continue;
+            }
+            if fault.skip > 0 {
+                fault.skip -= 1;
+            } else if hit.is_none() {
+                hit = Some(index);
+            }
+        }
+        let index = hit?;
         let fault = &mut self.faults[index];
         let code = fault.code;
         fault.remaining -= 1;

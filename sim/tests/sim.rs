@@ -57,6 +57,7 @@ pub fn run_case_env(case: &str, env: &[(&str, &str)]) -> std::process::Output {
         .env_remove("ACLSIM_DEVICE_COUNT")
         .env_remove("ACLSIM_RUN_MODE")
         .env_remove("ACLSIM_DEADLOCK_MS")
+        .env_remove("ACLSIM_OP_WAIT_TIMEOUT")
         .env("ACLSIM_QUIET", "0");
     for (k, v) in env {
         cmd.env(k, v);
@@ -104,6 +105,8 @@ cases!(
     d6_stream_outside_current_context_returns_107003,
     aclsim_extension_api_contract,
     aclsim_fault_injection,
+    aclsim_fault_injection_at,
+    aclsim_call_counts,
     s1_tasks_run_in_issue_order,
     s1_streams_are_independent,
     s3_synchronize_stream_with_timeout_codes,
@@ -144,6 +147,14 @@ fn d_run_mode_host_by_default_and_handles_are_validated() {
 #[test]
 fn d_run_mode_device_from_env() {
     run_case_env("d_run_mode_and_handles", &[("ACLSIM_RUN_MODE", "device")]);
+}
+
+#[test]
+fn p3_op_wait_timeout_from_env() {
+    run_case_env(
+        "p3_op_wait_timeout_from_env",
+        &[("ACLSIM_OP_WAIT_TIMEOUT", "1")],
+    );
 }
 
 #[test]

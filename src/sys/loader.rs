@@ -74,6 +74,15 @@ pub struct SimulatorTable {
     pub aclsimClearFindings: unsafe extern "C" fn(),
     /// `aclsimLiveObjectCount`.
     pub aclsimLiveObjectCount: unsafe extern "C" fn() -> usize,
+    /// `aclsimInjectFaultAt` (`None` in simulator builds that predate it).
+    pub aclsimInjectFaultAt:
+        Option<unsafe extern "C" fn(*const c_char, aclError, u32, u32) -> aclError>,
+    /// `aclsimClearFaults` (`None` in simulator builds that predate it).
+    pub aclsimClearFaults: Option<unsafe extern "C" fn()>,
+    /// `aclsimCallCount` (`None` in simulator builds that predate it).
+    pub aclsimCallCount: Option<unsafe extern "C" fn(*const c_char) -> u64>,
+    /// `aclsimResetCallCounts` (`None` in simulator builds that predate it).
+    pub aclsimResetCallCounts: Option<unsafe extern "C" fn()>,
 }
 
 impl SimulatorTable {
@@ -86,6 +95,15 @@ impl SimulatorTable {
                 *unsafe { library.get(concat!(stringify!($name), "\0").as_bytes()) }.ok()?
             };
         }
+        // Newer extensions: a simulator without them is still recognised.
+        macro_rules! optional {
+            ($name:ident) => {
+                // SAFETY: as above.
+                unsafe { library.get(concat!(stringify!($name), "\0").as_bytes()) }
+                    .ok()
+                    .map(|symbol| *symbol)
+            };
+        }
         Some(SimulatorTable {
             aclsimApiVersion: get!(aclsimApiVersion),
             aclsimLaunchKernel: get!(aclsimLaunchKernel),
@@ -93,6 +111,10 @@ impl SimulatorTable {
             aclsimGetFinding: get!(aclsimGetFinding),
             aclsimClearFindings: get!(aclsimClearFindings),
             aclsimLiveObjectCount: get!(aclsimLiveObjectCount),
+            aclsimInjectFaultAt: optional!(aclsimInjectFaultAt),
+            aclsimClearFaults: optional!(aclsimClearFaults),
+            aclsimCallCount: optional!(aclsimCallCount),
+            aclsimResetCallCounts: optional!(aclsimResetCallCounts),
         })
     }
 }

@@ -126,6 +126,50 @@ impl Sim {
         assert_eq!(rc, 0, "aclsimInjectFault");
     }
 
+    /// Fault injection after `skip` calls (`aclsimInjectFaultAt`): the `times` calls of
+    /// `call` after the next `skip` ones fail with `code`, without effect.
+    pub fn inject_fault_at(&self, call: &str, code: i32, skip: u32, times: u32) {
+        let f: unsafe extern "C" fn(*const c_char, i32, u32, u32) -> i32 =
+            self.symbol("aclsimInjectFaultAt");
+        let call = std::ffi::CString::new(call).expect("a function name");
+        // SAFETY: a NUL-terminated string that outlives the call.
+        let rc = unsafe { f(call.as_ptr(), code, skip, times) };
+        assert_eq!(rc, 0, "aclsimInjectFaultAt");
+    }
+
+    /// Disarms every injected fault (`aclsimClearFaults`).
+    pub fn clear_faults(&self) {
+        let f: unsafe extern "C" fn() = self.symbol("aclsimClearFaults");
+        // SAFETY: no arguments.
+        unsafe { f() }
+    }
+
+    /// Calls of the runtime function `call` since the last `reset_call_counts`
+    /// (`aclsimCallCount`).
+    pub fn call_count(&self, call: &str) -> u64 {
+        let f: unsafe extern "C" fn(*const c_char) -> u64 = self.symbol("aclsimCallCount");
+        let call = std::ffi::CString::new(call).expect("a function name");
+        // SAFETY: a NUL-terminated string that outlives the call.
+        unsafe { f(call.as_ptr()) }
+    }
+
+    /// Sets every call count to 0 (`aclsimResetCallCounts`).
+    pub fn reset_call_counts(&self) {
+        let f: unsafe extern "C" fn() = self.symbol("aclsimResetCallCounts");
+        // SAFETY: no arguments.
+        unsafe { f() }
+    }
+
+    /// Whether the runtime is initialized: asks `aclrtGetRunMode` directly, which answers
+    /// 100001 (P1) when it is not.
+    pub fn runtime_initialized(&self) -> bool {
+        let f: unsafe extern "C" fn(*mut i32) -> i32 = self.symbol("aclrtGetRunMode");
+        let mut mode = 0;
+        // SAFETY: a writable output for the mode.
+        let rc = unsafe { f(&mut mode) };
+        rc != 100001
+    }
+
     pub fn live_objects(&self) -> usize {
         let f: unsafe extern "C" fn() -> usize = self.symbol("aclsimLiveObjectCount");
         // SAFETY: no arguments.

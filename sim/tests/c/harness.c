@@ -348,6 +348,32 @@ static void p3_wait_timeout_reported_by_synchronize_stream(void) {
     teardown_clean();
 }
 
+/* Run with ACLSIM_OP_WAIT_TIMEOUT=1: aclInit starts with a 1 s op wait timeout (P3), so a
+ * wait that is released only after 1.3 s times out (107019 at the next synchronisation);
+ * aclrtSetOpWaitTimeout(0) disarms it for the waits issued afterwards. */
+static void p3_op_wait_timeout_from_env(void) {
+    setup();
+    aclrtStream s1, s2;
+    OK(aclrtCreateStream(&s1));
+    OK(aclrtCreateStream(&s2));
+    for (int round = 0; round < 2; round++) {
+        if (round == 1) OK(aclrtSetOpWaitTimeout(0)); /* disarmed: the same wait succeeds */
+        aclrtEvent e;
+        OK(aclrtCreateEventWithFlag(&e, ACL_EVENT_SYNC));
+        OK(aclrtStreamWaitEvent(s1, e)); /* released by the record below, 1.3 s later */
+        OK(aclrtResetEvent(e, s1));
+        sleep_ms(1300);
+        OK(aclrtRecordEvent(e, s2));
+        OK(aclrtSynchronizeStream(s2));
+        CHECK(aclrtSynchronizeStream(s1), round == 0 ? ACL_ERROR_RT_WAIT_TIMEOUT : ACL_SUCCESS);
+        OK(aclrtSynchronizeStream(s1));
+        OK(aclrtDestroyEvent(e));
+    }
+    OK(aclrtDestroyStream(s1));
+    OK(aclrtDestroyStream(s2));
+    teardown_clean();
+}
+
 /* ---- D: device and context ----------------------------------------------------------- */
 
 static void d1_invalid_device_id_returns_107001(void) {
@@ -552,6 +578,111 @@ static void aclsim_fault_injection(void) {
     OK(aclrtCreateStream(&s));
     OK(aclrtDestroyStream(s));
     teardown_clean();
+}
+
+/* aclsimInjectFaultAt: the calls after the next `skip` fail `times` times; several faults on
+ * one function each count every call; the fault check comes before argument checks;
+ * aclFinalize and aclsimLaunchKernel can fail too. */
+static void aclsim_fault_injection_at(void) {
+    CHECK(aclsimInjectFaultAt("aclrtCreateStream", 507000, 1, 1), ACL_ERROR_UNINITIALIZE);
+    setup();
+    CHECK(aclsimInjectFaultAt(NULL, 507000, 0, 1), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclsimInjectFaultAt("aclrtCreateStream", 0, 0, 1), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclsimInjectFaultAt("aclrtCreateStream", 507000, 3, 0), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclsimInjectFaultAt("\xff\xfe", 507000, 0, 1), ACL_ERROR_INVALID_PARAM);
+    OK(aclsimInjectFaultAt("noSuchFunction", 507000, 0, 1)); /* accepted, never fails */
+    /* skip = 2, times = 2: calls 3 and 4 fail, without effect. */
+    aclrtStream s[3];
+    OK(aclsimInjectFaultAt("aclrtCreateStream", 507000, 2, 2));
+    OK(aclrtCreateStream(&s[0]));
+    OK(aclrtCreateStream(&s[1]));
+    CHECK(aclrtCreateStream(&s[2]), 507000);
+    CHECK(aclrtCreateStream(&s[2]), 507000);
+    ASSERT(aclsimLiveObjectCount() == 2);
+    OK(aclrtCreateStream(&s[2]));
+    /* Two faults on one function: A (skip 1, once) and B (skip 0, twice). Call 1: B (A
+     * skips it); call 2: A and B are both due, A was armed first; call 3: B; call 4 runs. */
+    OK(aclsimInjectFaultAt("aclrtSynchronizeStream", 107019, 1, 1));
+    OK(aclsimInjectFaultAt("aclrtSynchronizeStream", 507000, 0, 2));
+    CHECK(aclrtSynchronizeStream(s[0]), 507000);
+    CHECK(aclrtSynchronizeStream(s[0]), 107019);
+    CHECK(aclrtSynchronizeStream(s[0]), 507000);
+    OK(aclrtSynchronizeStream(s[0]));
+    /* The fault check comes first: even an invalid timeout fails with the armed code. */
+    OK(aclsimInjectFaultAt("aclrtSynchronizeStreamWithTimeout", 507046, 0, 1));
+    CHECK(aclrtSynchronizeStreamWithTimeout(s[1], 0), 507046);
+    CHECK(aclrtSynchronizeStreamWithTimeout(s[1], 0), ACL_ERROR_RT_PARAM_INVALID);
+    OK(aclsimInjectFaultAt("aclrtMalloc", 207001, 0, 1));
+    void *d = NULL;
+    CHECK(aclrtMalloc(&d, 64, 7), 207001);
+    CHECK(aclrtMalloc(&d, 64, 7), ACL_ERROR_INVALID_PARAM);
+    /* aclsimLaunchKernel can fail too, without enqueuing anything. */
+    OK(aclsimInjectFaultAt("aclsimLaunchKernel", 507000, 1, 1));
+    OK(aclsimLaunchKernel(s[2], 10, NULL, NULL, NULL, 0));
+    CHECK(aclsimLaunchKernel(s[2], 10, NULL, NULL, NULL, 0), 507000);
+    OK(aclrtSynchronizeStream(s[2]));
+    /* Disarmed by aclsimClearFaults. */
+    OK(aclsimInjectFaultAt("aclrtDestroyStream", 507000, 0, 3));
+    aclsimClearFaults();
+    for (int i = 0; i < 3; i++) OK(aclrtDestroyStream(s[i]));
+    /* aclFinalize: a failing one leaves the runtime initialized (and its faults armed). */
+    OK(aclrtResetDevice(0));
+    OK(aclsimInjectFaultAt("aclFinalize", 507000, 1, 1));
+    OK(aclsimInjectFaultAt("aclFinalize", 500000, 0, 1));
+    CHECK(aclFinalize(), 500000);
+    CHECK(aclFinalize(), 507000);
+    uint32_t n = 0;
+    OK(aclrtGetDeviceCount(&n));
+    ASSERT(aclsimLiveObjectCount() == 0);
+    OK(aclFinalize());
+    CHECK(aclFinalize(), ACL_ERROR_REPEAT_FINALIZE);
+    expect_clean();
+}
+
+/* aclsimCallCount: every acl* call counts (failing ones, before aclInit, across aclFinalize),
+ * aclsim* calls other than aclsimLaunchKernel do not; aclsimResetCallCounts zeroes them. */
+static void aclsim_call_counts(void) {
+    aclsimResetCallCounts();
+    ASSERT(aclsimCallCount("aclInit") == 0);
+    CHECK(aclrtSetDevice(0), ACL_ERROR_UNINITIALIZE); /* before init: counted */
+    ASSERT(aclsimCallCount("aclrtSetDevice") == 1);
+    ASSERT(aclsimCallCount(NULL) == 0);
+    ASSERT(aclsimCallCount("noSuchFunction") == 0);
+    ASSERT(aclsimCallCount("aclsimFindingCount") == 0);
+    (void)aclsimFindingCount();
+    ASSERT(aclsimCallCount("aclsimFindingCount") == 0);
+    setup();
+    ASSERT(aclsimCallCount("aclInit") == 1);
+    ASSERT(aclsimCallCount("aclrtSetDevice") == 2);
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    OK(aclsimInjectFault("aclrtRecordEvent", 507000, 1));
+    aclrtEvent e;
+    OK(aclrtCreateEventWithFlag(&e, ACL_EVENT_SYNC));
+    CHECK(aclrtRecordEvent(e, s), 507000); /* failing: counted */
+    OK(aclrtRecordEvent(e, s));
+    CHECK(aclrtRecordEvent(NULL, s), ACL_ERROR_RT_PARAM_INVALID); /* rejected: counted */
+    ASSERT(aclsimCallCount("aclrtRecordEvent") == 3);
+    for (int i = 0; i < 5; i++) OK(aclsimLaunchKernel(s, 1, NULL, NULL, NULL, 0));
+    ASSERT(aclsimCallCount("aclsimLaunchKernel") == 5);
+    OK(aclrtSynchronizeStream(s));
+    OK(aclrtDestroyEvent(e));
+    OK(aclrtDestroyStream(s));
+    ASSERT(aclsimCallCount("aclrtCreateStream") == 1);
+    ASSERT(aclsimCallCount("aclrtCreateEvent") == 0);
+    teardown_clean();
+    /* They survive aclFinalize; aclInit does not reset them. */
+    ASSERT(aclsimCallCount("aclFinalize") == 1);
+    ASSERT(aclsimCallCount("aclrtRecordEvent") == 3);
+    OK(aclInit(NULL));
+    ASSERT(aclsimCallCount("aclInit") == 2);
+    ASSERT(aclsimCallCount("aclrtSynchronizeStream") == 1);
+    aclsimResetCallCounts();
+    ASSERT(aclsimCallCount("aclrtRecordEvent") == 0);
+    ASSERT(aclsimCallCount("aclInit") == 0);
+    OK(aclFinalize());
+    ASSERT(aclsimCallCount("aclFinalize") == 1);
+    expect_clean();
 }
 
 /* ---- S: streams ---------------------------------------------------------------------- */
@@ -1308,6 +1439,7 @@ static const struct tcase cases[] = {
     T(p2_repeat_init_and_finalize_codes),
     T(p2_live_resources_at_finalize_are_one_leak_report),
     T(p3_wait_timeout_reported_by_synchronize_stream),
+    T(p3_op_wait_timeout_from_env),
     T(d1_invalid_device_id_returns_107001),
     T(d1_d5_set_reset_are_reference_counted),
     T(d1_create_context_on_unset_device_is_flagged),
@@ -1319,6 +1451,8 @@ static const struct tcase cases[] = {
     T(d_run_mode_and_handles),
     T(aclsim_extension_api_contract),
     T(aclsim_fault_injection),
+    T(aclsim_fault_injection_at),
+    T(aclsim_call_counts),
     T(s1_tasks_run_in_issue_order),
     T(s1_streams_are_independent),
     T(s3_synchronize_stream_with_timeout_codes),

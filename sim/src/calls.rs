@@ -1,0 +1,93 @@
+//! Per-function call counters (`aclsimCallCount`, `aclsimResetCallCounts`).
+//!
+//! Every exported runtime function has an index known at compile time ([`CallId`]) and one
+//! relaxed atomic counter in a static array: counting a call is one atomic add, no lookup
+//! and no lock, so that instruction-count measurements (callgrind) barely move. The counters
+//! live outside the runtime state, so they count before `aclInit` and survive `aclFinalize`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+macro_rules! call_ids {
+    ($($name:ident),* $(,)?) => {
+        /// One exported runtime function (`acl*`), plus `aclsimLaunchKernel`, which issues
+        /// a task like a runtime call.
+        #[allow(non_camel_case_types)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[repr(usize)]
+        pub enum CallId {
+            $($name,)*
+        }
+
+        /// The function names, indexed by [`CallId`].
+        pub const CALL_NAMES: &[&str] = &[$(stringify!($name)),*];
+    };
+}
+
+call_ids!(
+    aclInit,
+    aclFinalize,
+    aclrtSetDevice,
+    aclrtResetDevice,
+    aclrtGetDevice,
+    aclrtGetDeviceCount,
+    aclrtGetRunMode,
+    aclrtSynchronizeDevice,
+    aclrtSynchronizeDeviceWithTimeout,
+    aclrtCreateContext,
+    aclrtDestroyContext,
+    aclrtSetCurrentContext,
+    aclrtGetCurrentContext,
+    aclrtCreateStream,
+    aclrtDestroyStream,
+    aclrtSynchronizeStream,
+    aclrtSynchronizeStreamWithTimeout,
+    aclrtStreamWaitEvent,
+    aclrtCreateEvent,
+    aclrtCreateEventWithFlag,
+    aclrtDestroyEvent,
+    aclrtRecordEvent,
+    aclrtResetEvent,
+    aclrtQueryEventStatus,
+    aclrtSynchronizeEvent,
+    aclrtSynchronizeEventWithTimeout,
+    aclrtEventElapsedTime,
+    aclrtSetOpWaitTimeout,
+    aclrtSubscribeReport,
+    aclrtUnSubscribeReport,
+    aclrtLaunchCallback,
+    aclrtProcessReport,
+    aclrtMalloc,
+    aclrtFree,
+    aclrtMallocHost,
+    aclrtFreeHost,
+    aclrtMemcpy,
+    aclrtMemcpyAsync,
+    aclrtMemset,
+    aclrtMemsetAsync,
+    aclsimLaunchKernel,
+);
+
+const COUNT: usize = CALL_NAMES.len();
+
+static COUNTS: [AtomicU64; COUNT] = [const { AtomicU64::new(0) }; COUNT];
+
+/// Counts one call of `id` (failing calls included).
+#[inline(always)]
+pub fn count(id: CallId) {
+    COUNTS[id as usize].fetch_add(1, Ordering::Relaxed);
+}
+
+/// Calls of the function named `name` since the last [`reset`]; 0 for an unknown name.
+pub fn get(name: &str) -> u64 {
+    CALL_NAMES
+        .iter()
+        .position(|n| *n == name)
+        .map_or(0, |i| COUNTS[i].load(Ordering::Relaxed))
+}
+
+/// Sets every counter to 0.
+pub fn reset() {
+    for c in &COUNTS {
+        c.store(0, Ordering::Relaxed);
+    }
+}
