@@ -196,10 +196,17 @@ impl<'s, S: EventState> Event<'s, S> {
         // A stream synchronised since its last reset has nothing pending.
         let pending_reset = self.reset_stream().filter(|r| r.has_reset_pending());
         if let Some(reset_stream) = pending_reset.filter(|_| S::PENDING != Pending::Nothing) {
-            // `'s` keeps the resetting stream alive as long as the event. Its own error (a
-            // task that failed) does not keep the event: once the stream is seen done, it is
-            // reported and the event released.
-            reset_stream.settle("Event (an error of the stream that reset it)")?;
+            // `'s` keeps the resetting stream alive as long as the event.
+            if let Err(first) = reset_stream.synchronize() {
+                // A task of the stream failed (reported once: the second synchronisation
+                // sees the stream done). It may be a wait that ended without its event (a
+                // timeout armed through the raw layer, P3a, or a device fault), whose record
+                // may still be pending on another stream: wait for it too (E9).
+                report_drop_error("Event (an error of the stream that reset it)", Err(first));
+                reset_stream.synchronize()?;
+                // SAFETY: the event is live for as long as `self`.
+                unsafe { api.synchronize_event(self.raw)? };
+            }
         }
         // SAFETY: the event is live, no issued task refers to it any more (E9: waited for
         // above), and the value is consumed or being dropped, so this is its only destruction.

@@ -42,6 +42,12 @@ fn e4_failed_reset_in_wait_and_reset_leaves_no_unreset_event() {
                     );
                     event.destroy().unwrap();
                 }
+                // Issued again: the event comes back reset, with the first try's error.
+                Err(WaitError::Reset(failed)) => {
+                    let (error, event) = failed.into_parts();
+                    assert!(is_injected(&error), "{error}");
+                    event.destroy().unwrap();
+                }
                 Err(WaitError::Destroyed(error)) => assert!(is_injected(&error), "{error}"),
                 Err(other) => panic!("unexpected: {other}"),
             }
