@@ -302,7 +302,7 @@ impl<'ctx> ReportThread<'ctx> {
         self.shared.stop.store(true, Ordering::Release);
         if let Some(handle) = self.handle.take() {
             handle.thread().unpark();
-            let joined = handle.join();
+            let joined = handle.join().map_err(std::mem::forget);
             REPORT_THREADS.fetch_sub(1, Ordering::AcqRel);
             self.ctx.orphan();
             if joined.is_err() {
@@ -451,7 +451,7 @@ struct Payload {
     pending: Arc<AtomicUsize>,
 }
 
-fn panic_message(panic: &(dyn Any + Send)) -> String {
+pub(crate) fn panic_message(panic: &(dyn Any + Send)) -> String {
     if let Some(s) = panic.downcast_ref::<&str>() {
         (*s).to_owned()
     } else if let Some(s) = panic.downcast_ref::<String>() {
@@ -479,6 +479,8 @@ unsafe extern "C" fn trampoline(user_data: *mut c_void) {
     context::leave_callback(previous);
     if let Err(panic) = outcome {
         let message = panic_message(panic.as_ref());
+        // Not dropped: a payload whose own `Drop` panics would unwind into C (abort).
+        std::mem::forget(panic);
         // Not `eprintln!`, which panics (here: aborts, in an `extern "C"` function) when
         // stderr cannot be written.
         let _ = writeln!(

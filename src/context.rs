@@ -279,11 +279,20 @@ impl<'dev> Context<'dev> {
         // SAFETY: as above. Whether or not the reset is issued, once `to` has passed its
         // wait the record is done too: destroyed once `to` is synchronised (E9). A failed
         // reset issued nothing: it is tried once more (E4), its error reported.
-        let reset = unsafe { api.reset_event(join, to) }.or_else(|first| {
-            report_drop_error("join event (a reset that failed once)", Err(first));
-            // SAFETY: as above.
-            unsafe { api.reset_event(join, to) }
-        });
+        let reset = unsafe { api.reset_event(join, to) }
+            .or_else(|first| {
+                report_drop_error("join event (a reset that failed once)", Err(first));
+                // SAFETY: as above.
+                unsafe { api.reset_event(join, to) }
+            })
+            .or_else(|second| {
+                report_drop_error("join event (a reset that failed twice)", Err(second));
+                // Once `to` has passed its wait, the reset can be issued after it alone.
+                // SAFETY: as above; `to` is live (borrowed by the caller).
+                unsafe { api.synchronize_stream(to) }
+                    // SAFETY: as above.
+                    .and_then(|()| unsafe { api.reset_event(join, to) })
+            });
         self.defer_destroy(to, join);
         reset
     }
@@ -360,7 +369,7 @@ impl<'dev> Context<'dev> {
             self.deferred_len.store(list.len(), Ordering::Release);
             done
         };
-        let mut outcome = Ok(());
+        let mut errors = Vec::new();
         for entry in done {
             // SAFETY: the event was created by this crate, is referenced by no handle, and
             // every task using it was on a stream that has just been synchronised (E9).
@@ -370,14 +379,16 @@ impl<'dev> Context<'dev> {
                 let mut list = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
                 list.push(entry);
                 self.deferred_len.store(list.len(), Ordering::Release);
-                if outcome.is_ok() {
-                    outcome = Err(error);
-                } else {
-                    report_drop_error("join event", Err(error));
-                }
+                errors.push(error);
             }
         }
-        outcome
+        // Reported with no lock held: the handler may call into the crate.
+        let mut errors = errors.into_iter();
+        let first = errors.next();
+        for error in errors {
+            report_drop_error("join event", Err(error));
+        }
+        first.map_or(Ok(()), Err)
     }
 
     /// A stream, event, buffer or report thread was created in this context.

@@ -413,7 +413,13 @@ impl<'s> Event<'s, Recorded> {
                 .api()
                 .reset_event(event.raw, reset_stream.as_raw())
         } {
-            Ok(()) => Ok(event),
+            Ok(()) => {
+                // And after: a synchronisation of the stream on another thread (through
+                // another event that it reset) may have begun between the mark above and
+                // the reset, and must not count the reset as done (E5, E9).
+                reset_stream.mark_reset_pending();
+                Ok(event)
+            }
             Err(error) => retry_reset(error, event, reset_stream),
         }
     }
@@ -450,12 +456,13 @@ impl<'s> Event<'s, Recorded> {
         // `Waited`: the body may `mem::forget` its `Waited`, and the reset must still be
         // issued (E4), so `wait` itself checks it. On a panic, `guard` issues the reset (E4),
         // then dropping the scope releases the event (E9), so nothing leaks.
-        let scope = WaitScope {
-            event: self.into_state(reset_stream),
+        let mut scope = WaitScope {
+            event: ManuallyDrop::new(self.into_state(reset_stream)),
             reset_stream,
             previous_reset,
             others: OnceCell::new(),
             reset_issued: Cell::new(false),
+            event_state: Cell::new(ScopeEvent::Owned),
         };
         let guard = ResetOnUnwind(&scope);
         // The proof has done its work (this compiled): drop it, which ends the borrow.
@@ -468,18 +475,18 @@ impl<'s> Event<'s, Recorded> {
             Ok(()) => {
                 // The proof exists only once `Waited::reset` has issued the reset (E4).
                 std::mem::forget(guard);
-                return Ok(scope.event);
+                return Ok(scope.take_event());
             }
             Err(error) => error,
         };
         if scope.reset_issued.get() {
             std::mem::forget(guard);
-            return Err(WaitError::Reset(Failed::new(error, scope.event)));
+            return Err(WaitError::Reset(Failed::new(error, scope.take_event())));
         }
         // The body returned early (`Err`, perhaps after forgetting its `Waited`): reset now (E4).
         let ensured = scope.reset_now_or_quiesce();
         std::mem::forget(guard);
-        finish_unreset(error, ensured, scope.event)
+        finish_unreset(error, ensured, scope.take_event())
     }
 
     #[inline(always)]
@@ -513,14 +520,52 @@ fn retry_reset<'t>(
                 .reset_event(event.raw, reset_stream.as_raw())
         }
     });
+    let again = again.or_else(|second| {
+        report_drop_error(
+            "Event::wait_and_reset (the reset failed twice)",
+            Err(second),
+        );
+        // Once the stream has passed its wait, the reset can be issued on its own.
+        if quiesce([reset_stream]) {
+            reset_alone(&event, reset_stream)
+        } else {
+            Err(Error::InvalidArgument(
+                "the waiting stream cannot be synchronised",
+            ))
+        }
+    });
+    reset_stream.mark_reset_pending();
     match again {
         Ok(()) => Err(WaitError::Reset(Failed::new(error, event))),
         Err(again) => {
-            report_drop_error("Event::wait_and_reset (the reset failed twice)", Err(again));
+            report_drop_error(
+                "Event::wait_and_reset (the reset could not be issued)",
+                Err(again),
+            );
             let quiesced = quiesce([reset_stream]);
             release_after_failed_reset(error, quiesced, event)
         }
     }
+}
+
+/// Issues the reset of an event whose waiting streams were all seen done (quiesced), on
+/// `reset_stream` alone (no join is needed any more: every wait has passed), and waits for
+/// it. The last way to reset before an event would be released un-reset (E4).
+#[cold]
+#[inline(never)]
+fn reset_alone(event: &Event<'_, Reset>, reset_stream: &Stream<'_>) -> Result<()> {
+    reset_stream.bind()?;
+    reset_stream.mark_reset_pending();
+    // SAFETY: both handles are live, the context current (bound), and every stream that
+    // waited on the event has passed its wait (quiesced), so the reset overtakes nothing.
+    unsafe {
+        event
+            .ctx
+            .api()
+            .reset_event(event.raw, reset_stream.as_raw())?
+    };
+    reset_stream.mark_reset_pending();
+    reset_stream.settle("Waited (a reset issued alone)")
 }
 
 /// The end of a wait scope whose body returned `error` without resetting: `ensured` says
@@ -667,7 +712,7 @@ type Brand<'id> = PhantomData<fn(&'id ()) -> &'id ()>;
 /// that forgetting the `Waited` value cannot skip the reset (E4).
 struct WaitScope<'t> {
     /// The event, already in its next state (its last reset is `reset_stream`'s).
-    event: Event<'t, Reset>,
+    event: ManuallyDrop<Event<'t, Reset>>,
     reset_stream: &'t Stream<'t>,
     /// The stream of the event's previous reset: every wait of this scope is ordered after
     /// it, so that no wait passes on a stale flag and syncing the last resetting stream
@@ -677,6 +722,37 @@ struct WaitScope<'t> {
     /// neither initialises nor checks nor frees a vector.
     others: OnceCell<RefCell<Vec<&'t Stream<'t>>>>,
     reset_issued: Cell<bool>,
+    /// Whether `event` is still owned here (and so released if the scope unwinds), was
+    /// taken, or must be leaked: a reset that could not be issued while a waiting stream
+    /// could not be seen done (E9: no release under a task that may refer to it).
+    event_state: Cell<ScopeEvent>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ScopeEvent {
+    Owned,
+    Taken,
+    Leaked,
+}
+
+impl<'t> WaitScope<'t> {
+    /// Moves the event out (once; every way out of `wait` but an unwind).
+    fn take_event(&mut self) -> Event<'t, Reset> {
+        self.event_state.set(ScopeEvent::Taken);
+        // SAFETY: taken once: the state says so, and `Drop` then leaves it alone.
+        unsafe { ManuallyDrop::take(&mut self.event) }
+    }
+}
+
+impl Drop for WaitScope<'_> {
+    fn drop(&mut self) {
+        // Only an unwinding `wait` drops the scope with its event: release it then (E9),
+        // unless the reset failed and a waiting stream could not be seen done.
+        if self.event_state.get() == ScopeEvent::Owned {
+            // SAFETY: still owned (not taken), dropped once, here.
+            unsafe { ManuallyDrop::drop(&mut self.event) };
+        }
+    }
 }
 
 impl WaitScope<'_> {
@@ -698,6 +774,8 @@ impl WaitScope<'_> {
         // SAFETY: both handles are live, the stream's context is current, and the stream has
         // waited on the event (E1 order: record, wait, reset).
         unsafe { self.event.ctx.api().reset_event(self.event.raw, target)? };
+        // And after: see `Event::wait_and_reset` (a synchronisation racing on another thread).
+        self.reset_stream.mark_reset_pending();
         self.reset_issued.set(true);
         Ok(())
     }
@@ -716,18 +794,6 @@ impl WaitScope<'_> {
         Ok(())
     }
 
-    /// Issues the reset if the body did not (it returned early, panicked, or forgot its
-    /// `Waited`). If that fails too, synchronises every waiting stream, so that no task
-    /// refers to the event any more, and returns the error.
-    #[inline]
-    fn ensure_reset(&self) -> Result<()> {
-        if self.reset_issued.get() {
-            Ok(())
-        } else {
-            self.reset_now_or_quiesce().map_err(|failed| failed.error)
-        }
-    }
-
     /// Issues the reset now; if that fails, synchronises every waiting stream (each up to
     /// twice: an asynchronous task's error is reported once) so that the event can be
     /// released (E9), and says whether they were all seen done.
@@ -744,6 +810,17 @@ impl WaitScope<'_> {
         let others = self.others.get().map(|o| o.borrow());
         let others = others.as_deref().map_or(&[][..], |o| o.as_slice());
         let quiesced = quiesce(std::iter::once(self.reset_stream).chain(others.iter().copied()));
+        if quiesced {
+            // Every wait has passed: the reset needs no join now (E4, E5).
+            match reset_alone(&self.event, self.reset_stream) {
+                Ok(()) => {
+                    report_drop_error("Waited (a reset that failed twice)", Err(error));
+                    self.reset_issued.set(true);
+                    return Ok(());
+                }
+                Err(alone) => report_drop_error("Waited (a reset issued alone)", Err(alone)),
+            }
+        }
         Err(ResetFailed { error, quiesced })
     }
 }
@@ -761,7 +838,17 @@ struct ResetOnUnwind<'a, 't>(&'a WaitScope<'t>);
 
 impl Drop for ResetOnUnwind<'_, '_> {
     fn drop(&mut self) {
-        report_drop_error("Waited (reset on unwind)", self.0.ensure_reset());
+        let scope = self.0;
+        if scope.reset_issued.get() {
+            return;
+        }
+        if let Err(failed) = scope.reset_now_or_quiesce() {
+            if !failed.quiesced {
+                // Reported by `quiesce`; released by nobody (E9).
+                scope.event_state.set(ScopeEvent::Leaked);
+            }
+            report_drop_error("Waited (reset on unwind)", Err(failed.error));
+        }
     }
 }
 

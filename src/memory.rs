@@ -114,6 +114,9 @@ pub const fn memcpy_kind(src: Location, dst: Location) -> aclrtMemcpyKind {
 
 mod sealed {
     pub trait Sealed {}
+    /// Only this crate can make one, so only this crate can call the trait methods that
+    /// take it (a `Pending` of the wrong location could otherwise be wrapped as the other).
+    pub struct Token;
 }
 
 /// Memory a copy can read: `T` elements at a [`Location`]. Sealed.
@@ -150,7 +153,7 @@ pub unsafe trait MemoryMut<T: Pod>: Memory<T> {
     /// The first byte, for writing.
     fn as_mut_ptr(&mut self) -> *mut c_void;
     #[doc(hidden)]
-    fn written(pending: Pending<'_, T>) -> Self::Written<'_>;
+    fn written(pending: Pending<'_, T>, _: sealed::Token) -> Self::Written<'_>;
 }
 
 impl<T: Pod> sealed::Sealed for [T] {}
@@ -171,7 +174,7 @@ unsafe impl<T: Pod> Memory<T> for [T] {
 // bytes.
 unsafe impl<T: Pod> MemoryMut<T> for [T] {
     type Written<'scope> = PendingHost<'scope, T>;
-    fn written(pending: Pending<'_, T>) -> PendingHost<'_, T> {
+    fn written(pending: Pending<'_, T>, _: sealed::Token) -> PendingHost<'_, T> {
         PendingHost(pending)
     }
     fn as_mut_ptr(&mut self) -> *mut c_void {
@@ -196,7 +199,7 @@ unsafe impl<T: Pod> Memory<T> for Vec<T> {
 // SAFETY: as for the slice it holds (the length does not change).
 unsafe impl<T: Pod> MemoryMut<T> for Vec<T> {
     type Written<'scope> = PendingHost<'scope, T>;
-    fn written(pending: Pending<'_, T>) -> PendingHost<'_, T> {
+    fn written(pending: Pending<'_, T>, _: sealed::Token) -> PendingHost<'_, T> {
         PendingHost(pending)
     }
     fn as_mut_ptr(&mut self) -> *mut c_void {
@@ -292,7 +295,9 @@ impl<'ctx> Context<'ctx> {
         ))?;
         if !(raw as usize).is_multiple_of(std::mem::align_of::<T>()) {
             // SAFETY: `raw` is the allocation just made, used by nothing.
-            let _ = unsafe { self.api().free_host(raw) };
+            let freed = unsafe { self.api().free_host(raw) };
+            // Reported, not lost (the allocation is leaked if it cannot be freed).
+            report_drop_error("HostBuffer (a misaligned allocation)", freed);
             return Err(Error::InvalidArgument(
                 "aclrtMallocHost returned misaligned memory",
             ));
@@ -439,7 +444,21 @@ fn synchronize_used(ctx: &Context<'_>, stream: &Stream<'_>) -> Result<()> {
 #[cold]
 #[inline(never)]
 fn second_chance(stream: &Stream<'_>, error: Error) -> Error {
-    if stream.synchronize().is_err() {
+    // An asynchronous task's error is reported once; a failing synchronisation call (a
+    // transient runtime failure) is tried a few more times before giving up.
+    let mut outcome = stream.synchronize();
+    for _ in 0..SYNCHRONIZE_TRIES {
+        if outcome.is_ok() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        outcome = stream.synchronize();
+    }
+    if let Err(again) = outcome {
+        report_drop_error(
+            "async scope (a stream that cannot be synchronised)",
+            Err(again),
+        );
         // `writeln!` to stderr, not `eprintln!`, which panics when stderr is closed: a
         // panic here would release the buffers (M1).
         let _ = writeln!(
@@ -452,6 +471,10 @@ fn second_chance(stream: &Stream<'_>, error: Error) -> Error {
     }
     error
 }
+
+/// How many more times a scope tries to synchronise a stream whose synchronisation failed
+/// twice before it aborts (M1).
+const SYNCHRONIZE_TRIES: usize = 8;
 
 /// Synchronises a scope's streams while a panic of its body unwinds (M1).
 struct SynchronizeOnUnwind<'a, 'scope, 'env>(&'a AsyncScope<'scope, 'env>);
@@ -649,7 +672,7 @@ device_memory!(DeviceSliceMut<'a>, |s| s.ptr.cast_const(), |s| s.device);
 // SAFETY: exclusively borrowed device memory may be written for its length.
 unsafe impl<T: Pod> MemoryMut<T> for DeviceBuffer<'_, T> {
     type Written<'scope> = PendingDevice<'scope, T>;
-    fn written(pending: Pending<'_, T>) -> PendingDevice<'_, T> {
+    fn written(pending: Pending<'_, T>, _: sealed::Token) -> PendingDevice<'_, T> {
         PendingDevice(pending)
     }
     fn as_mut_ptr(&mut self) -> *mut c_void {
@@ -659,7 +682,7 @@ unsafe impl<T: Pod> MemoryMut<T> for DeviceBuffer<'_, T> {
 // SAFETY: as above; the view holds the buffer's exclusive borrow.
 unsafe impl<T: Pod> MemoryMut<T> for DeviceSliceMut<'_, T> {
     type Written<'scope> = PendingDevice<'scope, T>;
-    fn written(pending: Pending<'_, T>) -> PendingDevice<'_, T> {
+    fn written(pending: Pending<'_, T>, _: sealed::Token) -> PendingDevice<'_, T> {
         PendingDevice(pending)
     }
     fn as_mut_ptr(&mut self) -> *mut c_void {
@@ -717,7 +740,7 @@ unsafe impl<T: Pod> Memory<T> for HostBuffer<'_, T> {
 // SAFETY: exclusively borrowed host memory; `T: Pod` accepts any bytes.
 unsafe impl<T: Pod> MemoryMut<T> for HostBuffer<'_, T> {
     type Written<'scope> = PendingHost<'scope, T>;
-    fn written(pending: Pending<'_, T>) -> PendingHost<'_, T> {
+    fn written(pending: Pending<'_, T>, _: sealed::Token) -> PendingHost<'_, T> {
         PendingHost(pending)
     }
     fn as_mut_ptr(&mut self) -> *mut c_void {
@@ -784,14 +807,18 @@ unsafe extern "C" fn run_map<T: Pod>(user_data: *mut c_void, _b: *const *mut c_v
     };
     // Never unwind into the simulator's C ABI.
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run));
-    crate::context::leave_callback(previous);
-    if outcome.is_err() {
-        // Not `eprintln!`, which panics (here: aborts) when stderr cannot be written.
-        let _ = writeln!(
-            std::io::stderr(),
-            "ascend-typestate: a simulated kernel's function panicked"
+    if let Err(panic) = outcome {
+        let first = crate::callback::panic_message(panic.as_ref());
+        // Not dropped: a payload whose own `Drop` panics would unwind into C (abort).
+        std::mem::forget(panic);
+        // Reported, never lost (the output is then partly written); still marked as a
+        // callback, so that the handler cannot reach the runtime from this thread (C8).
+        report_drop_error(
+            "a simulated kernel's function (it panicked; its output is incomplete)",
+            Err(Error::CallbackPanicked { count: 1, first }),
         );
     }
+    crate::context::leave_callback(previous);
 }
 
 /// What an asynchronous copy may read: a buffer borrowed for the whole scope (`&'scope S`),
@@ -1065,7 +1092,7 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
             writer_ctx: self.ctx,
             _borrow: PhantomData,
         };
-        let written = D::written(pending);
+        let written = D::written(pending, sealed::Token);
         if count == 0 {
             // Nothing to copy; an empty view may point one past its buffer, which the
             // runtime would reject.

@@ -368,7 +368,9 @@ pub(crate) fn report_drop_error(what: &'static str, result: Result<()>) {
         // A panicking handler must not unwind out of a `Drop` or a synchronisation that
         // keeps buffers borrowed (M1): catch it and say so.
         let outcome = std::panic::catch_unwind(|| handler(what, &error));
-        if outcome.is_err() {
+        if let Err(payload) = outcome {
+            // Not dropped: a payload whose own `Drop` panics would unwind from here.
+            std::mem::forget(payload);
             use std::io::Write as _;
             let _ = writeln!(
                 std::io::stderr(),

@@ -138,11 +138,10 @@ fn release_task(rt: &mut Rt, sid: u64, t: &Task, executed: bool) {
             al.uses = al.uses.saturating_sub(1);
             free_now = al.uses == 0 && al.freed;
         }
-        if free_now {
-            rt.allocs.remove(a);
+        if free_now && let Some(alloc) = rt.allocs.remove(a) {
             // SAFETY: the allocation came from libc::calloc in aclrtMalloc/MallocHost, its
             // deferred free (M2) happens once, now that no task uses it.
-            unsafe { libc::free(*a as *mut libc::c_void) };
+            unsafe { libc::free(alloc.base as *mut libc::c_void) };
         }
     }
     let ev = match &t.kind {

@@ -273,10 +273,10 @@ pub extern "C" fn aclFinalize() -> i32 {
         g.unlocked(move || {
             exec::reap(reapers);
             // Every worker is joined: no task can touch the memory any more.
-            for (p, _) in std::mem::take(&mut rt.allocs) {
+            for (_, a) in std::mem::take(&mut rt.allocs) {
                 // SAFETY: allocated by libc::calloc in aclrtMalloc/aclrtMallocHost and not
                 // yet freed (freed ones were removed from the map).
-                unsafe { libc::free(p as *mut c_void) };
+                unsafe { libc::free(a.base as *mut c_void) };
             }
             drop(rt);
             if let Some(t) = trace
@@ -380,9 +380,10 @@ pub extern "C" fn aclrtResetDevice(deviceId: i32) -> i32 {
             .map(|(k, _)| *k)
             .collect();
         for p in mem {
-            rt.allocs.remove(&p);
-            // SAFETY: calloc'd by aclrtMalloc; its streams are joined, so no task uses it.
-            unsafe { libc::free(p as *mut c_void) };
+            if let Some(a) = rt.allocs.remove(&p) {
+                // SAFETY: calloc'd by aclrtMalloc; its streams are joined, so no task uses it.
+                unsafe { libc::free(a.base as *mut c_void) };
+            }
         }
         rt.devices[d].default_ctx = None;
         Ok(())
@@ -1298,6 +1299,10 @@ fn check_set(
 }
 
 /// `policy`: `aclrtMalloc`'s (`None` for host memory), checked after the fault check.
+/// The alignment of every device and host allocation (the typed crate accepts element types
+/// aligned up to 64 bytes).
+const ALLOC_ALIGN: usize = 64;
+
 fn malloc(ptr: *mut *mut c_void, size: usize, policy: Option<i32>, name: &str) -> R {
     let mut g = enter(name, Call::Action)?;
     if policy.is_some_and(|p| !(0..=2).contains(&p)) {
@@ -1315,15 +1320,23 @@ fn malloc(ptr: *mut *mut c_void, size: usize, policy: Option<i32>, name: &str) -
         let ctx = rt.cur_ctx()?;
         rt.contexts.get(&ctx).map_or(-1, |c| c.device)
     };
-    // calloc: large blocks come from mmap, zero pages materialise lazily.
-    // SAFETY: plain C allocation of `size` bytes; checked for NULL below.
-    let p = unsafe { libc::calloc(1, size) };
-    if p.is_null() {
+    // calloc: large blocks come from mmap, zero pages materialise lazily. The user's
+    // pointer is aligned to ALLOC_ALIGN bytes, as the runtime's allocations are aligned.
+    let Some(padded) = size.checked_add(ALLOC_ALIGN) else {
+        return Err(code::RT_MEMORY_ALLOCATION);
+    };
+    // SAFETY: plain C allocation of `padded` bytes; checked for NULL below.
+    let base = unsafe { libc::calloc(1, padded) };
+    if base.is_null() {
         return Err(code::RT_MEMORY_ALLOCATION);
     }
+    let offset = (ALLOC_ALIGN - (base as usize) % ALLOC_ALIGN) % ALLOC_ALIGN;
+    // SAFETY: `offset < ALLOC_ALIGN`, so `size` bytes from there stay inside the block.
+    let p = unsafe { base.cast::<u8>().add(offset) }.cast::<c_void>();
     rt.allocs.insert(
         p as usize,
         Alloc {
+            base: base as usize,
             size,
             host,
             device,
@@ -1364,9 +1377,10 @@ fn free(p: *mut c_void, host: bool, name: &str) -> R {
         }
         return Ok(());
     }
-    rt.allocs.remove(&key);
-    // SAFETY: allocated by libc::calloc in malloc() above, released exactly once.
-    unsafe { libc::free(p) };
+    if let Some(a) = rt.allocs.remove(&key) {
+        // SAFETY: allocated by libc::calloc in malloc() above, released exactly once.
+        unsafe { libc::free(a.base as *mut c_void) };
+    }
     Ok(())
 }
 

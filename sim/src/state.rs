@@ -213,6 +213,8 @@ pub struct Event {
 }
 
 pub struct Alloc {
+    /// What `libc::calloc` returned (the user's pointer is aligned up from it).
+    pub base: usize,
     pub size: usize,
     pub host: bool,
     pub device: i32,
