@@ -28,7 +28,11 @@
 //!   [`ReportThread::take_panics`] and [`ReportThread::stop`].
 //! * Nothing launched is lost or run twice: each callback is boxed once and freed by the
 //!   only run of its trampoline; `unsubscribe` waits until every callback launched on the
-//!   stream has run, and `stop` cannot happen while a stream is subscribed.
+//!   stream has run, and `stop` does not compile while a stream is subscribed. A leaked
+//!   (`mem::forget`) [`Subscribed`] leaves its stream subscribed: `stop` then returns
+//!   [`Error::LiveChildren`] and the thread keeps serving it for the life of the process.
+//! * A failed `aclrtProcessReport` does not end the thread (callbacks may be waiting): the
+//!   loop goes on, and [`ReportThread::stop`] returns the failure.
 
 use std::any::Any;
 use std::ffi::c_void;
@@ -80,6 +84,10 @@ impl CallbackMode {
 /// returned, the others reported); later ones are counted only.
 const KEPT_FAILURES: usize = 16;
 
+/// After this many `aclrtProcessReport` failures in a row (about half a second at the
+/// thread's back-off), `unsubscribe` stops waiting for callbacks the thread cannot run.
+const STRANDED_AFTER: usize = 50;
+
 /// State shared by a report thread, its subscriptions and the callbacks in flight.
 #[derive(Default)]
 struct Shared {
@@ -91,6 +99,12 @@ struct Shared {
     subscriptions: AtomicUsize,
     /// The thread's loop has ended (only `stop` ends it).
     exited: AtomicBool,
+    /// `aclrtProcessReport` failures since its last success: a thread that keeps failing
+    /// cannot run the callbacks an `unsubscribe` waits for.
+    consecutive_failures: AtomicUsize,
+    /// Left running by a `stop` that found a leaked subscription: nobody will read what is
+    /// kept here any more, so failures and panics are reported as they happen.
+    detached: AtomicBool,
     panics: Mutex<Vec<String>>,
     /// `aclrtProcessReport` failures: the loop goes on after each (callbacks may still be
     /// waiting), and `stop` returns them.
@@ -101,6 +115,70 @@ struct Shared {
 struct Failures {
     kept: Vec<Error>,
     dropped: usize,
+}
+
+impl Shared {
+    /// Keeps an `aclrtProcessReport` failure for `stop`, or reports it if the thread was
+    /// left running (checked under the lock `take_errors` drains, so nothing falls between).
+    fn keep_failure(&self, error: Error) {
+        let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        if self.detached.load(Ordering::Acquire) {
+            drop(failures);
+            report_drop_error(
+                "ReportThread (left running: aclrtProcessReport)",
+                Err(error),
+            );
+        } else if failures.kept.len() < KEPT_FAILURES {
+            failures.kept.push(error);
+        } else {
+            failures.dropped += 1;
+        }
+    }
+
+    /// Keeps a callback's panic for `take_panics`/`stop`, or reports it if the thread was
+    /// left running.
+    fn keep_panic(&self, message: String) {
+        let mut panics = self.panics.lock().unwrap_or_else(|p| p.into_inner());
+        if self.detached.load(Ordering::Acquire) {
+            drop(panics);
+            report_drop_error(
+                "ReportThread (left running: a callback panicked)",
+                Err(Error::CallbackPanicked {
+                    count: 1,
+                    first: message,
+                }),
+            );
+        } else {
+            panics.push(message);
+        }
+    }
+
+    /// Everything kept, as errors: the failures, a count of those not kept, the panics.
+    /// With `detach`, later ones are reported as they happen instead of kept.
+    fn take_errors(&self, detach: bool) -> Vec<Error> {
+        let mut errors = Vec::new();
+        {
+            let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+            if detach {
+                self.detached.store(true, Ordering::Release);
+            }
+            let Failures { kept, dropped } = std::mem::take(&mut *failures);
+            errors.extend(kept);
+            if dropped != 0 {
+                errors.push(Error::ReportThreadStopped(format!(
+                    "{dropped} more aclrtProcessReport failures"
+                )));
+            }
+        }
+        let panics = std::mem::take(&mut *self.panics.lock().unwrap_or_else(|p| p.into_inner()));
+        if let Some(first) = panics.first() {
+            errors.push(Error::CallbackPanicked {
+                count: panics.len(),
+                first: first.clone(),
+            });
+        }
+        errors
+    }
 }
 
 /// A raw context handle, moved to the report thread once, while the context is borrowed.
@@ -285,8 +363,12 @@ impl<'ctx> ReportThread<'ctx> {
             // Only a leaked `Subscribed` gets here (a live one borrows the thread). Its stream
             // is still subscribed to this thread id: the thread must keep serving it, or the
             // id could be reused by a new thread (C7, 107012) and callbacks launched on the
-            // stream would never run. It is left running (detached), with its slot (C4).
+            // stream would never run. It is left running (detached), with its slot (C4);
+            // what it kept is reported now, and what comes later as it happens.
             drop(self.handle.take());
+            for error in self.shared.take_errors(true) {
+                report_drop_error("ReportThread (left running)", Err(error));
+            }
             return Err(Error::LiveChildren { count: subscribed });
         }
         let own_thread = self
@@ -300,59 +382,33 @@ impl<'ctx> ReportThread<'ctx> {
             return Err(Error::InsideCallback);
         }
         self.shared.stop.store(true, Ordering::Release);
+        let mut errors = Vec::new();
         if let Some(handle) = self.handle.take() {
             handle.thread().unpark();
             let joined = handle.join().map_err(std::mem::forget);
             REPORT_THREADS.fetch_sub(1, Ordering::AcqRel);
             self.ctx.orphan();
             if joined.is_err() {
-                return Err(Error::ReportThreadStopped(
+                errors.push(Error::ReportThreadStopped(
                     "the report thread panicked".into(),
                 ));
             }
         }
-        let failures = std::mem::take(
-            &mut *self
-                .shared
-                .failures
-                .lock()
-                .unwrap_or_else(|p| p.into_inner()),
-        );
-        let mut kept = failures.kept.into_iter();
-        if let Some(first) = kept.next() {
-            // One error can be returned: the others are reported, not lost.
-            for later in kept {
-                report_drop_error(
-                    "ReportThread (a later aclrtProcessReport failure)",
-                    Err(later),
-                );
-            }
-            if failures.dropped != 0 {
-                report_drop_error(
-                    "ReportThread (more aclrtProcessReport failures, not kept)",
-                    Err(Error::ReportThreadStopped(format!(
-                        "{} more failures",
-                        failures.dropped
-                    ))),
-                );
-            }
-            return Err(first);
+        errors.extend(self.shared.take_errors(false));
+        // One error can be returned: the others are reported, not lost.
+        let mut errors = errors.into_iter();
+        let first = errors.next();
+        for later in errors {
+            report_drop_error("ReportThread (a further error)", Err(later));
         }
-        let panics = self.take_panics();
-        match panics.first() {
-            Some(first) => Err(Error::CallbackPanicked {
-                count: panics.len(),
-                first: first.clone(),
-            }),
-            None => Ok(()),
-        }
+        first.map_or(Ok(()), Err)
     }
 
     /// Stops and joins the thread. Does not compile while a stream is subscribed to it.
-    /// Returns the first `aclrtProcessReport` failure the loop met (the loop goes on after
-    /// one, so that no callback is stranded; later ones go to the
-    /// [drop-error handler](crate::set_drop_error_handler)), else [`Error::CallbackPanicked`]
-    /// for panics not yet taken.
+    /// Returns the first error it kept: an `aclrtProcessReport` failure (the loop goes on
+    /// after one, so that no callback is stranded), or [`Error::CallbackPanicked`] for
+    /// panics not yet taken; the others go to the
+    /// [drop-error handler](crate::set_drop_error_handler).
     ///
     /// If a [`Subscribed`] was leaked (`mem::forget`), its stream is still subscribed to the
     /// thread: the thread is then left running for the life of the process, serving it, and
@@ -391,12 +447,16 @@ fn serve(api: &'static Api, shared: &Shared) {
             | Err(Error::Runtime {
                 code: AclError::RtReportTimeout,
                 ..
-            }) => idle = Duration::from_micros(100),
+            }) => {
+                shared.consecutive_failures.store(0, Ordering::Release);
+                idle = Duration::from_micros(100);
+            }
             // Not subscribed (yet, or any more): nothing can arrive for now (C6).
             Err(Error::Runtime {
                 code: AclError::RtThreadSubscribe,
                 ..
             }) => {
+                shared.consecutive_failures.store(0, Ordering::Release);
                 // `stop` unparks the thread, so stopping an idle thread takes no wait.
                 std::thread::park_timeout(idle);
                 idle = (idle * 2).min(Duration::from_millis(POLL_MS.unsigned_abs().into()));
@@ -404,14 +464,8 @@ fn serve(api: &'static Api, shared: &Shared) {
             // Anything else is kept for `stop`, and the loop goes on: callbacks may be waiting,
             // and a stream whose blocking callback never runs would hang its synchronisation.
             Err(e) => {
-                {
-                    let mut failures = shared.failures.lock().unwrap_or_else(|p| p.into_inner());
-                    if failures.kept.len() < KEPT_FAILURES {
-                        failures.kept.push(e);
-                    } else {
-                        failures.dropped += 1;
-                    }
-                }
+                shared.consecutive_failures.fetch_add(1, Ordering::AcqRel);
+                shared.keep_failure(e);
                 std::thread::park_timeout(idle);
                 idle = (idle * 2).min(Duration::from_millis(POLL_MS.unsigned_abs().into()));
             }
@@ -487,11 +541,7 @@ unsafe extern "C" fn trampoline(user_data: *mut c_void) {
             std::io::stderr(),
             "ascend-typestate: a host callback panicked: {message}"
         );
-        shared
-            .panics
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(message);
+        shared.keep_panic(message);
     }
     pending.fetch_sub(1, Ordering::AcqRel);
     shared.outstanding.fetch_sub(1, Ordering::AcqRel);
@@ -532,14 +582,15 @@ impl<'r, 's> Subscribed<'r, 's> {
             )
         };
         if let Err(e) = launched {
-            // Not enqueued: take the payload back, so that it is neither lost nor run.
-            // SAFETY: the runtime refused the callback, so `user_data` is still ours alone.
-            drop(unsafe { Box::from_raw(user_data.cast::<Payload>()) });
+            // Not enqueued: the counters first (the closure's captures may panic when
+            // dropped), then take the payload back, so that it is neither lost nor run.
             self.pending.fetch_sub(1, Ordering::AcqRel);
             self.report
                 .shared
                 .outstanding
                 .fetch_sub(1, Ordering::AcqRel);
+            // SAFETY: the runtime refused the callback, so `user_data` is still ours alone.
+            drop(unsafe { Box::from_raw(user_data.cast::<Payload>()) });
             return Err(e);
         }
         Ok(())
@@ -551,13 +602,27 @@ impl<'r, 's> Subscribed<'r, 's> {
     }
 
     fn release(&self) -> Result<()> {
-        // C1 step 5: every task done, then every callback run, then unsubscribe (C9).
+        // C1 step 5: every callback run, then every task done, then unsubscribe (C9). The
+        // callbacks first: a blocking one holds the stream, and if the report thread cannot
+        // run it, waiting for the stream would never end.
         self.stream.bind()?;
-        self.stream.synchronize()?;
         while self.pending.load(Ordering::Acquire) != 0 {
             self.report.alive()?;
+            let failures = self
+                .report
+                .shared
+                .consecutive_failures
+                .load(Ordering::Acquire);
+            if failures >= STRANDED_AFTER {
+                return Err(Error::ReportThreadStopped(format!(
+                    "aclrtProcessReport failed {failures} times in a row; {} callback(s) \
+                     cannot run (see ReportThread::stop)",
+                    self.pending.load(Ordering::Acquire)
+                )));
+            }
             std::thread::sleep(Duration::from_micros(100));
         }
+        self.stream.synchronize()?;
         // SAFETY: the stream is live and its context current; it is subscribed to this thread.
         unsafe {
             self.stream

@@ -374,9 +374,11 @@ impl<'s> Event<'s, Recorded> {
     /// `|waited| waited.reset()`, without the scope: nothing can run between the two calls.
     ///
     /// Errors as for `wait`: if the wait cannot be issued, the event comes back *Recorded*
-    /// ([`WaitError::NotWaited`]); if the reset cannot, `stream` is synchronised and the
-    /// event released ([`WaitError::Destroyed`]; leaked and reported if `stream` cannot be
-    /// synchronised, E9).
+    /// ([`WaitError::NotWaited`]). A reset that fails is issued again, then once more alone
+    /// after `stream` is synchronised; once one is issued the event comes back *Reset* with
+    /// the first error ([`WaitError::Reset`]). If none can be, the event is released
+    /// ([`WaitError::Destroyed`]; leaked and reported if `stream` cannot be synchronised,
+    /// E9).
     ///
     /// ```no_run
     /// # use ascend_typestate::Acl;
@@ -431,7 +433,8 @@ impl<'s> Event<'s, Recorded> {
     ///
     /// If `body` returns an error, panics, or forgets its `Waited`, `wait` issues the reset
     /// itself (on unwind too) and the error is returned with the event, in the *Reset* state.
-    /// If even that reset fails, the streams are synchronised and the event destroyed
+    /// A reset that fails is issued again, then alone once every waiting stream is
+    /// synchronised (no join is needed then). If even that fails, the event is destroyed
     /// ([`WaitError::Destroyed`], with the body's error; the reset's goes to the
     /// [drop-error handler](crate::set_drop_error_handler)), since it could not safely be
     /// recorded again; if a waiting stream cannot be synchronised, the event is leaked

@@ -86,7 +86,10 @@
 //!   releases runtime state is `unsafe`, so safe code cannot initialise, arm a timeout or
 //!   create objects behind the typed API's back, with or without a live [`Acl`].
 //! * **On code run by the runtime being marked**: host callbacks and simulated kernels get
-//!   [`Error::InsideCallback`] from every entry point of the crate (C8).
+//!   [`Error::InsideCallback`] from every entry point of the crate on the thread that runs
+//!   them (C8). A thread they start is not marked: a blocking callback that waits for such
+//!   a thread to synchronise its own stream deadlocks, as any host code that waits for work
+//!   queued behind itself does.
 //! * **On the loaded library being a real AscendCL runtime** (or the simulator): loading
 //!   trusts it, as any FFI crate must ([`sys::loader`]).
 //!

@@ -372,9 +372,10 @@ impl<'ctx> Context<'ctx> {
     /// usually its consequence, goes to the [drop-error handler](crate::set_drop_error_handler):
     /// never lost); else the first synchronisation error (an asynchronous task failed, P3).
     ///
-    /// If a stream cannot be synchronised (the runtime reports an error twice in a row, so
-    /// its tasks may still be running), the process aborts rather than release memory a copy
-    /// may still write: that is the one failure soundness cannot recover from.
+    /// If a stream cannot be synchronised (after its asynchronous error, the runtime still
+    /// fails nine synchronisations in a row, so its tasks may still be running), the process
+    /// aborts rather than release memory a copy may still write: that is the one failure
+    /// soundness cannot recover from.
     #[inline(always)]
     pub fn async_scope<'env, F, R>(&'env self, body: F) -> Result<R>
     where
@@ -1121,7 +1122,10 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
     ///
     /// `f` is a plain function (it captures nothing), applied element by element to device
     /// memory the way a kernel would: no Rust reference to device memory is ever formed.
-    /// On the vendor runtime this is [`Error::Unsupported`].
+    /// It runs on the simulator's thread like a host callback: the crate's calls return
+    /// [`Error::InsideCallback`] there (C8). If it panics, the output is left partly written
+    /// and the panic goes to the [drop-error handler](crate::set_drop_error_handler) as
+    /// [`Error::CallbackPanicked`]. On the vendor runtime this is [`Error::Unsupported`].
     pub fn simulated_map<T, D, S>(
         &'scope self,
         stream: &'scope Stream<'_>,

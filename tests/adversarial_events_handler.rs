@@ -117,7 +117,7 @@ fn handler_child_deferred_lock() {
 }
 
 #[test]
-fn handler_reentering_the_crate_deadlocks_on_the_join_list() {
+fn handler_may_reenter_the_crate_while_join_destroys_fail() {
     if is_child() {
         return;
     }
@@ -190,7 +190,7 @@ fn handler_child_payload_no_fault() {
 }
 
 #[test]
-fn handler_payload_panic_escapes_report_drop_error_during_unwind_of_a_wait_scope() {
+fn handler_payload_panic_stays_in_report_drop_error_during_unwind_of_a_wait_scope() {
     if is_child() {
         return;
     }
@@ -200,7 +200,7 @@ fn handler_payload_panic_escapes_report_drop_error_during_unwind_of_a_wait_scope
 }
 
 #[test]
-fn handler_payload_panic_escapes_a_context_drop_during_unwind() {
+fn handler_payload_panic_stays_in_a_context_drop_during_unwind() {
     if is_child() {
         return;
     }

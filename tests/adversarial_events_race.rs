@@ -175,7 +175,7 @@ fn race_child() {
 /// The counter race: a reset marked before it is issued can be hidden by a synchronisation
 /// on another thread.
 #[test]
-fn reset_pending_counter_race_skips_the_join() {
+fn reset_pending_counter_race_keeps_the_join() {
     if std::env::var_os(CHILD_ENV).is_some() {
         return;
     }
@@ -198,7 +198,7 @@ fn reset_pending_counter_race_skips_the_join() {
 /// queued wait/reset: an E9 finding (on the real runtime, an event destroyed under a task
 /// that still refers to it).
 #[test]
-fn counter_race_destroys_an_event_under_its_queued_reset_e9() {
+fn counter_race_never_destroys_an_event_under_its_queued_reset_e9() {
     if std::env::var_os(CHILD_ENV).is_some() {
         return;
     }

@@ -101,7 +101,7 @@ fn early_error_path_no_e9() {
 
 #[test]
 fn panic_path_no_e9() {
-    in_child("panic_path_destroys_the_event_under_a_pending_wait_e9");
+    in_child("panic_path_never_destroys_the_event_under_a_pending_wait_e9");
 }
 
 #[test]
@@ -118,7 +118,7 @@ fn early_error_path_leaks_rather_than_destroying_under_a_pending_wait() {
 }
 
 #[test]
-fn panic_path_destroys_the_event_under_a_pending_wait_e9() {
+fn panic_path_never_destroys_the_event_under_a_pending_wait_e9() {
     if std::env::var_os(CHILD_ENV).is_none() {
         return;
     }

@@ -433,9 +433,9 @@ fn unused(_: &[&str]) {
 // ---------------------------------------------------------------------------------------
 
 #[test]
-fn kernel_function_panic_is_not_returned() {
+fn kernel_function_panic_is_returned_or_reported() {
     let Some(out) = in_child(
-        "kernel_function_panic_is_not_returned",
+        "kernel_function_panic_is_returned_or_reported",
         Duration::from_secs(30),
         || {
             let drops = support::DropErrors::capture();

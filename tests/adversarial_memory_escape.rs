@@ -94,8 +94,8 @@ fn kernel_time(ms: u64) -> Duration {
 /// `Simulator::inject_fault`), the handler's payload escapes: the scope unwinds before the
 /// third stream is synchronised, and `victim` is written by the runtime after the scope.
 #[test]
-fn handler_payload_escapes_scope_synchronisation() {
-    const NAME: &str = "handler_payload_escapes_scope_synchronisation";
+fn handler_payload_cannot_end_scope_synchronisation_early() {
+    const NAME: &str = "handler_payload_cannot_end_scope_synchronisation_early";
     if is_child(NAME) {
         let session = Session::start();
         let sim = session.acl().simulator().unwrap();
@@ -160,8 +160,8 @@ fn handler_payload_escapes_scope_synchronisation() {
 /// the copy is pending: the runtime writes into freed memory (run under memcheck to see the
 /// invalid write; without it, the reused allocation is seen changing).
 #[test]
-fn handler_payload_escape_use_after_free() {
-    const NAME: &str = "handler_payload_escape_use_after_free";
+fn handler_payload_cannot_free_a_copy_destination_early() {
+    const NAME: &str = "handler_payload_cannot_free_a_copy_destination_early";
     if is_child(NAME) {
         let session = Session::start();
         let sim = session.acl().simulator().unwrap();
@@ -211,8 +211,8 @@ fn handler_payload_escape_use_after_free() {
 /// `run_map` catches the panic, then drops the payload inside an `extern "C"` function,
 /// where the destructor's panic cannot unwind: the process aborts.
 #[test]
-fn kernel_payload_destructor_aborts() {
-    const NAME: &str = "kernel_payload_destructor_aborts";
+fn kernel_payload_destructor_does_not_abort() {
+    const NAME: &str = "kernel_payload_destructor_does_not_abort";
     if is_child(NAME) {
         let session = Session::start();
         let device = session.acl().set_device(0).unwrap();

@@ -90,8 +90,8 @@ fn sim_path() -> PathBuf {
 // ---------------------------------------------------------------------------------------
 
 #[test]
-fn safe_fault_injection_aborts_an_async_scope() {
-    const NAME: &str = "safe_fault_injection_aborts_an_async_scope";
+fn two_failed_synchronisations_do_not_abort_an_async_scope() {
+    const NAME: &str = "two_failed_synchronisations_do_not_abort_an_async_scope";
     if is_child(NAME) {
         let acl = Acl::init_with(&InitOptions::default().library(sim_path())).unwrap();
         let device = acl.set_device(0).unwrap();
@@ -128,9 +128,9 @@ fn safe_fault_injection_aborts_an_async_scope() {
 
 #[cfg(target_arch = "x86_64")]
 #[test]
-fn alloc_host_misaligned_release_failure_is_lost() {
+fn alloc_host_misaligned_release_failure_is_reported() {
     use std::arch::x86_64::__m256;
-    const NAME: &str = "alloc_host_misaligned_release_failure_is_lost";
+    const NAME: &str = "alloc_host_misaligned_release_failure_is_reported";
     if is_child(NAME) {
         let drops = support::DropErrors::capture();
         let session = support::sim::Session::start();
@@ -176,8 +176,8 @@ fn syncing_handler(what: &'static str, error: &Error) {
 }
 
 #[test]
-fn drop_error_handler_runs_under_the_deferred_lock() {
-    const NAME: &str = "drop_error_handler_runs_under_the_deferred_lock";
+fn drop_error_handler_runs_with_no_lock_held() {
+    const NAME: &str = "drop_error_handler_runs_with_no_lock_held";
     if is_child(NAME) {
         let acl: &'static Acl = Box::leak(Box::new(
             Acl::init_with(&InitOptions::default().library(sim_path())).unwrap(),
