@@ -455,9 +455,9 @@ fn a_reset_that_cannot_be_issued_releases_the_event_and_loses_no_error_e4_e9() {
         );
         let error = {
             let event = ctx.create_event().unwrap().record(&s1).unwrap();
-            // The body fails before resetting, and so does `wait`'s own reset, twice
-            // (injected).
-            session.sim.inject_fault("aclrtResetEvent", 507000, 2);
+            // The body fails before resetting, and so does `wait`'s own reset: twice, and
+            // once more alone after the streams are synchronised (injected).
+            session.sim.inject_fault("aclrtResetEvent", 507000, 3);
             let outcome = event.wait(&s2, |_waited| {
                 Err(Error::InvalidArgument("the body's error"))
             });
@@ -473,9 +473,10 @@ fn a_reset_that_cannot_be_issued_releases_the_event_and_loses_no_error_e4_e9() {
             "{error}"
         );
         let reported = reports.take();
-        assert_eq!(reported.len(), 2, "{reported:?}");
+        assert_eq!(reported.len(), 3, "{reported:?}");
         assert!(reported[0].contains("failed once"), "{reported:?}");
-        assert!(reported[1].starts_with("Waited (reset)"), "{reported:?}");
+        assert!(reported[1].contains("issued alone"), "{reported:?}");
+        assert!(reported[2].starts_with("Waited (reset)"), "{reported:?}");
         // The event is gone, not leaked: its streams were synchronised first (E9).
         assert_eq!(session.sim.live_objects(), live_before);
         s1.destroy().unwrap();
@@ -597,9 +598,10 @@ fn wait_and_reset_errors_give_back_or_release_the_event_e4_e9() {
                 session.sim.findings()
             );
             let event = event.record(&s1).unwrap();
-            // The reset cannot be issued, twice (injected): the event is released, the
-            // first error returned, the second reported.
-            session.sim.inject_fault("aclrtResetEvent", 507000, 2);
+            // The reset cannot be issued: twice, and once more alone after the stream is
+            // synchronised (injected): the event is released, the first error returned,
+            // the others reported.
+            session.sim.inject_fault("aclrtResetEvent", 507000, 3);
             match event.wait_and_reset(&s2) {
                 Err(WaitError::Destroyed(error)) => {
                     assert_eq!(error.code(), Some(AclError::RtInternalError), "{error}")
@@ -609,8 +611,9 @@ fn wait_and_reset_errors_give_back_or_release_the_event_e4_e9() {
             }
         }
         let reported = reports.take();
-        assert_eq!(reported.len(), 1, "{reported:?}");
+        assert_eq!(reported.len(), 2, "{reported:?}");
         assert!(reported[0].contains("failed twice"), "{reported:?}");
+        assert!(reported[1].contains("could not be issued"), "{reported:?}");
         // The re-record on s1 was joined after the reset on s2: that join event goes with
         // s1's next synchronisation (E9).
         s1.synchronize().unwrap();
