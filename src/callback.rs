@@ -99,9 +99,11 @@ struct Shared {
     subscriptions: AtomicUsize,
     /// The thread's loop has ended (only `stop` ends it).
     exited: AtomicBool,
-    /// `aclrtProcessReport` failures since its last success: a thread that keeps failing
-    /// cannot run the callbacks an `unsubscribe` waits for.
-    consecutive_failures: AtomicUsize,
+    /// `aclrtProcessReport` calls that failed, and that did not (a timeout or "not
+    /// subscribed" included): a thread that keeps failing while `unsubscribe` waits cannot
+    /// run the callbacks it waits for.
+    failed_calls: AtomicUsize,
+    good_calls: AtomicUsize,
     /// Left running by a `stop` that found a leaked subscription: nobody will read what is
     /// kept here any more, so failures and panics are reported as they happen.
     detached: AtomicBool,
@@ -251,6 +253,10 @@ impl<'ctx> ReportThread<'ctx> {
                 let bound = unsafe { api.set_current_context(raw_ctx.0) };
                 let ok = bound.is_ok();
                 let _ = ready_tx.send(bound);
+                // The runtime's thread for as long as it lives: the drop-error handler may
+                // run here (a report thread left running reports as things happen), and no
+                // call of the crate may reach the runtime from it (C8).
+                context::enter_callback();
                 if ok {
                     serve(api, &thread_shared);
                 }
@@ -448,7 +454,7 @@ fn serve(api: &'static Api, shared: &Shared) {
                 code: AclError::RtReportTimeout,
                 ..
             }) => {
-                shared.consecutive_failures.store(0, Ordering::Release);
+                shared.good_calls.fetch_add(1, Ordering::Release);
                 idle = Duration::from_micros(100);
             }
             // Not subscribed (yet, or any more): nothing can arrive for now (C6).
@@ -456,7 +462,7 @@ fn serve(api: &'static Api, shared: &Shared) {
                 code: AclError::RtThreadSubscribe,
                 ..
             }) => {
-                shared.consecutive_failures.store(0, Ordering::Release);
+                shared.good_calls.fetch_add(1, Ordering::Release);
                 // `stop` unparks the thread, so stopping an idle thread takes no wait.
                 std::thread::park_timeout(idle);
                 idle = (idle * 2).min(Duration::from_millis(POLL_MS.unsigned_abs().into()));
@@ -464,7 +470,7 @@ fn serve(api: &'static Api, shared: &Shared) {
             // Anything else is kept for `stop`, and the loop goes on: callbacks may be waiting,
             // and a stream whose blocking callback never runs would hang its synchronisation.
             Err(e) => {
-                shared.consecutive_failures.fetch_add(1, Ordering::AcqRel);
+                shared.failed_calls.fetch_add(1, Ordering::Release);
                 shared.keep_failure(e);
                 std::thread::park_timeout(idle);
                 idle = (idle * 2).min(Duration::from_millis(POLL_MS.unsigned_abs().into()));
@@ -528,9 +534,10 @@ unsafe extern "C" fn trampoline(user_data: *mut c_void) {
         shared,
         pending,
     } = *payload;
+    // Marked for the body and for the report of its panic (which may reach the drop-error
+    // handler): no call of the crate from either reaches the runtime (C8).
     let previous = context::enter_callback();
     let outcome = catch_unwind(AssertUnwindSafe(body));
-    context::leave_callback(previous);
     if let Err(panic) = outcome {
         let message = panic_message(panic.as_ref());
         // Not dropped: a payload whose own `Drop` panics would unwind into C (abort).
@@ -543,6 +550,7 @@ unsafe extern "C" fn trampoline(user_data: *mut c_void) {
         );
         shared.keep_panic(message);
     }
+    context::leave_callback(previous);
     pending.fetch_sub(1, Ordering::AcqRel);
     shared.outstanding.fetch_sub(1, Ordering::AcqRel);
 }
@@ -606,19 +614,24 @@ impl<'r, 's> Subscribed<'r, 's> {
         // callbacks first: a blocking one holds the stream, and if the report thread cannot
         // run it, waiting for the stream would never end.
         self.stream.bind()?;
+        let shared = &self.report.shared;
+        // Failures counted from here, and again after any call that did not fail: only a
+        // thread failing for the whole of this wait gives up on it.
+        let mut good = shared.good_calls.load(Ordering::Acquire);
+        let mut failed = shared.failed_calls.load(Ordering::Acquire);
         while self.pending.load(Ordering::Acquire) != 0 {
             self.report.alive()?;
-            let failures = self
-                .report
-                .shared
-                .consecutive_failures
-                .load(Ordering::Acquire);
+            let good_now = shared.good_calls.load(Ordering::Acquire);
+            let failed_now = shared.failed_calls.load(Ordering::Acquire);
+            if good_now != good {
+                (good, failed) = (good_now, failed_now);
+            }
+            let failures = failed_now.wrapping_sub(failed);
             if failures >= STRANDED_AFTER {
-                return Err(Error::ReportThreadStopped(format!(
-                    "aclrtProcessReport failed {failures} times in a row; {} callback(s) \
-                     cannot run (see ReportThread::stop)",
-                    self.pending.load(Ordering::Acquire)
-                )));
+                return Err(Error::ReportThreadFailing {
+                    failures,
+                    pending: self.pending.load(Ordering::Acquire),
+                });
             }
             std::thread::sleep(Duration::from_micros(100));
         }

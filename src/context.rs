@@ -287,9 +287,15 @@ impl<'dev> Context<'dev> {
             })
             .or_else(|second| {
                 report_drop_error("join event (a reset that failed twice)", Err(second));
-                // Once `to` has passed its wait, the reset can be issued after it alone.
+                // Once `to` has passed its wait, the reset can be issued after it alone. The
+                // stream is synchronised up to twice: a task's error is reported once.
                 // SAFETY: as above; `to` is live (borrowed by the caller).
                 unsafe { api.synchronize_stream(to) }
+                    .or_else(|first| {
+                        report_drop_error("join event (its stream's error)", Err(first));
+                        // SAFETY: as above.
+                        unsafe { api.synchronize_stream(to) }
+                    })
                     // SAFETY: as above.
                     .and_then(|()| unsafe { api.reset_event(join, to) })
             });

@@ -267,10 +267,22 @@ pub enum Error {
     /// A runtime call from inside a host callback (C8: it could deadlock the runtime).
     #[error("runtime call from inside a host callback (C8)")]
     InsideCallback,
-    /// The report thread stopped (its `aclrtProcessReport` loop failed); callbacks can no
-    /// longer run.
+    /// The report thread is not running callbacks: it could not be started, or its loop
+    /// ended (also used to count `aclrtProcessReport` failures beyond those kept).
     #[error("the report thread has stopped: {0}")]
     ReportThreadStopped(String),
+    /// The report thread's `aclrtProcessReport` kept failing while callbacks waited: they
+    /// cannot run (C6), so `unsubscribe` stopped waiting for them. The subscription is
+    /// given back; try again once the runtime recovers.
+    #[error(
+        "aclrtProcessReport failed {failures} times in a row: {pending} callback(s) cannot run (C6)"
+    )]
+    ReportThreadFailing {
+        /// Failures in a row seen while waiting.
+        failures: usize,
+        /// Callbacks still waiting to run.
+        pending: usize,
+    },
     /// An event used with a stream of another context of the same device. The typed API keeps
     /// each event to the streams of its own context, so one binding serves every call (D6)
     /// and every task on the event can be ordered (E5, E9).

@@ -113,7 +113,8 @@ impl Acl {
         let disarmed = unsafe { api.set_op_wait_timeout(0) };
         if let Err(e) = disarmed {
             // SAFETY: nothing was created since the init above; the token is not returned.
-            let _ = unsafe { api.finalize() };
+            let finalized = unsafe { api.finalize() };
+            report_drop_error("Acl::init (finalize after a failed start)", finalized);
             return Err(e);
         }
         Ok(())
