@@ -33,6 +33,12 @@
 //!   [`Error::LiveChildren`] and the thread keeps serving it for the life of the process.
 //! * A failed `aclrtProcessReport` does not end the thread (callbacks may be waiting): the
 //!   loop goes on, and [`ReportThread::stop`] returns the failure.
+//! * A report thread whose `aclrtProcessReport` keeps failing cannot run callbacks: a
+//!   blocking one then holds its stream, like a kernel that never ends. `unsubscribe` gives
+//!   up with [`Error::ReportThreadFailing`]; any other wait for that stream (its
+//!   synchronisation, the device's, an event or async scope that synchronises it) waits
+//!   until the runtime recovers. Bound such waits with `synchronize_with` where a failing
+//!   runtime must not stall the host.
 
 use std::any::Any;
 use std::ffi::c_void;
@@ -445,17 +451,42 @@ fn serve(api: &'static Api, shared: &Shared) {
     // While no stream is subscribed the runtime answers at once: back off from 0.1 ms to
     // POLL_MS, so that idle report threads do not spin, and start again once one is.
     let mut idle = Duration::from_micros(100);
+    let poll = Duration::from_millis(POLL_MS.unsigned_abs().into());
     loop {
+        let started = std::time::Instant::now();
         // SAFETY: this thread is the report thread its streams subscribe (C7); the callbacks
         // it runs were launched by `Subscribed::launch`, under its contract.
-        match unsafe { api.process_report(POLL_MS) } {
-            Ok(())
-            | Err(Error::Runtime {
+        let outcome = unsafe { api.process_report(POLL_MS) };
+        match outcome {
+            Ok(()) => {
+                shared.good_calls.fetch_add(1, Ordering::Release);
+                idle = Duration::from_micros(100);
+            }
+            Err(Error::Runtime {
                 code: AclError::RtReportTimeout,
                 ..
             }) => {
                 shared.good_calls.fetch_add(1, Ordering::Release);
-                idle = Duration::from_micros(100);
+                if started.elapsed() < poll / 2 {
+                    // A timeout that did not wait: back off rather than spin.
+                    std::thread::park_timeout(idle);
+                    idle = (idle * 2).min(poll);
+                } else {
+                    idle = Duration::from_micros(100);
+                }
+            }
+            // Not subscribed while callbacks are outstanding: they were launched on a
+            // subscribed stream, so the runtime lost the subscription, and they cannot run.
+            Err(
+                e @ Error::Runtime {
+                    code: AclError::RtThreadSubscribe,
+                    ..
+                },
+            ) if shared.outstanding.load(Ordering::Acquire) != 0 => {
+                shared.failed_calls.fetch_add(1, Ordering::Release);
+                shared.keep_failure(e);
+                std::thread::park_timeout(idle);
+                idle = (idle * 2).min(poll);
             }
             // Not subscribed (yet, or any more): nothing can arrive for now (C6).
             Err(Error::Runtime {
@@ -465,7 +496,7 @@ fn serve(api: &'static Api, shared: &Shared) {
                 shared.good_calls.fetch_add(1, Ordering::Release);
                 // `stop` unparks the thread, so stopping an idle thread takes no wait.
                 std::thread::park_timeout(idle);
-                idle = (idle * 2).min(Duration::from_millis(POLL_MS.unsigned_abs().into()));
+                idle = (idle * 2).min(poll);
             }
             // Anything else is kept for `stop`, and the loop goes on: callbacks may be waiting,
             // and a stream whose blocking callback never runs would hang its synchronisation.
@@ -473,7 +504,7 @@ fn serve(api: &'static Api, shared: &Shared) {
                 shared.failed_calls.fetch_add(1, Ordering::Release);
                 shared.keep_failure(e);
                 std::thread::park_timeout(idle);
-                idle = (idle * 2).min(Duration::from_millis(POLL_MS.unsigned_abs().into()));
+                idle = (idle * 2).min(poll);
             }
         }
         if shared.stop.load(Ordering::Acquire) && shared.outstanding.load(Ordering::Acquire) == 0 {
