@@ -211,18 +211,12 @@ fn bounded_waits_on_a_stream_whose_report_thread_fails() {
 /// subscribed and a callback is pending: counted as a failure (it was once counted as a
 /// good call, and `unsubscribe` waited without end with no error surfacing).
 #[test]
-fn process_report_codes_while_subscribed_do_not_hang_unsubscribe() {
+fn not_subscribed_while_callbacks_wait_does_not_hang_unsubscribe() {
     if std::env::var(OP).is_ok() {
         return;
     }
-    let mut bad = String::new();
     // 107012 only: a runtime answering "timeout" (507012) says the thread is healthy with
     // nothing to run yet, so waiting is right (the thread backs off if it answers at once).
-    for code in ["107012"] {
-        let out = parent("round3_report_failing_child", "unsubscribe", code);
-        if !out.ok() {
-            bad.push_str(&format!("--- unsubscribe, {code}: {}\n", out.describe()));
-        }
-    }
-    assert!(bad.is_empty(), "{bad}");
+    let out = parent("round3_report_failing_child", "unsubscribe", "107012");
+    assert!(out.ok(), "--- unsubscribe, 107012: {}", out.describe());
 }
