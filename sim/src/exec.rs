@@ -530,7 +530,7 @@ fn step(rt: &mut Rt, sid: u64) -> Step {
 
 /// Marks streams dead, discards their queued tasks and takes their threads and condvars.
 /// The caller must join them with the lock released ([`reap`]), then call [`remove_streams`].
-pub fn kill_streams(rt: &mut Rt, ids: &[u64]) -> Vec<(PThread, Box<PCond>)> {
+pub fn kill_streams(rt: &mut Rt, ids: &[u64]) -> Vec<Reaper> {
     let mut out = Vec::new();
     for &sid in ids {
         let mut discarded = Vec::new();
@@ -572,7 +572,7 @@ pub fn kill_streams(rt: &mut Rt, ids: &[u64]) -> Vec<(PThread, Box<PCond>)> {
         if let Some(s) = rt.streams.get_mut(&sid) {
             s.cb_outstanding = 0;
             if let (Some(t), Some(cv)) = (s.thread.take(), s.cv.take()) {
-                out.push((t, cv));
+                out.push(Reaper { sid, thread: t, cv });
             }
         }
     }
@@ -581,11 +581,27 @@ pub fn kill_streams(rt: &mut Rt, ids: &[u64]) -> Vec<(PThread, Box<PCond>)> {
     out
 }
 
+/// A killed stream's worker thread and condvar, to be joined and dropped.
+pub struct Reaper {
+    pub sid: u64,
+    thread: PThread,
+    cv: Box<PCond>,
+}
+
 /// Joins killed workers; call with the lock released.
-pub fn reap(v: Vec<(PThread, Box<PCond>)>) {
-    for (t, cv) in v {
-        t.join();
-        drop(cv);
+pub fn reap(v: Vec<Reaper>) {
+    for r in v {
+        r.thread.join();
+        drop(r.cv);
+    }
+}
+
+/// Waits (lock released while waiting) until no other thread is still joining the worker of
+/// one of `ids`: until then that worker may be running a task that uses memory of the
+/// stream's device, which must not be freed under it.
+pub fn wait_reaped(g: &mut PGuard<'_, Global>, ids: &[u64]) {
+    while g.reaping.iter().any(|s| ids.contains(s)) {
+        HOST_CV.wait(g);
     }
 }
 
@@ -615,7 +631,13 @@ pub fn teardown_streams(g: &mut PGuard<'_, Global>, ids: Vec<u64>) {
         Some(rt) => kill_streams(rt, &ids),
         None => return,
     };
+    let mine: Vec<u64> = reapers.iter().map(|r| r.sid).collect();
+    g.reaping.extend_from_slice(&mine);
     g.unlocked(|| reap(reapers));
+    g.reaping.retain(|s| !mine.contains(s));
+    HOST_CV.broadcast();
+    // A stream another thread is joining (a concurrent destroy): its worker may still run.
+    wait_reaped(g, &ids);
     if let Some(rt) = g.rt.as_deref_mut() {
         remove_streams(rt, &ids);
     }

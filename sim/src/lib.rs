@@ -270,8 +270,11 @@ pub extern "C" fn aclFinalize() -> i32 {
         g.next_id = rt.next_id;
         HOST_CV.broadcast();
         let trace = rt.trace.take();
+        g.unlocked(|| exec::reap(reapers));
+        // Workers that another thread (a concurrent aclrtDestroyStream, aclrtDestroyContext
+        // or aclrtResetDevice) is joining may still run a task on this memory: wait for them.
+        exec::wait_reaped(&mut g, &ids);
         g.unlocked(move || {
-            exec::reap(reapers);
             // Every worker is joined: no task can touch the memory any more.
             for (_, a) in std::mem::take(&mut rt.allocs) {
                 // SAFETY: allocated by libc::calloc in aclrtMalloc/aclrtMallocHost and not
@@ -1213,6 +1216,32 @@ fn m1(rt: &mut Rt, call: &str, msg: String) -> i32 {
     code::INVALID_PARAM
 }
 
+/// M1: an asynchronous task may only use device memory of its stream's device (a copy,
+/// memset or kernel of another device's stream would run on memory that a reset of its own
+/// device frees under the task).
+fn check_stream_device(rt: &mut Rt, call: &str, sid: u64, allocs: &[usize]) -> R {
+    let Some(dev) = rt.streams.get(&sid).map(|s| s.device) else {
+        return Ok(());
+    };
+    let foreign = allocs.iter().find_map(|p| {
+        rt.allocs
+            .get(p)
+            .filter(|a| !a.host && a.device != dev)
+            .map(|a| (*p, a.device))
+    });
+    match foreign {
+        Some((p, d)) => Err(m1(
+            rt,
+            call,
+            format!(
+                "device memory {p:#x} belongs to device {d}, but stream {:#x} is on device {dev}: an asynchronous task may only use device memory of its stream's device",
+                sh(sid)
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Validates a copy (M1); returns the tracked allocations it uses.
 fn check_copy(
     rt: &mut Rt,
@@ -1459,6 +1488,7 @@ pub extern "C" fn aclrtMemcpyAsync(
             count,
             kind,
         )?;
+        check_stream_device(rt, "aclrtMemcpyAsync", sid, &allocs)?;
         exec::enqueue(
             rt,
             sid,
@@ -1506,6 +1536,7 @@ pub extern "C" fn aclrtMemsetAsync(
         let rt = rt_of(&mut g)?;
         let sid = stream_for(rt, stream as usize, true)?;
         let allocs = check_set(rt, "aclrtMemsetAsync", devPtr as usize, maxCount, count)?;
+        check_stream_device(rt, "aclrtMemsetAsync", sid, &allocs)?;
         exec::enqueue(
             rt,
             sid,
@@ -1571,6 +1602,7 @@ pub extern "C" fn aclsimLaunchKernel(
                 }
             }
         }
+        check_stream_device(rt, "aclsimLaunchKernel", sid, &allocs)?;
         exec::enqueue(
             rt,
             sid,
@@ -1691,6 +1723,11 @@ fn inject_fault(call: *const c_char, code: i32, skip: u32, times: u32) -> R {
         return Err(code::INVALID_PARAM);
     }
     let call = read_cstr(call).ok_or(code::INVALID_PARAM)?;
+    // Only a name that can fire: an exported runtime function that checks armed failures
+    // (aclInit never does: failures are armed only while initialized).
+    if call == "aclInit" || !calls::CALL_NAMES.contains(&call.as_str()) {
+        return Err(code::INVALID_PARAM);
+    }
     let mut g = G.lock();
     let rt = rt_of(&mut g)?;
     rt.faults.push(Fault {

@@ -88,6 +88,10 @@ pub struct Global {
     /// kept for completeness) honour these.
     pub check: bool,
     pub quiet: bool,
+    /// Streams whose worker some thread is joining with the lock released ([`crate::exec`]
+    /// `teardown_streams`): such a worker may still be running a task (a memcpy, a kernel
+    /// body), so nobody may free memory or forget the stream until the join is done.
+    pub reaping: Vec<u64>,
 }
 
 pub static G: PMutex<Global> = PMutex::new(Global {
@@ -98,6 +102,7 @@ pub static G: PMutex<Global> = PMutex::new(Global {
     next_id: 1,
     check: true,
     quiet: false,
+    reaping: Vec::new(),
 });
 
 /// Every host-side waiter (stream/event/device synchronize, aclrtProcessReport) waits here.

@@ -136,7 +136,12 @@ cases!(
     m1_malloc_and_free_codes,
     m2_free_memory_used_by_pending_task_is_flagged,
     m2_free_with_wrong_pair_is_flagged,
+    m1_async_task_on_another_devices_stream_returns_100000,
     stress_many_streams_events_threads,
+    race_destroy_stream_vs_finalize_no_crash,
+    race_destroy_stream_vs_reset_device_no_crash,
+    race_destroy_context_vs_finalize_no_crash,
+    race_destroy_context_vs_reset_device_no_crash,
 );
 
 #[test]

@@ -549,6 +549,12 @@ static void aclsim_extension_api_contract(void) {
 
 static void aclsim_fault_injection(void) {
     CHECK(aclsimInjectFault("aclrtResetEvent", 507000, 1), ACL_ERROR_UNINITIALIZE);
+    /* Argument errors come first, before aclInit too (aclsim.h). */
+    CHECK(aclsimInjectFault("noSuchFunction", 507000, 1), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclsimInjectFault("aclrtResetEvent", 0, 1), ACL_ERROR_INVALID_PARAM);
+    /* Every other runtime call before aclInit: 100001 (P1), aclsimLaunchKernel included. */
+    CHECK(aclsimLaunchKernel(NULL, 0, NULL, NULL, NULL, 0), ACL_ERROR_UNINITIALIZE);
+    aclsimClearFaults(); /* nothing armed, nothing to do */
     setup();
     CHECK(aclsimInjectFault(NULL, 507000, 1), ACL_ERROR_INVALID_PARAM);
     CHECK(aclsimInjectFault("aclrtResetEvent", 0, 1), ACL_ERROR_INVALID_PARAM);
@@ -590,7 +596,13 @@ static void aclsim_fault_injection_at(void) {
     CHECK(aclsimInjectFaultAt("aclrtCreateStream", 0, 0, 1), ACL_ERROR_INVALID_PARAM);
     CHECK(aclsimInjectFaultAt("aclrtCreateStream", 507000, 3, 0), ACL_ERROR_INVALID_PARAM);
     CHECK(aclsimInjectFaultAt("\xff\xfe", 507000, 0, 1), ACL_ERROR_INVALID_PARAM);
-    OK(aclsimInjectFaultAt("noSuchFunction", 507000, 0, 1)); /* accepted, never fails */
+    /* A name that can never fire: no exported runtime function, or aclInit. */
+    CHECK(aclsimInjectFaultAt("noSuchFunction", 507000, 0, 1), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclsimInjectFault("noSuchFunction", 507000, 1), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclsimInjectFault("aclInit", 507000, 1), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclsimInjectFault("aclsimFindingCount", 507000, 1), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclsimInjectFault("", 507000, 1), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclsimInjectFault("aclrtcreatestream", 507000, 1), ACL_ERROR_INVALID_PARAM);
     /* skip = 2, times = 2: calls 3 and 4 fail, without effect. */
     aclrtStream s[3];
     OK(aclsimInjectFaultAt("aclrtCreateStream", 507000, 2, 2));
@@ -1284,6 +1296,42 @@ static void m2_free_memory_used_by_pending_task_is_flagged(void) {
     expect_only("M2", 1);
 }
 
+/* M1: device memory of device 0 used by an asynchronous task of a device-1 stream. */
+static void m1_async_task_on_another_devices_stream_returns_100000(void) {
+    setup();
+    char *d0, *h;
+    OK(aclrtMalloc((void **)&d0, 4096, ACL_MEM_MALLOC_HUGE_FIRST)); /* on device 0 */
+    OK(aclrtMallocHost((void **)&h, 4096));
+    OK(aclrtSetDevice(1));
+    aclrtStream s1;
+    OK(aclrtCreateStream(&s1)); /* on device 1 */
+    CHECK(aclrtMemsetAsync(d0, 4096, 0, 4096, s1), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtMemcpyAsync(d0, 4096, h, 4096, ACL_MEMCPY_HOST_TO_DEVICE, s1),
+          ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtMemcpyAsync(h, 4096, d0, 4096, ACL_MEMCPY_DEVICE_TO_HOST, s1),
+          ACL_ERROR_INVALID_PARAM);
+    void *bufs[1] = {d0};
+    CHECK(aclsimLaunchKernel(s1, 0, NULL, NULL, bufs, 1), ACL_ERROR_INVALID_PARAM);
+    expect_only("M1", 4);
+    /* Device 1's own memory is fine on that stream. */
+    char *d1;
+    OK(aclrtMalloc((void **)&d1, 4096, ACL_MEM_MALLOC_HUGE_FIRST));
+    OK(aclrtMemsetAsync(d1, 4096, 7, 4096, s1));
+    OK(aclrtMemcpyAsync(h, 4096, d1, 4096, ACL_MEMCPY_DEVICE_TO_HOST, s1));
+    /* Resetting device 0 now frees nothing a task of s1 uses. */
+    OK(aclrtFree(d0));
+    OK(aclrtResetDevice(0));
+    OK(aclrtSynchronizeStream(s1));
+    ASSERT(h[0] == 7 && h[4095] == 7);
+    OK(aclrtDestroyStream(s1));
+    OK(aclrtFree(d1));
+    OK(aclrtFreeHost(h));
+    OK(aclrtResetDevice(1));
+    ASSERT(aclsimLiveObjectCount() == 0);
+    OK(aclFinalize());
+    expect_only("M1", 4);
+}
+
 static void m2_free_with_wrong_pair_is_flagged(void) {
     setup();
     void *d, *h;
@@ -1423,6 +1471,66 @@ static void stress_many_streams_events_threads(void) {
 
 /* ---- Dispatch ------------------------------------------------------------------------ */
 
+/* ---- Concurrent teardown (no crash) ----------------------------------------------------- */
+
+/* One thread destroys a stream (or its context) whose worker is busy with a kernel writing
+ * into a large (mmap'd) device buffer, while the main thread finalizes or resets the
+ * device: the memory must not be released under the running kernel. */
+#define RACE_BYTES ((size_t)8 << 20)
+static void k_fill_race(void *ud, void *const *bufs, size_t n) {
+    (void)ud;
+    if (n > 0) memset(bufs[0], 0x5a, RACE_BYTES);
+}
+struct race_arg {
+    aclrtContext ctx;
+    aclrtStream s;
+    int destroy_context;
+    int rc;
+};
+static void *race_destroy_thread(void *p) {
+    struct race_arg *a = p;
+    a->rc = aclrtSetCurrentContext(a->ctx);
+    if (a->rc == 0) a->rc = a->destroy_context ? aclrtDestroyContext(a->ctx) : aclrtDestroyStream(a->s);
+    return NULL;
+}
+static void teardown_race(int destroy_context, int by_finalize) {
+    OK(aclInit(NULL));
+    OK(aclrtSetDevice(0));
+    struct race_arg a = {0};
+    a.destroy_context = destroy_context;
+    if (destroy_context)
+        OK(aclrtCreateContext(&a.ctx, 0));
+    else
+        OK(aclrtGetCurrentContext(&a.ctx));
+    OK(aclrtCreateStream(&a.s));
+    void *big;
+    OK(aclrtMalloc(&big, RACE_BYTES, ACL_MEM_MALLOC_HUGE_FIRST));
+    void *bufs[1] = {big};
+    OK(aclsimLaunchKernel(a.s, 300000, k_fill_race, NULL, bufs, 1));
+    sleep_ms(50); /* the kernel is running */
+    pthread_t th;
+    pthread_create(&th, NULL, race_destroy_thread, &a);
+    sleep_ms(100); /* that thread now waits for (or joins) the busy worker */
+    if (by_finalize) {
+        OK(aclFinalize());
+    } else {
+        OK(aclrtResetDevice(0));
+    }
+    pthread_join(th, NULL);
+    /* Whatever the interleaving: success, or the handle/runtime was already gone. */
+    ASSERT(a.rc == ACL_SUCCESS || a.rc == ACL_ERROR_UNINITIALIZE ||
+           a.rc == ACL_ERROR_RT_PARAM_INVALID);
+    if (!by_finalize) {
+        ASSERT(aclsimLiveObjectCount() == 0);
+        OK(aclFinalize());
+    }
+    ASSERT(aclsimLiveObjectCount() == 0);
+}
+static void race_destroy_stream_vs_finalize_no_crash(void) { teardown_race(0, 1); }
+static void race_destroy_stream_vs_reset_device_no_crash(void) { teardown_race(0, 0); }
+static void race_destroy_context_vs_finalize_no_crash(void) { teardown_race(1, 1); }
+static void race_destroy_context_vs_reset_device_no_crash(void) { teardown_race(1, 0); }
+
 struct tcase {
     const char *name;
     void (*fn)(void);
@@ -1482,9 +1590,14 @@ static const struct tcase cases[] = {
     T(m1_malloc_and_free_codes),
     T(m2_free_memory_used_by_pending_task_is_flagged),
     T(m2_free_with_wrong_pair_is_flagged),
+    T(m1_async_task_on_another_devices_stream_returns_100000),
     T(check_disabled_by_env_keeps_error_codes),
     T(trace_ping_pong),
     T(stress_many_streams_events_threads),
+    T(race_destroy_stream_vs_finalize_no_crash),
+    T(race_destroy_stream_vs_reset_device_no_crash),
+    T(race_destroy_context_vs_finalize_no_crash),
+    T(race_destroy_context_vs_reset_device_no_crash),
 };
 
 int main(int argc, char **argv) {
