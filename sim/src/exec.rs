@@ -420,16 +420,16 @@ fn step(rt: &mut Rt, sid: u64) -> Step {
         }
     }
     // Event tasks (E1-E5).
-    let (kind_is, timeout, tid, started) = {
+    let (kind_is, timeout, after, tid, started) = {
         let Some(t) = rt.streams.get(&sid).and_then(|s| s.tasks.front()) else {
             return Step::Idle;
         };
-        let (k, to) = match &t.kind {
-            TaskKind::Record { .. } => (0, None),
-            TaskKind::Wait { timeout, .. } => (1, *timeout),
-            _ => (2, None),
+        let (k, to, after) = match &t.kind {
+            TaskKind::Record { .. } => (0, None, None),
+            TaskKind::Wait { timeout, after, .. } => (1, *timeout, *after),
+            _ => (2, None, None),
         };
-        (k, to, t.id, t.started.unwrap_or(now))
+        (k, to, after, t.id, t.started.unwrap_or(now))
     };
     match kind_is {
         0 => {
@@ -451,8 +451,12 @@ fn step(rt: &mut Rt, sid: u64) -> Step {
             Step::Continue
         }
         1 => {
-            // Wait: blocks this stream (never the host) until the flag is set (E3).
-            let set = rt.events.get(&op_ev).is_some_and(|e| e.flag_set);
+            // Wait: blocks this stream (never the host) until the flag is set (E3); on a
+            // plain event, until the records issued before the wait have executed.
+            let set = rt.events.get(&op_ev).is_some_and(|e| match after {
+                Some(n) => e.records_finished >= n,
+                None => e.flag_set,
+            });
             if set {
                 if let Some(s) = rt.streams.get_mut(&sid) {
                     s.blocked_on = None;
@@ -706,6 +710,11 @@ pub fn host_wait(
 /// that still cannot finish are deadlocked.
 fn diagnose(rt: &Rt, targets: &[u64], me: u64) -> Option<(&'static str, String)> {
     let mut flags: HashMap<u64, bool> = rt.events.iter().map(|(k, e)| (*k, e.flag_set)).collect();
+    let mut finished: HashMap<u64, u64> = rt
+        .events
+        .iter()
+        .map(|(k, e)| (*k, e.records_finished))
+        .collect();
     let ids: Vec<u64> = rt.streams.keys().copied().collect();
     let mut pos: HashMap<u64, usize> = ids.iter().map(|s| (*s, 0)).collect();
     let mut changed = true;
@@ -718,11 +727,16 @@ fn diagnose(rt: &Rt, targets: &[u64], me: u64) -> Option<(&'static str, String)>
             let p = pos.entry(*sid).or_insert(0);
             while let Some(t) = s.tasks.get(*p) {
                 let pass = match &t.kind {
-                    TaskKind::Wait { ev, timeout } => {
-                        timeout.is_some() || flags.get(ev).copied().unwrap_or(false)
+                    TaskKind::Wait { ev, timeout, after } => {
+                        timeout.is_some()
+                            || match after {
+                                Some(n) => finished.get(ev).copied().unwrap_or(0) >= *n,
+                                None => flags.get(ev).copied().unwrap_or(false),
+                            }
                     }
                     TaskKind::Record { ev } => {
                         flags.insert(*ev, true);
+                        *finished.entry(*ev).or_insert(0) += 1;
                         true
                     }
                     TaskKind::Callback { thread, .. } => *thread != me,

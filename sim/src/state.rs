@@ -153,6 +153,10 @@ pub enum TaskKind {
     Wait {
         ev: u64,
         timeout: Option<Duration>,
+        /// Plain events (`aclrtCreateEvent`): the wait passes once this many records of the
+        /// event have executed (the records issued before the wait), not on a sticky flag:
+        /// such events are never reset. `None` for `ACL_EVENT_SYNC` events (the flag).
+        after: Option<u64>,
     },
     Reset {
         ev: u64,
@@ -196,8 +200,9 @@ pub struct Stream {
 pub struct Event {
     pub ctx: u64,
     pub flags: u32,
-    /// Created by aclrtCreateEvent (see README: ACL_EVENT_SYNC semantics, but a wait before
-    /// any record is rejected with 107000, E1).
+    /// Created by aclrtCreateEvent (README, E1/E4): a wait waits for the records issued
+    /// before it, a wait before any record is rejected with 107000 (E1), and the event must
+    /// not be reset (E4).
     pub plain: bool,
     pub destroyed: bool,
     /// Issued, unfinished tasks that refer to this event (E9).
