@@ -29,8 +29,9 @@ typedef void (*aclsimKernelFn)(void *userData, void *const *buffers, size_t buff
 /* Enqueue a synthetic kernel task on `stream` (NULL: the default stream of the current
  * context). The task runs for at least `durationUs` microseconds, then calls `fn` (if not
  * NULL) with `userData` and the buffer list. Each buffer must lie inside a live device
- * allocation; the checker then knows the task uses it (M2). Errors as for
- * aclrtMemcpyAsync (107003 when the stream is not in the current context, ...). */
+ * allocation of the stream's device (else 100000 and an M1 finding); the checker then
+ * knows the task uses it (M2). Errors as for aclrtMemcpyAsync: 100001 before aclInit (P1),
+ * 107003 when the stream is not in the current context, ... */
 aclError aclsimLaunchKernel(aclrtStream stream, uint64_t durationUs, aclsimKernelFn fn,
                             void *userData, void *const *buffers, size_t bufferCount);
 
@@ -39,7 +40,10 @@ aclError aclsimLaunchKernel(aclrtStream stream, uint64_t durationUs, aclsimKerne
 aclError aclsimSetDeviceCount(uint32_t count);
 
 /* Checker findings, in the order they were made. They survive aclFinalize and a later
- * aclInit; only aclsimClearFindings removes them. */
+ * aclInit; only aclsimClearFindings removes them. These, aclsimApiVersion,
+ * aclsimSetDeviceCount, aclsimCallCount, aclsimResetCallCounts, aclsimClearFaults and
+ * aclsimLiveObjectCount (0) work before aclInit as well; aclsimLaunchKernel and the fault
+ * injection functions return 100001 then (see each). */
 size_t aclsimFindingCount(void);
 /* Copies finding `index`: its rule ID (e.g. "E4", NUL-terminated, at most 8 bytes) and its
  * message (NUL-terminated, truncated to messageCap). Returns 0, or 100000 when index is out
@@ -49,12 +53,14 @@ aclError aclsimGetFinding(size_t index, char *rule, size_t ruleCap, char *messag
 void aclsimClearFindings(void);
 
 /* Fault injection, for testing error paths: the next `times` calls of the runtime function
- * named `call` (e.g. "aclrtResetEvent"; any aclrt* function, aclFinalize or
+ * named `call` (e.g. "aclrtResetEvent"; any aclrt* function of ascendcl.h, aclFinalize or
  * aclsimLaunchKernel) return `code` and do nothing else, not even check their arguments
- * (a failing aclFinalize leaves the runtime initialized). Only while initialized (else
- * 100001); a NULL or non-UTF-8 `call`, a zero `code` or zero `times` returns 100000. A name
- * that is no runtime function is accepted and never fails anything. Armed failures end
- * with aclFinalize or aclsimClearFaults. */
+ * (a failing aclFinalize leaves the runtime initialized). The arguments are checked first:
+ * a NULL or non-UTF-8 `call`, a name that can never fire (not one of those functions:
+ * unknown, misspelt, aclInit, or an aclsim* query), a zero `code` or zero `times` returns
+ * 100000, before aclInit too. With valid arguments, only while initialized: before aclInit
+ * (or after aclFinalize) it returns 100001 (ACL_ERROR_UNINITIALIZE) and arms nothing.
+ * Armed failures end with aclFinalize or aclsimClearFaults. */
 aclError aclsimInjectFault(const char *call, aclError code, uint32_t times);
 /* As aclsimInjectFault, after `skip` calls: the next `skip` calls of `call` run normally,
  * the `times` calls after them fail with `code`. skip = 0 is aclsimInjectFault. Every call
@@ -62,7 +68,7 @@ aclError aclsimInjectFault(const char *call, aclError code, uint32_t times);
  * failure included (calls rejected as made from inside a callback, C8, are not). Several
  * failures may be armed on one function: each counts for itself, and a call that two of
  * them would fail fails with the one armed first. Same argument checks and codes as
- * aclsimInjectFault. */
+ * aclsimInjectFault (100000 for a bad argument, then 100001 before aclInit). */
 aclError aclsimInjectFaultAt(const char *call, aclError code, uint32_t skip, uint32_t times);
 void aclsimClearFaults(void);
 

@@ -420,16 +420,16 @@ fn step(rt: &mut Rt, sid: u64) -> Step {
         }
     }
     // Event tasks (E1-E5).
-    let (kind_is, timeout, tid, started) = {
+    let (kind_is, timeout, after, tid, started) = {
         let Some(t) = rt.streams.get(&sid).and_then(|s| s.tasks.front()) else {
             return Step::Idle;
         };
-        let (k, to) = match &t.kind {
-            TaskKind::Record { .. } => (0, None),
-            TaskKind::Wait { timeout, .. } => (1, *timeout),
-            _ => (2, None),
+        let (k, to, after) = match &t.kind {
+            TaskKind::Record { .. } => (0, None, None),
+            TaskKind::Wait { timeout, after, .. } => (1, *timeout, *after),
+            _ => (2, None, None),
         };
-        (k, to, t.id, t.started.unwrap_or(now))
+        (k, to, after, t.id, t.started.unwrap_or(now))
     };
     match kind_is {
         0 => {
@@ -451,8 +451,12 @@ fn step(rt: &mut Rt, sid: u64) -> Step {
             Step::Continue
         }
         1 => {
-            // Wait: blocks this stream (never the host) until the flag is set (E3).
-            let set = rt.events.get(&op_ev).is_some_and(|e| e.flag_set);
+            // Wait: blocks this stream (never the host) until the flag is set (E3); on a
+            // plain event, until the records issued before the wait have executed.
+            let set = rt.events.get(&op_ev).is_some_and(|e| match after {
+                Some(n) => e.records_finished >= n,
+                None => e.flag_set,
+            });
             if set {
                 if let Some(s) = rt.streams.get_mut(&sid) {
                     s.blocked_on = None;
@@ -530,7 +534,7 @@ fn step(rt: &mut Rt, sid: u64) -> Step {
 
 /// Marks streams dead, discards their queued tasks and takes their threads and condvars.
 /// The caller must join them with the lock released ([`reap`]), then call [`remove_streams`].
-pub fn kill_streams(rt: &mut Rt, ids: &[u64]) -> Vec<(PThread, Box<PCond>)> {
+pub fn kill_streams(rt: &mut Rt, ids: &[u64]) -> Vec<Reaper> {
     let mut out = Vec::new();
     for &sid in ids {
         let mut discarded = Vec::new();
@@ -572,7 +576,7 @@ pub fn kill_streams(rt: &mut Rt, ids: &[u64]) -> Vec<(PThread, Box<PCond>)> {
         if let Some(s) = rt.streams.get_mut(&sid) {
             s.cb_outstanding = 0;
             if let (Some(t), Some(cv)) = (s.thread.take(), s.cv.take()) {
-                out.push((t, cv));
+                out.push(Reaper { sid, thread: t, cv });
             }
         }
     }
@@ -581,11 +585,27 @@ pub fn kill_streams(rt: &mut Rt, ids: &[u64]) -> Vec<(PThread, Box<PCond>)> {
     out
 }
 
+/// A killed stream's worker thread and condvar, to be joined and dropped.
+pub struct Reaper {
+    pub sid: u64,
+    thread: PThread,
+    cv: Box<PCond>,
+}
+
 /// Joins killed workers; call with the lock released.
-pub fn reap(v: Vec<(PThread, Box<PCond>)>) {
-    for (t, cv) in v {
-        t.join();
-        drop(cv);
+pub fn reap(v: Vec<Reaper>) {
+    for r in v {
+        r.thread.join();
+        drop(r.cv);
+    }
+}
+
+/// Waits (lock released while waiting) until no other thread is still joining the worker of
+/// one of `ids`: until then that worker may be running a task that uses memory of the
+/// stream's device, which must not be freed under it.
+pub fn wait_reaped(g: &mut PGuard<'_, Global>, ids: &[u64]) {
+    while g.reaping.iter().any(|s| ids.contains(s)) {
+        HOST_CV.wait(g);
     }
 }
 
@@ -615,7 +635,13 @@ pub fn teardown_streams(g: &mut PGuard<'_, Global>, ids: Vec<u64>) {
         Some(rt) => kill_streams(rt, &ids),
         None => return,
     };
+    let mine: Vec<u64> = reapers.iter().map(|r| r.sid).collect();
+    g.reaping.extend_from_slice(&mine);
     g.unlocked(|| reap(reapers));
+    g.reaping.retain(|s| !mine.contains(s));
+    HOST_CV.broadcast();
+    // A stream another thread is joining (a concurrent destroy): its worker may still run.
+    wait_reaped(g, &ids);
     if let Some(rt) = g.rt.as_deref_mut() {
         remove_streams(rt, &ids);
     }
@@ -684,6 +710,11 @@ pub fn host_wait(
 /// that still cannot finish are deadlocked.
 fn diagnose(rt: &Rt, targets: &[u64], me: u64) -> Option<(&'static str, String)> {
     let mut flags: HashMap<u64, bool> = rt.events.iter().map(|(k, e)| (*k, e.flag_set)).collect();
+    let mut finished: HashMap<u64, u64> = rt
+        .events
+        .iter()
+        .map(|(k, e)| (*k, e.records_finished))
+        .collect();
     let ids: Vec<u64> = rt.streams.keys().copied().collect();
     let mut pos: HashMap<u64, usize> = ids.iter().map(|s| (*s, 0)).collect();
     let mut changed = true;
@@ -696,11 +727,16 @@ fn diagnose(rt: &Rt, targets: &[u64], me: u64) -> Option<(&'static str, String)>
             let p = pos.entry(*sid).or_insert(0);
             while let Some(t) = s.tasks.get(*p) {
                 let pass = match &t.kind {
-                    TaskKind::Wait { ev, timeout } => {
-                        timeout.is_some() || flags.get(ev).copied().unwrap_or(false)
+                    TaskKind::Wait { ev, timeout, after } => {
+                        timeout.is_some()
+                            || match after {
+                                Some(n) => finished.get(ev).copied().unwrap_or(0) >= *n,
+                                None => flags.get(ev).copied().unwrap_or(false),
+                            }
                     }
                     TaskKind::Record { ev } => {
                         flags.insert(*ev, true);
+                        *finished.entry(*ev).or_insert(0) += 1;
                         true
                     }
                     TaskKind::Callback { thread, .. } => *thread != me,

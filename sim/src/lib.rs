@@ -73,6 +73,16 @@ fn rt_of<'a>(g: &'a mut PGuard<'static, Global>) -> Result<&'a mut Rt, i32> {
     g.rt.as_deref_mut().ok_or(code::UNINITIALIZE)
 }
 
+/// NULL handles and NULL pointers: 100000 (`ACL_ERROR_INVALID_PARAM`) before any other check
+/// (current CANN), even before the P1 check, the C8 check and injected failures.
+fn non_null(ptrs: &[usize]) -> R {
+    if ptrs.contains(&0) {
+        Err(code::INVALID_PARAM)
+    } else {
+        Ok(())
+    }
+}
+
 /// Writes an output parameter; NULL gives 100000.
 fn out<T>(p: *mut T, v: T) -> R {
     if p.is_null() {
@@ -270,8 +280,11 @@ pub extern "C" fn aclFinalize() -> i32 {
         g.next_id = rt.next_id;
         HOST_CV.broadcast();
         let trace = rt.trace.take();
+        g.unlocked(|| exec::reap(reapers));
+        // Workers that another thread (a concurrent aclrtDestroyStream, aclrtDestroyContext
+        // or aclrtResetDevice) is joining may still run a task on this memory: wait for them.
+        exec::wait_reaped(&mut g, &ids);
         g.unlocked(move || {
-            exec::reap(reapers);
             // Every worker is joined: no task can touch the memory any more.
             for (_, a) in std::mem::take(&mut rt.allocs) {
                 // SAFETY: allocated by libc::calloc in aclrtMalloc/aclrtMallocHost and not
@@ -394,6 +407,7 @@ pub extern "C" fn aclrtResetDevice(deviceId: i32) -> i32 {
 pub extern "C" fn aclrtGetDevice(deviceId: *mut i32) -> i32 {
     calls::count(CallId::aclrtGetDevice);
     ffi(|| {
+        non_null(&[deviceId as usize])?;
         let mut g = enter("aclrtGetDevice", Call::Query)?;
         let rt = rt_of(&mut g)?;
         check_out(deviceId)?;
@@ -407,6 +421,7 @@ pub extern "C" fn aclrtGetDevice(deviceId: *mut i32) -> i32 {
 pub extern "C" fn aclrtGetDeviceCount(count: *mut u32) -> i32 {
     calls::count(CallId::aclrtGetDeviceCount);
     ffi(|| {
+        non_null(&[count as usize])?;
         let mut g = enter("aclrtGetDeviceCount", Call::Query)?;
         let rt = rt_of(&mut g)?;
         out(count, rt.device_count)
@@ -417,6 +432,7 @@ pub extern "C" fn aclrtGetDeviceCount(count: *mut u32) -> i32 {
 pub extern "C" fn aclrtGetRunMode(runMode: *mut i32) -> i32 {
     calls::count(CallId::aclrtGetRunMode);
     ffi(|| {
+        non_null(&[runMode as usize])?;
         let mut g = enter("aclrtGetRunMode", Call::Query)?;
         let rt = rt_of(&mut g)?;
         out(runMode, rt.run_mode)
@@ -484,20 +500,14 @@ pub extern "C" fn aclrtSynchronizeDeviceWithTimeout(timeout: i32) -> i32 {
 pub extern "C" fn aclrtCreateContext(context: *mut *mut c_void, deviceId: i32) -> i32 {
     calls::count(CallId::aclrtCreateContext);
     ffi(|| {
+        non_null(&[context as usize])?;
         let mut g = enter("aclrtCreateContext", Call::Action)?;
         let rt = rt_of(&mut g)?;
         check_out(context)?;
         if deviceId < 0 || deviceId as u32 >= rt.device_count {
             return Err(code::RT_INVALID_DEVICEID);
         }
-        if rt.devices[deviceId as usize].refs == 0 {
-            rt.report(
-                "D1",
-                format!(
-                    "aclrtCreateContext on device {deviceId}, which is not set: call aclrtSetDevice({deviceId}) first (and aclrtResetDevice after destroying the context)"
-                ),
-            );
-        }
+        // A device that was not set is supported by current CANN (no finding).
         let id = rt.new_id();
         rt.contexts.insert(
             id,
@@ -516,6 +526,7 @@ pub extern "C" fn aclrtCreateContext(context: *mut *mut c_void, deviceId: i32) -
 pub extern "C" fn aclrtDestroyContext(context: *mut c_void) -> i32 {
     calls::count(CallId::aclrtDestroyContext);
     ffi(|| {
+        non_null(&[context as usize])?;
         let mut g = enter("aclrtDestroyContext", Call::Action)?;
         let rt = rt_of(&mut g)?;
         let id = decode(CTX_BASE, context as usize).ok_or(code::RT_PARAM_INVALID)?;
@@ -574,6 +585,7 @@ pub extern "C" fn aclrtDestroyContext(context: *mut c_void) -> i32 {
 pub extern "C" fn aclrtSetCurrentContext(context: *mut c_void) -> i32 {
     calls::count(CallId::aclrtSetCurrentContext);
     ffi(|| {
+        non_null(&[context as usize])?;
         let mut g = enter("aclrtSetCurrentContext", Call::Query)?;
         let rt = rt_of(&mut g)?;
         let id = decode(CTX_BASE, context as usize).ok_or(code::RT_PARAM_INVALID)?;
@@ -589,6 +601,7 @@ pub extern "C" fn aclrtSetCurrentContext(context: *mut c_void) -> i32 {
 pub extern "C" fn aclrtGetCurrentContext(context: *mut *mut c_void) -> i32 {
     calls::count(CallId::aclrtGetCurrentContext);
     ffi(|| {
+        non_null(&[context as usize])?;
         let mut g = enter("aclrtGetCurrentContext", Call::Query)?;
         let rt = rt_of(&mut g)?;
         check_out(context)?;
@@ -605,6 +618,7 @@ pub extern "C" fn aclrtGetCurrentContext(context: *mut *mut c_void) -> i32 {
 pub extern "C" fn aclrtCreateStream(stream: *mut *mut c_void) -> i32 {
     calls::count(CallId::aclrtCreateStream);
     ffi(|| {
+        non_null(&[stream as usize])?;
         let mut g = enter("aclrtCreateStream", Call::Action)?;
         let rt = rt_of(&mut g)?;
         check_out(stream)?;
@@ -618,25 +632,29 @@ pub extern "C" fn aclrtCreateStream(stream: *mut *mut c_void) -> i32 {
 pub extern "C" fn aclrtDestroyStream(stream: *mut c_void) -> i32 {
     calls::count(CallId::aclrtDestroyStream);
     ffi(|| {
+        non_null(&[stream as usize])?;
         let mut g = enter("aclrtDestroyStream", Call::Action)?;
         let rt = rt_of(&mut g)?;
-        if stream.is_null() {
-            return Err(code::RT_PARAM_INVALID); // the default stream is not destroyable
-        }
         let sid = stream_for(rt, stream as usize, true)?; // S4: own context only
-        let (pending, cbs, sub) = match rt.streams.get(&sid) {
-            Some(s) => (s.tasks.len(), s.cb_outstanding, s.subscriber),
-            None => return Err(code::RT_PARAM_INVALID),
+        // S4: the pending tasks and callbacks are waited for (with the deadlock watchdog),
+        // then the stream is destroyed. A wait that can never end is diagnosed like a
+        // synchronize: the call returns 507000 and the stream stays.
+        let what = format!("aclrtDestroyStream({:#x})", sh(sid));
+        host_wait(&mut g, None, &[sid], &what, move |rt| {
+            rt.streams
+                .get(&sid)
+                .is_none_or(|s| s.dead || (s.tasks.is_empty() && s.cb_outstanding == 0))
+        })
+        .map_err(|e| match e {
+            WaitEnd::Timeout | WaitEnd::Deadlock => code::RT_INTERNAL_ERROR,
+            WaitEnd::Gone => code::UNINITIALIZE,
+        })?;
+        let rt = rt_of(&mut g)?;
+        let sub = match rt.streams.get(&sid) {
+            Some(s) if !s.dead => s.subscriber,
+            // Destroyed meanwhile by another thread (a device reset, a context destroy).
+            _ => return Err(code::RT_PARAM_INVALID),
         };
-        if pending > 0 || cbs > 0 {
-            rt.report(
-                "S4",
-                format!(
-                    "aclrtDestroyStream({:#x}) with {pending} unfinished task(s) and {cbs} pending callback(s): call aclrtSynchronizeStream first; the simulator discards the queued tasks",
-                    sh(sid)
-                ),
-            );
-        }
         if let Some(t) = sub {
             rt.report(
                 "C1",
@@ -692,6 +710,7 @@ pub extern "C" fn aclrtSynchronizeStreamWithTimeout(stream: *mut c_void, timeout
 pub extern "C" fn aclrtStreamWaitEvent(stream: *mut c_void, event: *mut c_void) -> i32 {
     calls::count(CallId::aclrtStreamWaitEvent);
     ffi(|| {
+        non_null(&[event as usize])?;
         let mut g = enter("aclrtStreamWaitEvent", Call::Action)?;
         let rt = rt_of(&mut g)?;
         let eid = rt.event_id(event as usize)?;
@@ -703,9 +722,20 @@ pub extern "C" fn aclrtStreamWaitEvent(stream: *mut c_void, event: *mut c_void) 
         if e.plain && e.records_issued == 0 {
             return Err(code::RT_PARAM_INVALID); // E1: plain event never recorded
         }
+        // A plain event waits for the records issued before the wait (it is never reset).
+        let after = e.plain.then_some(e.records_issued);
         let timeout =
             (rt.op_wait_timeout > 0).then(|| Duration::from_secs(u64::from(rt.op_wait_timeout))); // P3
-        exec::enqueue(rt, sid, TaskKind::Wait { ev: eid, timeout }, Vec::new());
+        exec::enqueue(
+            rt,
+            sid,
+            TaskKind::Wait {
+                ev: eid,
+                timeout,
+                after,
+            },
+            Vec::new(),
+        );
         Ok(())
     })
 }
@@ -715,6 +745,7 @@ pub extern "C" fn aclrtStreamWaitEvent(stream: *mut c_void, event: *mut c_void) 
 // ======================================================================================
 
 fn create_event(event: *mut *mut c_void, flags: u32, plain: bool, name: &str) -> R {
+    non_null(&[event as usize])?;
     let mut g = enter(name, Call::Action)?;
     let rt = rt_of(&mut g)?;
     check_out(event)?;
@@ -770,11 +801,13 @@ pub extern "C" fn aclrtCreateEventWithFlag(event: *mut *mut c_void, flag: u32) -
 pub extern "C" fn aclrtDestroyEvent(event: *mut c_void) -> i32 {
     calls::count(CallId::aclrtDestroyEvent);
     ffi(|| {
+        non_null(&[event as usize])?;
         let mut g = enter("aclrtDestroyEvent", Call::Action)?;
         let rt = rt_of(&mut g)?;
         let eid = rt.event_id(event as usize)?;
         let (unreset, refs) = match rt.events.get(&eid) {
-            Some(e) => (e.unreset_waits, e.refs),
+            // E4 applies to ACL_EVENT_SYNC events: a plain event is never reset.
+            Some(e) => (if e.plain { 0 } else { e.unreset_waits }, e.refs),
             None => return Err(code::RT_PARAM_INVALID),
         };
         if unreset > 0 {
@@ -809,11 +842,15 @@ pub extern "C" fn aclrtDestroyEvent(event: *mut c_void) -> i32 {
 pub extern "C" fn aclrtRecordEvent(event: *mut c_void, stream: *mut c_void) -> i32 {
     calls::count(CallId::aclrtRecordEvent);
     ffi(|| {
+        non_null(&[event as usize])?;
         let mut g = enter("aclrtRecordEvent", Call::Action)?;
         let rt = rt_of(&mut g)?;
         let eid = rt.event_id(event as usize)?;
         let sid = stream_for(rt, stream as usize, true)?; // D6
-        let unreset = rt.events.get(&eid).map_or(0, |e| e.unreset_waits);
+        let unreset = rt
+            .events
+            .get(&eid)
+            .map_or(0, |e| if e.plain { 0 } else { e.unreset_waits });
         if unreset > 0 {
             rt.report(
                 "E4",
@@ -836,12 +873,25 @@ pub extern "C" fn aclrtRecordEvent(event: *mut c_void, stream: *mut c_void) -> i
 pub extern "C" fn aclrtResetEvent(event: *mut c_void, stream: *mut c_void) -> i32 {
     calls::count(CallId::aclrtResetEvent);
     ffi(|| {
+        non_null(&[event as usize])?;
         let mut g = enter("aclrtResetEvent", Call::Action)?;
         let rt = rt_of(&mut g)?;
         let eid = rt.event_id(event as usize)?;
         let sid = stream_for(rt, stream as usize, true)?; // D6
         let e = rt.events.get(&eid).ok_or(code::RT_PARAM_INVALID)?;
-        if !e.plain && e.flags & ACL_EVENT_SYNC == 0 {
+        if e.plain {
+            // E4 (current CANN): only ACL_EVENT_SYNC events are reset; resetting a plain
+            // event is undefined. The call succeeds and does nothing.
+            rt.report(
+                "E4",
+                format!(
+                    "aclrtResetEvent({:#x}) on an event created by aclrtCreateEvent: a plain event must not be reset (undefined in current CANN); create the event with aclrtCreateEventWithFlag(ACL_EVENT_SYNC) to reset it after a wait, or drop the reset; the simulator ignores it",
+                    eh(eid)
+                ),
+            );
+            return Ok(());
+        }
+        if e.flags & ACL_EVENT_SYNC == 0 {
             return Err(code::RT_FEATURE_NOT_SUPPORT); // E7
         }
         exec::enqueue(rt, sid, TaskKind::Reset { ev: eid }, Vec::new());
@@ -853,19 +903,21 @@ pub extern "C" fn aclrtResetEvent(event: *mut c_void, stream: *mut c_void) -> i3
 pub extern "C" fn aclrtQueryEventStatus(event: *mut c_void, status: *mut i32) -> i32 {
     calls::count(CallId::aclrtQueryEventStatus);
     ffi(|| {
+        non_null(&[event as usize, status as usize])?;
         let mut g = enter("aclrtQueryEventStatus", Call::Query)?;
         let rt = rt_of(&mut g)?;
         check_out(status)?;
         let eid = rt.event_id(event as usize)?;
         let e = rt.events.get(&eid).ok_or(code::RT_PARAM_INVALID)?;
         // COMPLETE (1) when every issued record has executed; a never-recorded event is
-        // COMPLETE (README).
-        let complete = e.records_finished >= e.records_issued;
+        // NOT_READY (0): current CANN counts "not recorded to a stream" as not ready.
+        let complete = e.records_issued > 0 && e.records_finished >= e.records_issued;
         out(status, i32::from(complete))
     })
 }
 
 fn sync_event(event: *mut c_void, timeout: Option<i32>, name: &str) -> R {
+    non_null(&[event as usize])?;
     let mut g = enter(name, Call::Action)?;
     let timeout = timeout.map_or(Ok(None), timeout_ms)?;
     let rt = rt_of(&mut g)?;
@@ -916,6 +968,7 @@ pub extern "C" fn aclrtEventElapsedTime(
 ) -> i32 {
     calls::count(CallId::aclrtEventElapsedTime);
     ffi(|| {
+        non_null(&[ms as usize, startEvent as usize, endEvent as usize])?;
         let mut g = enter("aclrtEventElapsedTime", Call::Query)?;
         let rt = rt_of(&mut g)?;
         check_out(ms)?;
@@ -1213,6 +1266,32 @@ fn m1(rt: &mut Rt, call: &str, msg: String) -> i32 {
     code::INVALID_PARAM
 }
 
+/// M1: an asynchronous task may only use device memory of its stream's device (a copy,
+/// memset or kernel of another device's stream would run on memory that a reset of its own
+/// device frees under the task).
+fn check_stream_device(rt: &mut Rt, call: &str, sid: u64, allocs: &[usize]) -> R {
+    let Some(dev) = rt.streams.get(&sid).map(|s| s.device) else {
+        return Ok(());
+    };
+    let foreign = allocs.iter().find_map(|p| {
+        rt.allocs
+            .get(p)
+            .filter(|a| !a.host && a.device != dev)
+            .map(|a| (*p, a.device))
+    });
+    match foreign {
+        Some((p, d)) => Err(m1(
+            rt,
+            call,
+            format!(
+                "device memory {p:#x} belongs to device {d}, but stream {:#x} is on device {dev}: an asynchronous task may only use device memory of its stream's device",
+                sh(sid)
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Validates a copy (M1); returns the tracked allocations it uses.
 fn check_copy(
     rt: &mut Rt,
@@ -1304,6 +1383,7 @@ fn check_set(
 const ALLOC_ALIGN: usize = 64;
 
 fn malloc(ptr: *mut *mut c_void, size: usize, policy: Option<i32>, name: &str) -> R {
+    non_null(&[ptr as usize])?;
     let mut g = enter(name, Call::Action)?;
     if policy.is_some_and(|p| !(0..=2).contains(&p)) {
         return Err(code::INVALID_PARAM);
@@ -1348,6 +1428,7 @@ fn malloc(ptr: *mut *mut c_void, size: usize, policy: Option<i32>, name: &str) -
 }
 
 fn free(p: *mut c_void, host: bool, name: &str) -> R {
+    non_null(&[p as usize])?;
     let mut g = enter(name, Call::Action)?;
     let rt = rt_of(&mut g)?;
     let key = p as usize;
@@ -1459,6 +1540,7 @@ pub extern "C" fn aclrtMemcpyAsync(
             count,
             kind,
         )?;
+        check_stream_device(rt, "aclrtMemcpyAsync", sid, &allocs)?;
         exec::enqueue(
             rt,
             sid,
@@ -1506,6 +1588,7 @@ pub extern "C" fn aclrtMemsetAsync(
         let rt = rt_of(&mut g)?;
         let sid = stream_for(rt, stream as usize, true)?;
         let allocs = check_set(rt, "aclrtMemsetAsync", devPtr as usize, maxCount, count)?;
+        check_stream_device(rt, "aclrtMemsetAsync", sid, &allocs)?;
         exec::enqueue(
             rt,
             sid,
@@ -1571,6 +1654,7 @@ pub extern "C" fn aclsimLaunchKernel(
                 }
             }
         }
+        check_stream_device(rt, "aclsimLaunchKernel", sid, &allocs)?;
         exec::enqueue(
             rt,
             sid,
@@ -1691,6 +1775,11 @@ fn inject_fault(call: *const c_char, code: i32, skip: u32, times: u32) -> R {
         return Err(code::INVALID_PARAM);
     }
     let call = read_cstr(call).ok_or(code::INVALID_PARAM)?;
+    // Only a name that can fire: an exported runtime function that checks armed failures
+    // (aclInit never does: failures are armed only while initialized).
+    if call == "aclInit" || !calls::CALL_NAMES.contains(&call.as_str()) {
+        return Err(code::INVALID_PARAM);
+    }
     let mut g = G.lock();
     let rt = rt_of(&mut g)?;
     rt.faults.push(Fault {

@@ -88,6 +88,10 @@ pub struct Global {
     /// kept for completeness) honour these.
     pub check: bool,
     pub quiet: bool,
+    /// Streams whose worker some thread is joining with the lock released ([`crate::exec`]
+    /// `teardown_streams`): such a worker may still be running a task (a memcpy, a kernel
+    /// body), so nobody may free memory or forget the stream until the join is done.
+    pub reaping: Vec<u64>,
 }
 
 pub static G: PMutex<Global> = PMutex::new(Global {
@@ -98,6 +102,7 @@ pub static G: PMutex<Global> = PMutex::new(Global {
     next_id: 1,
     check: true,
     quiet: false,
+    reaping: Vec::new(),
 });
 
 /// Every host-side waiter (stream/event/device synchronize, aclrtProcessReport) waits here.
@@ -148,6 +153,10 @@ pub enum TaskKind {
     Wait {
         ev: u64,
         timeout: Option<Duration>,
+        /// Plain events (`aclrtCreateEvent`): the wait passes once this many records of the
+        /// event have executed (the records issued before the wait), not on a sticky flag:
+        /// such events are never reset. `None` for `ACL_EVENT_SYNC` events (the flag).
+        after: Option<u64>,
     },
     Reset {
         ev: u64,
@@ -191,8 +200,9 @@ pub struct Stream {
 pub struct Event {
     pub ctx: u64,
     pub flags: u32,
-    /// Created by aclrtCreateEvent (see README: ACL_EVENT_SYNC semantics, but a wait before
-    /// any record is rejected with 107000, E1).
+    /// Created by aclrtCreateEvent (README, E1/E4): a wait waits for the records issued
+    /// before it, a wait before any record is rejected with 107000 (E1), and the event must
+    /// not be reset (E4).
     pub plain: bool,
     pub destroyed: bool,
     /// Issued, unfinished tasks that refer to this event (E9).

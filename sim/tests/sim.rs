@@ -88,16 +88,17 @@ cases!(
     seed000_event_sync,
     seed000_stream_sync_memcpy,
     seed000_stream_to_stream_wait,
-    seed000_stream_to_stream_verbatim_flags_e4,
+    seed000_stream_to_stream_verbatim_is_clean,
     seed000_device_sync,
     seed001_callback_flow,
     p1_calls_before_init_return_100001,
+    p1_null_handles_and_pointers_return_100000_first,
     p2_repeat_init_and_finalize_codes,
     p2_live_resources_at_finalize_are_one_leak_report,
     p3_wait_timeout_reported_by_synchronize_stream,
     d1_invalid_device_id_returns_107001,
     d1_d5_set_reset_are_reference_counted,
-    d1_create_context_on_unset_device_is_flagged,
+    d1_create_context_on_unset_device_is_supported,
     d2_d6_current_context_is_per_thread,
     d3_destroy_context_with_live_stream_and_event_is_flagged,
     d3_reset_device_with_live_resources_is_flagged,
@@ -110,7 +111,8 @@ cases!(
     s1_tasks_run_in_issue_order,
     s1_streams_are_independent,
     s3_synchronize_stream_with_timeout_codes,
-    s4_destroy_stream_with_unfinished_tasks_is_flagged,
+    s4_destroy_stream_waits_for_pending_tasks,
+    s4_destroy_stream_that_can_never_drain_is_diagnosed,
     e1_wait_on_never_recorded_plain_event_returns_107000,
     e1_wait_on_sync_event_is_released_by_a_later_record,
     e1_deadlock_on_never_recorded_sync_event_is_diagnosed,
@@ -118,6 +120,9 @@ cases!(
     e2_query_status_and_synchronize_event,
     e4_wait_without_reset_then_destroy_is_flagged,
     e4_rerecord_without_reset_is_flagged,
+    e4_runtime_cross_stream_example_plain_event_is_clean,
+    e4_reset_of_plain_event_is_flagged,
+    e3_plain_event_wait_waits_for_the_latest_record,
     e5_reset_overtaking_another_streams_wait_is_flagged,
     e6_synchronize_event_with_timeout_codes,
     e7_event_flags_without_sync_cannot_wait_or_reset,
@@ -136,7 +141,12 @@ cases!(
     m1_malloc_and_free_codes,
     m2_free_memory_used_by_pending_task_is_flagged,
     m2_free_with_wrong_pair_is_flagged,
+    m1_async_task_on_another_devices_stream_returns_100000,
     stress_many_streams_events_threads,
+    race_destroy_stream_vs_finalize_no_crash,
+    race_destroy_stream_vs_reset_device_no_crash,
+    race_destroy_context_vs_finalize_no_crash,
+    race_destroy_context_vs_reset_device_no_crash,
 );
 
 #[test]
@@ -168,7 +178,7 @@ fn checker_disabled_by_aclsim_check_0_keeps_error_codes() {
 #[test]
 fn aclsim_quiet_silences_stderr() {
     let out = run_case_env(
-        "seed000_stream_to_stream_verbatim_flags_e4",
+        "e4_wait_without_reset_then_destroy_is_flagged",
         &[("ACLSIM_QUIET", "1")],
     );
     assert!(!String::from_utf8_lossy(&out.stderr).contains("aclsim: [E4]"));
@@ -180,7 +190,7 @@ fn run_case_stderr(case: &str) -> String {
 
 #[test]
 fn e4_finding_is_printed_with_rule_prefix() {
-    let err = run_case_stderr("seed000_stream_to_stream_verbatim_flags_e4");
+    let err = run_case_stderr("e4_wait_without_reset_then_destroy_is_flagged");
     assert!(err.contains("aclsim: [E4] "), "stderr: {err}");
 }
 

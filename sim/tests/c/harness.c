@@ -142,8 +142,9 @@ static void seed000_stream_sync_memcpy(void) {
     teardown_clean();
 }
 
-/* Stream-to-stream sample: s2 waits for s1's event (E3), then resets it (E1, E4). The
- * data proves the order: s1's kernel writes 42 after 30 ms, s2 copies it back. */
+/* Stream-to-stream sample: s2 waits for s1's event (E3). A plain event (aclrtCreateEvent)
+ * is not reset (E4 applies to ACL_EVENT_SYNC events only). The data proves the order: s1's
+ * kernel writes 42 after 30 ms, s2 copies it back. */
 static void seed000_stream_to_stream_wait(void) {
     setup();
     aclrtEvent ev;
@@ -158,7 +159,6 @@ static void seed000_stream_to_stream_wait(void) {
     OK(aclsimLaunchKernel(s1, 30000, k_store, &val, bufs, 1));
     OK(aclrtRecordEvent(ev, s1));
     OK(aclrtStreamWaitEvent(s2, ev));
-    OK(aclrtResetEvent(ev, s2));
     OK(aclrtMemcpyAsync(&out, sizeof out, dev, sizeof out, ACL_MEMCPY_DEVICE_TO_HOST, s2));
     OK(aclrtSynchronizeStream(s2));
     ASSERT(out == 42);
@@ -170,10 +170,10 @@ static void seed000_stream_to_stream_wait(void) {
     teardown_clean();
 }
 
-/* The stream-to-stream sample verbatim (record, wait, destroy; no reset, no synchronize):
- * the checker flags the missing reset (E4). The streams are synchronized here so that the
- * only finding is E4 (the verbatim sample may also race into S4). */
-static void seed000_stream_to_stream_verbatim_flags_e4(void) {
+/* The stream-to-stream sample verbatim (plain event: record, wait, destroy; no reset, no
+ * synchronize): no finding. A plain event is not reset (E4 applies to ACL_EVENT_SYNC
+ * events), and aclrtDestroyStream waits for the pending tasks (S4). */
+static void seed000_stream_to_stream_verbatim_is_clean(void) {
     setup();
     aclrtEvent ev;
     aclrtStream s1, s2;
@@ -182,13 +182,95 @@ static void seed000_stream_to_stream_verbatim_flags_e4(void) {
     OK(aclrtCreateStream(&s2));
     OK(aclrtRecordEvent(ev, s1));
     OK(aclrtStreamWaitEvent(s2, ev));
-    OK(aclrtSynchronizeStream(s2));
     OK(aclrtDestroyStream(s2));
     OK(aclrtDestroyStream(s1));
     OK(aclrtDestroyEvent(ev));
     OK(aclrtResetDevice(0));
     OK(aclFinalize());
+    expect_clean();
+}
+
+/* The runtime's own cross-stream example: a plain event is created, recorded after work on
+ * s1, waited for by s2 (whose work depends on it), and destroyed; never reset. No finding. */
+static void e4_runtime_cross_stream_example_plain_event_is_clean(void) {
+    setup();
+    aclrtStream s1, s2;
+    aclrtEvent ev;
+    OK(aclrtCreateStream(&s1));
+    OK(aclrtCreateStream(&s2));
+    OK(aclrtCreateEvent(&ev));
+    int *dev, val = 7, out = 0;
+    OK(aclrtMalloc((void **)&dev, sizeof(int), ACL_MEM_MALLOC_HUGE_FIRST));
+    void *bufs[1] = {dev};
+    OK(aclsimLaunchKernel(s1, 20000, k_store, &val, bufs, 1));
+    OK(aclrtRecordEvent(ev, s1));
+    OK(aclrtStreamWaitEvent(s2, ev));
+    OK(aclrtMemcpyAsync(&out, sizeof out, dev, sizeof out, ACL_MEMCPY_DEVICE_TO_HOST, s2));
+    OK(aclrtSynchronizeStream(s1));
+    OK(aclrtSynchronizeStream(s2));
+    ASSERT(out == 7);
+    OK(aclrtDestroyEvent(ev));
+    OK(aclrtDestroyStream(s1));
+    OK(aclrtDestroyStream(s2));
+    OK(aclrtFree(dev));
+    teardown_clean();
+}
+
+/* E4 (current CANN): a plain event must not be reset; the reset is the finding (and is
+ * ignored), waiting without one is not. */
+static void e4_reset_of_plain_event_is_flagged(void) {
+    setup();
+    aclrtEvent e;
+    aclrtStream s1, s2;
+    OK(aclrtCreateEvent(&e));
+    OK(aclrtCreateStream(&s1));
+    OK(aclrtCreateStream(&s2));
+    OK(aclrtRecordEvent(e, s1));
+    OK(aclrtStreamWaitEvent(s2, e));
+    OK(aclrtResetEvent(e, s2));
     expect_only("E4", 1);
+    OK(aclrtSynchronizeStream(s2));
+    OK(aclrtDestroyEvent(e));
+    OK(aclrtDestroyStream(s1));
+    OK(aclrtDestroyStream(s2));
+    OK(aclrtResetDevice(0));
+    OK(aclFinalize());
+    expect_only("E4", 1);
+}
+
+/* E3 on a plain event re-recorded without reset: each wait waits for the record issued
+ * before it (not for a flag left set by an earlier record). */
+static void e3_plain_event_wait_waits_for_the_latest_record(void) {
+    setup();
+    aclrtEvent e;
+    aclrtStream s1, s2;
+    OK(aclrtCreateEvent(&e));
+    OK(aclrtCreateStream(&s1));
+    OK(aclrtCreateStream(&s2));
+    int *dev;
+    OK(aclrtMalloc((void **)&dev, sizeof(int), ACL_MEM_MALLOC_HUGE_FIRST));
+    void *bufs[1] = {dev};
+    int vals[3] = {1, 2, 3}, out[3] = {0, 0, 0};
+    aclrtEvent back;
+    OK(aclrtCreateEvent(&back));
+    for (int i = 0; i < 3; i++) {
+        OK(aclsimLaunchKernel(s1, 20000, k_store, &vals[i], bufs, 1));
+        OK(aclrtRecordEvent(e, s1));
+        OK(aclrtStreamWaitEvent(s2, e));
+        OK(aclrtMemcpyAsync(&out[i], sizeof(int), dev, sizeof(int), ACL_MEMCPY_DEVICE_TO_HOST, s2));
+        /* s1 must not overwrite the value before s2 has read it. */
+        OK(aclrtRecordEvent(back, s2));
+        OK(aclrtStreamWaitEvent(s1, back));
+    }
+    OK(aclrtSynchronizeStream(s1));
+    OK(aclrtSynchronizeStream(s2));
+    ASSERT(out[0] == 1 && out[1] == 2 && out[2] == 3);
+    OK(aclrtDestroyEvent(back));
+    OK(aclrtDestroyEvent(e));
+    OK(aclrtDestroyStream(s1));
+    OK(aclrtDestroyStream(s2));
+    OK(aclrtFree(dev));
+    teardown_clean();
 }
 
 /* Device sample: set device, create context, create stream, synchronize device (D4). The
@@ -293,6 +375,58 @@ static void p1_calls_before_init_return_100001(void) {
     expect_clean();
 }
 
+/* Current CANN: NULL handles and NULL pointers are rejected with 100000 before any other
+ * check (before P1, C8 and injected failures too). */
+static void p1_null_handles_and_pointers_return_100000_first(void) {
+    CHECK(aclrtFree(NULL), ACL_ERROR_INVALID_PARAM); /* before aclInit too */
+    CHECK(aclrtDestroyStream(NULL), ACL_ERROR_INVALID_PARAM);
+    setup();
+    aclrtStream s;
+    aclrtEvent e;
+    aclrtContext c;
+    OK(aclrtCreateStream(&s));
+    OK(aclrtCreateEventWithFlag(&e, ACL_EVENT_SYNC));
+    OK(aclsimInjectFault("aclrtFreeHost", 507000, 1));
+    CHECK(aclrtFreeHost(NULL), ACL_ERROR_INVALID_PARAM); /* the fault stays armed */
+    void *h;
+    OK(aclrtMallocHost(&h, 16));
+    CHECK(aclrtFreeHost(h), 507000);
+    OK(aclrtFreeHost(h));
+    CHECK(aclrtFree(NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtMalloc(NULL, 16, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtMallocHost(NULL, 16), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtDestroyStream(NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtCreateStream(NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtCreateEvent(NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtCreateEventWithFlag(NULL, ACL_EVENT_SYNC), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtDestroyEvent(NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtRecordEvent(NULL, s), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtResetEvent(NULL, s), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtStreamWaitEvent(s, NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtSynchronizeEvent(NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtSynchronizeEventWithTimeout(NULL, 10), ACL_ERROR_INVALID_PARAM);
+    aclrtEventRecordedStatus st;
+    CHECK(aclrtQueryEventStatus(NULL, &st), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtQueryEventStatus(e, NULL), ACL_ERROR_INVALID_PARAM);
+    float ms;
+    CHECK(aclrtEventElapsedTime(NULL, e, e), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtEventElapsedTime(&ms, NULL, e), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtEventElapsedTime(&ms, e, NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtCreateContext(NULL, 0), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtCreateContext(NULL, 99), ACL_ERROR_INVALID_PARAM); /* before the device id */
+    CHECK(aclrtDestroyContext(NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtSetCurrentContext(NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtGetCurrentContext(NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtGetDevice(NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtGetDeviceCount(NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtGetRunMode(NULL), ACL_ERROR_INVALID_PARAM);
+    /* The runtime still works, and nothing was flagged. */
+    OK(aclrtGetCurrentContext(&c));
+    OK(aclrtDestroyEvent(e));
+    OK(aclrtDestroyStream(s));
+    teardown_clean();
+}
+
 static void p2_repeat_init_and_finalize_codes(void) {
     OK(aclInit(NULL));
     CHECK(aclInit(NULL), ACL_ERROR_REPEAT_INITIALIZE);
@@ -300,7 +434,7 @@ static void p2_repeat_init_and_finalize_codes(void) {
     OK(aclFinalize());
     CHECK(aclFinalize(), ACL_ERROR_REPEAT_FINALIZE);
     CHECK(aclrtSetDevice(0), ACL_ERROR_UNINITIALIZE);
-    /* Deviation for testability: init again after finalize. */
+    /* aclInit again after aclFinalize: documented behaviour of current CANN (P2). */
     OK(aclInit(NULL));
     OK(aclrtSetDevice(0));
     OK(aclrtResetDevice(0));
@@ -405,13 +539,25 @@ static void d1_d5_set_reset_are_reference_counted(void) {
     expect_clean();
 }
 
-static void d1_create_context_on_unset_device_is_flagged(void) {
+/* Current CANN documents creating a context on a device that was not set as supported:
+ * no finding, and the context is usable. */
+static void d1_create_context_on_unset_device_is_supported(void) {
     OK(aclInit(NULL));
     aclrtContext c;
     OK(aclrtCreateContext(&c, 1));
+    int32_t d = -1;
+    OK(aclrtGetDevice(&d));
+    ASSERT(d == 1);
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    OK(aclsimLaunchKernel(s, 1000, NULL, NULL, NULL, 0));
+    OK(aclrtSynchronizeStream(s));
+    OK(aclrtDestroyStream(s));
     OK(aclrtDestroyContext(c));
+    CHECK(aclrtResetDevice(1), ACL_ERROR_RT_CONTEXT_RELEASE_ERROR); /* still never set (D5) */
+    ASSERT(aclsimLiveObjectCount() == 0);
     OK(aclFinalize());
-    expect_only("D1", 1);
+    expect_clean();
 }
 
 static void *no_context_thread(void *arg) {
@@ -533,22 +679,29 @@ static void aclsim_extension_api_contract(void) {
     ASSERT(aclsimLiveObjectCount() == 0);
     setup();
     aclrtContext c;
-    OK(aclrtCreateContext(&c, 1)); /* D1 finding */
+    OK(aclrtCreateContext(&c, 1)); /* supported: no finding */
+    CHECK(aclrtMemsetAsync(NULL, 4, 0, 4, NULL), ACL_ERROR_INVALID_PARAM); /* M1 finding */
     CHECK(aclsimGetFinding(0, NULL, 8, msg, sizeof msg), ACL_ERROR_INVALID_PARAM);
     OK(aclsimGetFinding(0, rule, sizeof rule, msg, 10)); /* truncated message */
-    ASSERT(strcmp(rule, "D1") == 0 && strlen(msg) == 9);
+    ASSERT(strcmp(rule, "M1") == 0 && strlen(msg) == 9);
     OK(aclsimGetFinding(0, NULL, 0, NULL, 0));
     ASSERT(aclsimLiveObjectCount() == 1);
     CHECK(aclsimLaunchKernel(NULL, 0, NULL, NULL, (void *const *)&c, 1), ACL_ERROR_INVALID_PARAM); /* M1 */
-    ASSERT(count_rule("M1") == 1);
+    ASSERT(count_rule("M1") == 2);
     aclsimClearFindings();
     OK(aclrtDestroyContext(c));
-    OK(aclrtSetCurrentContext(NULL) == ACL_ERROR_RT_PARAM_INVALID ? 0 : 1);
+    OK(aclrtSetCurrentContext(NULL) == ACL_ERROR_INVALID_PARAM ? 0 : 1);
     teardown_clean();
 }
 
 static void aclsim_fault_injection(void) {
     CHECK(aclsimInjectFault("aclrtResetEvent", 507000, 1), ACL_ERROR_UNINITIALIZE);
+    /* Argument errors come first, before aclInit too (aclsim.h). */
+    CHECK(aclsimInjectFault("noSuchFunction", 507000, 1), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclsimInjectFault("aclrtResetEvent", 0, 1), ACL_ERROR_INVALID_PARAM);
+    /* Every other runtime call before aclInit: 100001 (P1), aclsimLaunchKernel included. */
+    CHECK(aclsimLaunchKernel(NULL, 0, NULL, NULL, NULL, 0), ACL_ERROR_UNINITIALIZE);
+    aclsimClearFaults(); /* nothing armed, nothing to do */
     setup();
     CHECK(aclsimInjectFault(NULL, 507000, 1), ACL_ERROR_INVALID_PARAM);
     CHECK(aclsimInjectFault("aclrtResetEvent", 0, 1), ACL_ERROR_INVALID_PARAM);
@@ -590,7 +743,13 @@ static void aclsim_fault_injection_at(void) {
     CHECK(aclsimInjectFaultAt("aclrtCreateStream", 0, 0, 1), ACL_ERROR_INVALID_PARAM);
     CHECK(aclsimInjectFaultAt("aclrtCreateStream", 507000, 3, 0), ACL_ERROR_INVALID_PARAM);
     CHECK(aclsimInjectFaultAt("\xff\xfe", 507000, 0, 1), ACL_ERROR_INVALID_PARAM);
-    OK(aclsimInjectFaultAt("noSuchFunction", 507000, 0, 1)); /* accepted, never fails */
+    /* A name that can never fire: no exported runtime function, or aclInit. */
+    CHECK(aclsimInjectFaultAt("noSuchFunction", 507000, 0, 1), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclsimInjectFault("noSuchFunction", 507000, 1), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclsimInjectFault("aclInit", 507000, 1), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclsimInjectFault("aclsimFindingCount", 507000, 1), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclsimInjectFault("", 507000, 1), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclsimInjectFault("aclrtcreatestream", 507000, 1), ACL_ERROR_INVALID_PARAM);
     /* skip = 2, times = 2: calls 3 and 4 fail, without effect. */
     aclrtStream s[3];
     OK(aclsimInjectFaultAt("aclrtCreateStream", 507000, 2, 2));
@@ -661,7 +820,7 @@ static void aclsim_call_counts(void) {
     OK(aclrtCreateEventWithFlag(&e, ACL_EVENT_SYNC));
     CHECK(aclrtRecordEvent(e, s), 507000); /* failing: counted */
     OK(aclrtRecordEvent(e, s));
-    CHECK(aclrtRecordEvent(NULL, s), ACL_ERROR_RT_PARAM_INVALID); /* rejected: counted */
+    CHECK(aclrtRecordEvent(NULL, s), ACL_ERROR_INVALID_PARAM); /* rejected: counted */
     ASSERT(aclsimCallCount("aclrtRecordEvent") == 3);
     for (int i = 0; i < 5; i++) OK(aclsimLaunchKernel(s, 1, NULL, NULL, NULL, 0));
     ASSERT(aclsimCallCount("aclsimLaunchKernel") == 5);
@@ -742,17 +901,44 @@ static void s3_synchronize_stream_with_timeout_codes(void) {
     teardown_clean();
 }
 
-static void s4_destroy_stream_with_unfinished_tasks_is_flagged(void) {
+/* S4 (current CANN): aclrtDestroyStream waits for the pending tasks, then destroys the
+ * stream; no finding. (Only aclrtDestroyStreamForce would drop them.) */
+static void s4_destroy_stream_waits_for_pending_tasks(void) {
     setup();
     aclrtStream s;
     OK(aclrtCreateStream(&s));
+    int *dev, val = 5, out = 0;
+    OK(aclrtMalloc((void **)&dev, sizeof(int), ACL_MEM_MALLOC_HUGE_FIRST));
+    void *bufs[1] = {dev};
+    double t0 = now_ms();
     OK(aclsimLaunchKernel(s, 100000, NULL, NULL, NULL, 0));
-    OK(aclsimLaunchKernel(s, 100000, NULL, NULL, NULL, 0));
+    OK(aclsimLaunchKernel(s, 100000, k_store, &val, bufs, 1));
+    OK(aclrtMemcpyAsync(&out, sizeof out, dev, sizeof out, ACL_MEMCPY_DEVICE_TO_HOST, s));
     OK(aclrtDestroyStream(s));
-    expect_only("S4", 1);
-    ASSERT(aclsimLiveObjectCount() == 0);
-    OK(aclrtResetDevice(0));
+    ASSERT(now_ms() - t0 >= 190); /* both kernels ran */
+    ASSERT(out == 5);             /* and the copy behind them */
+    expect_clean();
+    CHECK(aclrtSynchronizeStream(s), ACL_ERROR_RT_PARAM_INVALID); /* gone */
+    OK(aclrtFree(dev));
+    teardown_clean();
+}
+
+/* S4: a destroy whose wait can never end is diagnosed like a synchronize (507000, the
+ * stream stays); aclFinalize then releases it with a leak report. */
+static void s4_destroy_stream_that_can_never_drain_is_diagnosed(void) {
+    setup();
+    aclrtEvent e;
+    aclrtStream s;
+    OK(aclrtCreateEventWithFlag(&e, ACL_EVENT_SYNC));
+    OK(aclrtCreateStream(&s));
+    OK(aclrtStreamWaitEvent(s, e)); /* never recorded */
+    CHECK(aclrtDestroyStream(s), ACL_ERROR_RT_INTERNAL_ERROR);
+    expect_only("E1", 1);
+    aclsimClearFindings();
+    /* The stream stays: still a valid handle. */
+    CHECK(aclrtSynchronizeStreamWithTimeout(s, 10), ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
     OK(aclFinalize());
+    expect_only("P2", 1);
 }
 
 /* ---- E: events ----------------------------------------------------------------------- */
@@ -805,11 +991,11 @@ static void e1_deadlock_on_never_recorded_sync_event_is_diagnosed(void) {
     CHECK(aclrtSynchronizeEvent(e), ACL_ERROR_RT_INTERNAL_ERROR);
     expect_only("E1", 1);
     aclsimClearFindings();
-    OK(aclrtDestroyStream(s)); /* S4: unfinished tasks */
-    OK(aclrtDestroyEvent(e));
-    expect_only("S4", 1);
+    CHECK(aclrtDestroyStream(s), ACL_ERROR_RT_INTERNAL_ERROR); /* S4: waits, diagnosed */
+    expect_only("E1", 1);
     aclsimClearFindings();
-    teardown_clean();
+    OK(aclFinalize()); /* leak report frees the blocked stream */
+    expect_only("P2", 1);
 }
 
 static void e1_deadlock_cycle_between_two_streams_is_diagnosed(void) {
@@ -841,7 +1027,7 @@ static void e2_query_status_and_synchronize_event(void) {
     OK(aclrtCreateStream(&s));
     aclrtEventRecordedStatus st = 7;
     OK(aclrtQueryEventStatus(e, &st));
-    ASSERT(st == ACL_EVENT_RECORDED_STATUS_COMPLETE); /* never recorded: COMPLETE */
+    ASSERT(st == ACL_EVENT_RECORDED_STATUS_NOT_READY); /* never recorded: NOT_READY */
     OK(aclrtSynchronizeEvent(e));                     /* never recorded: returns at once */
     OK(aclsimLaunchKernel(s, 100000, NULL, NULL, NULL, 0));
     OK(aclrtRecordEvent(e, s));
@@ -859,7 +1045,7 @@ static void e4_wait_without_reset_then_destroy_is_flagged(void) {
     setup();
     aclrtEvent e;
     aclrtStream s1, s2;
-    OK(aclrtCreateEvent(&e));
+    OK(aclrtCreateEventWithFlag(&e, ACL_EVENT_SYNC));
     OK(aclrtCreateStream(&s1));
     OK(aclrtCreateStream(&s2));
     OK(aclrtRecordEvent(e, s1));
@@ -879,7 +1065,7 @@ static void e4_rerecord_without_reset_is_flagged(void) {
     setup();
     aclrtEvent e;
     aclrtStream s1, s2;
-    OK(aclrtCreateEvent(&e));
+    OK(aclrtCreateEventWithFlag(&e, ACL_EVENT_SYNC));
     OK(aclrtCreateStream(&s1));
     OK(aclrtCreateStream(&s2));
     OK(aclrtRecordEvent(e, s1));
@@ -902,7 +1088,7 @@ static void e5_reset_overtaking_another_streams_wait_is_flagged(void) {
     setup();
     aclrtEvent e;
     aclrtStream s1, s2, s3;
-    OK(aclrtCreateEvent(&e));
+    OK(aclrtCreateEventWithFlag(&e, ACL_EVENT_SYNC));
     OK(aclrtCreateStream(&s1));
     OK(aclrtCreateStream(&s2));
     OK(aclrtCreateStream(&s3));
@@ -1284,6 +1470,42 @@ static void m2_free_memory_used_by_pending_task_is_flagged(void) {
     expect_only("M2", 1);
 }
 
+/* M1: device memory of device 0 used by an asynchronous task of a device-1 stream. */
+static void m1_async_task_on_another_devices_stream_returns_100000(void) {
+    setup();
+    char *d0, *h;
+    OK(aclrtMalloc((void **)&d0, 4096, ACL_MEM_MALLOC_HUGE_FIRST)); /* on device 0 */
+    OK(aclrtMallocHost((void **)&h, 4096));
+    OK(aclrtSetDevice(1));
+    aclrtStream s1;
+    OK(aclrtCreateStream(&s1)); /* on device 1 */
+    CHECK(aclrtMemsetAsync(d0, 4096, 0, 4096, s1), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtMemcpyAsync(d0, 4096, h, 4096, ACL_MEMCPY_HOST_TO_DEVICE, s1),
+          ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtMemcpyAsync(h, 4096, d0, 4096, ACL_MEMCPY_DEVICE_TO_HOST, s1),
+          ACL_ERROR_INVALID_PARAM);
+    void *bufs[1] = {d0};
+    CHECK(aclsimLaunchKernel(s1, 0, NULL, NULL, bufs, 1), ACL_ERROR_INVALID_PARAM);
+    expect_only("M1", 4);
+    /* Device 1's own memory is fine on that stream. */
+    char *d1;
+    OK(aclrtMalloc((void **)&d1, 4096, ACL_MEM_MALLOC_HUGE_FIRST));
+    OK(aclrtMemsetAsync(d1, 4096, 7, 4096, s1));
+    OK(aclrtMemcpyAsync(h, 4096, d1, 4096, ACL_MEMCPY_DEVICE_TO_HOST, s1));
+    /* Resetting device 0 now frees nothing a task of s1 uses. */
+    OK(aclrtFree(d0));
+    OK(aclrtResetDevice(0));
+    OK(aclrtSynchronizeStream(s1));
+    ASSERT(h[0] == 7 && h[4095] == 7);
+    OK(aclrtDestroyStream(s1));
+    OK(aclrtFree(d1));
+    OK(aclrtFreeHost(h));
+    OK(aclrtResetDevice(1));
+    ASSERT(aclsimLiveObjectCount() == 0);
+    OK(aclFinalize());
+    expect_only("M1", 4);
+}
+
 static void m2_free_with_wrong_pair_is_flagged(void) {
     setup();
     void *d, *h;
@@ -1328,8 +1550,8 @@ static void trace_ping_pong(void) {
     OK(aclrtCreateStream(&a));
     OK(aclrtCreateStream(&b));
     aclrtEvent ea, eb;
-    OK(aclrtCreateEvent(&ea));
-    OK(aclrtCreateEvent(&eb));
+    OK(aclrtCreateEventWithFlag(&ea, ACL_EVENT_SYNC));
+    OK(aclrtCreateEventWithFlag(&eb, ACL_EVENT_SYNC));
     char *d;
     static char h[4096];
     OK(aclrtMalloc((void **)&d, 4096, ACL_MEM_MALLOC_HUGE_FIRST));
@@ -1383,7 +1605,7 @@ static void *stress_thread(void *arg) {
         int a = it % n, b = (it * 7 + 3) % n;
         if (a == b) b = (b + 1) % n;
         aclrtEvent e;
-        OK(aclrtCreateEvent(&e));
+        OK(aclrtCreateEventWithFlag(&e, ACL_EVENT_SYNC));
         h[a] = it;
         OK(aclrtMemcpyAsync(&d[a], sizeof(int), &h[a], sizeof(int), ACL_MEMCPY_HOST_TO_DEVICE, s[a]));
         OK(aclrtRecordEvent(e, s[a]));
@@ -1423,6 +1645,66 @@ static void stress_many_streams_events_threads(void) {
 
 /* ---- Dispatch ------------------------------------------------------------------------ */
 
+/* ---- Concurrent teardown (no crash) ----------------------------------------------------- */
+
+/* One thread destroys a stream (or its context) whose worker is busy with a kernel writing
+ * into a large (mmap'd) device buffer, while the main thread finalizes or resets the
+ * device: the memory must not be released under the running kernel. */
+#define RACE_BYTES ((size_t)8 << 20)
+static void k_fill_race(void *ud, void *const *bufs, size_t n) {
+    (void)ud;
+    if (n > 0) memset(bufs[0], 0x5a, RACE_BYTES);
+}
+struct race_arg {
+    aclrtContext ctx;
+    aclrtStream s;
+    int destroy_context;
+    int rc;
+};
+static void *race_destroy_thread(void *p) {
+    struct race_arg *a = p;
+    a->rc = aclrtSetCurrentContext(a->ctx);
+    if (a->rc == 0) a->rc = a->destroy_context ? aclrtDestroyContext(a->ctx) : aclrtDestroyStream(a->s);
+    return NULL;
+}
+static void teardown_race(int destroy_context, int by_finalize) {
+    OK(aclInit(NULL));
+    OK(aclrtSetDevice(0));
+    struct race_arg a = {0};
+    a.destroy_context = destroy_context;
+    if (destroy_context)
+        OK(aclrtCreateContext(&a.ctx, 0));
+    else
+        OK(aclrtGetCurrentContext(&a.ctx));
+    OK(aclrtCreateStream(&a.s));
+    void *big;
+    OK(aclrtMalloc(&big, RACE_BYTES, ACL_MEM_MALLOC_HUGE_FIRST));
+    void *bufs[1] = {big};
+    OK(aclsimLaunchKernel(a.s, 300000, k_fill_race, NULL, bufs, 1));
+    sleep_ms(50); /* the kernel is running */
+    pthread_t th;
+    pthread_create(&th, NULL, race_destroy_thread, &a);
+    sleep_ms(100); /* that thread now waits for (or joins) the busy worker */
+    if (by_finalize) {
+        OK(aclFinalize());
+    } else {
+        OK(aclrtResetDevice(0));
+    }
+    pthread_join(th, NULL);
+    /* Whatever the interleaving: success, or the handle/runtime was already gone. */
+    ASSERT(a.rc == ACL_SUCCESS || a.rc == ACL_ERROR_UNINITIALIZE ||
+           a.rc == ACL_ERROR_RT_PARAM_INVALID);
+    if (!by_finalize) {
+        ASSERT(aclsimLiveObjectCount() == 0);
+        OK(aclFinalize());
+    }
+    ASSERT(aclsimLiveObjectCount() == 0);
+}
+static void race_destroy_stream_vs_finalize_no_crash(void) { teardown_race(0, 1); }
+static void race_destroy_stream_vs_reset_device_no_crash(void) { teardown_race(0, 0); }
+static void race_destroy_context_vs_finalize_no_crash(void) { teardown_race(1, 1); }
+static void race_destroy_context_vs_reset_device_no_crash(void) { teardown_race(1, 0); }
+
 struct tcase {
     const char *name;
     void (*fn)(void);
@@ -1432,17 +1714,18 @@ static const struct tcase cases[] = {
     T(seed000_event_sync),
     T(seed000_stream_sync_memcpy),
     T(seed000_stream_to_stream_wait),
-    T(seed000_stream_to_stream_verbatim_flags_e4),
+    T(seed000_stream_to_stream_verbatim_is_clean),
     T(seed000_device_sync),
     T(seed001_callback_flow),
     T(p1_calls_before_init_return_100001),
+    T(p1_null_handles_and_pointers_return_100000_first),
     T(p2_repeat_init_and_finalize_codes),
     T(p2_live_resources_at_finalize_are_one_leak_report),
     T(p3_wait_timeout_reported_by_synchronize_stream),
     T(p3_op_wait_timeout_from_env),
     T(d1_invalid_device_id_returns_107001),
     T(d1_d5_set_reset_are_reference_counted),
-    T(d1_create_context_on_unset_device_is_flagged),
+    T(d1_create_context_on_unset_device_is_supported),
     T(d2_d6_current_context_is_per_thread),
     T(d3_destroy_context_with_live_stream_and_event_is_flagged),
     T(d3_reset_device_with_live_resources_is_flagged),
@@ -1456,7 +1739,8 @@ static const struct tcase cases[] = {
     T(s1_tasks_run_in_issue_order),
     T(s1_streams_are_independent),
     T(s3_synchronize_stream_with_timeout_codes),
-    T(s4_destroy_stream_with_unfinished_tasks_is_flagged),
+    T(s4_destroy_stream_waits_for_pending_tasks),
+    T(s4_destroy_stream_that_can_never_drain_is_diagnosed),
     T(e1_wait_on_never_recorded_plain_event_returns_107000),
     T(e1_wait_on_sync_event_is_released_by_a_later_record),
     T(e1_deadlock_on_never_recorded_sync_event_is_diagnosed),
@@ -1464,6 +1748,9 @@ static const struct tcase cases[] = {
     T(e2_query_status_and_synchronize_event),
     T(e4_wait_without_reset_then_destroy_is_flagged),
     T(e4_rerecord_without_reset_is_flagged),
+    T(e4_runtime_cross_stream_example_plain_event_is_clean),
+    T(e4_reset_of_plain_event_is_flagged),
+    T(e3_plain_event_wait_waits_for_the_latest_record),
     T(e5_reset_overtaking_another_streams_wait_is_flagged),
     T(e6_synchronize_event_with_timeout_codes),
     T(e7_event_flags_without_sync_cannot_wait_or_reset),
@@ -1482,9 +1769,14 @@ static const struct tcase cases[] = {
     T(m1_malloc_and_free_codes),
     T(m2_free_memory_used_by_pending_task_is_flagged),
     T(m2_free_with_wrong_pair_is_flagged),
+    T(m1_async_task_on_another_devices_stream_returns_100000),
     T(check_disabled_by_env_keeps_error_codes),
     T(trace_ping_pong),
     T(stress_many_streams_events_threads),
+    T(race_destroy_stream_vs_finalize_no_crash),
+    T(race_destroy_stream_vs_reset_device_no_crash),
+    T(race_destroy_context_vs_finalize_no_crash),
+    T(race_destroy_context_vs_reset_device_no_crash),
 };
 
 int main(int argc, char **argv) {
