@@ -95,8 +95,9 @@ impl Simulator<'_> {
     /// [`clear_faults`](Self::clear_faults) and by `aclFinalize`.
     ///
     /// Errors: the simulator's code ([`Error::Runtime`]: 100001 when the runtime is not
-    /// initialized, 100000 for a zero `code` or `times`), [`Error::InvalidArgument`] for a
-    /// name containing a NUL byte, [`Error::Unsupported`] for a simulator build without it.
+    /// initialized, 100000 for a zero `code` or `times`, or a name that can never fire),
+    /// [`Error::InvalidArgument`] for a name containing a NUL byte, [`Error::Unsupported`]
+    /// for a simulator build without it.
     ///
     /// ```no_run
     /// # use ascend_typestate::Acl;
