@@ -50,7 +50,7 @@
 //!
 //! Every typed event is created with `ACL_EVENT_SYNC`, so the E7 error cannot occur.
 
-use std::cell::{Cell, OnceCell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell, UnsafeCell};
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::ptr;
@@ -403,12 +403,9 @@ impl<'s> Event<'s, Recorded> {
         }
         let reset_stream: &'t Stream<'t> = stream;
         let event: Event<'t, Reset> = self.into_state(reset_stream);
-        // Conservatively first, as in a wait scope: the stream's next synchronisation is
-        // needed before the event is destroyed or re-used (E9). The context is still current:
-        // `issue_wait` bound it, and only the runtime call ran since.
-        reset_stream.mark_reset_pending();
-        // SAFETY: both handles are live, the stream's context is current, and the stream has
-        // just waited on the event (E1 order: record, wait, reset).
+        // SAFETY: both handles are live, the stream's context is current (`issue_wait`
+        // bound it, and only the runtime call ran since), and the stream has just waited on
+        // the event (E1 order: record, wait, reset).
         match unsafe {
             event
                 .ctx
@@ -416,9 +413,8 @@ impl<'s> Event<'s, Recorded> {
                 .reset_event(event.raw, reset_stream.as_raw())
         } {
             Ok(()) => {
-                // And after: a synchronisation of the stream on another thread (through
-                // another event that it reset) may have begun between the mark above and
-                // the reset, and must not count the reset as done (E5, E9).
+                // The stream's next synchronisation is needed before the event is destroyed
+                // or re-used (E5, E9); marked once issued (see `Stream::mark_reset_pending`).
                 reset_stream.mark_reset_pending();
                 Ok(event)
             }
@@ -458,14 +454,13 @@ impl<'s> Event<'s, Recorded> {
         // The scope owns the event while `body` runs, and its state lives here, not in
         // `Waited`: the body may `mem::forget` its `Waited`, and the reset must still be
         // issued (E4), so `wait` itself checks it. On a panic, `guard` issues the reset (E4),
-        // then dropping the scope releases the event (E9), so nothing leaks.
-        let mut scope = WaitScope {
-            event: ManuallyDrop::new(self.into_state(reset_stream)),
+        // then releases the event (E9), so nothing leaks.
+        let scope = WaitScope {
+            event: UnsafeCell::new(ManuallyDrop::new(self.into_state(reset_stream))),
             reset_stream,
             previous_reset,
             others: OnceCell::new(),
             reset_issued: Cell::new(false),
-            event_state: Cell::new(ScopeEvent::Owned),
         };
         let guard = ResetOnUnwind(&scope);
         // The proof has done its work (this compiled): drop it, which ends the borrow.
@@ -478,18 +473,23 @@ impl<'s> Event<'s, Recorded> {
             Ok(()) => {
                 // The proof exists only once `Waited::reset` has issued the reset (E4).
                 std::mem::forget(guard);
-                return Ok(scope.take_event());
+                // SAFETY: the last use of the scope; the body and the guard are gone.
+                return Ok(unsafe { scope.take_event() });
             }
             Err(error) => error,
         };
         if scope.reset_issued.get() {
             std::mem::forget(guard);
-            return Err(WaitError::Reset(Failed::new(error, scope.take_event())));
+            // SAFETY: as above.
+            return Err(WaitError::Reset(Failed::new(error, unsafe {
+                scope.take_event()
+            })));
         }
         // The body returned early (`Err`, perhaps after forgetting its `Waited`): reset now (E4).
         let ensured = scope.reset_now_or_quiesce();
         std::mem::forget(guard);
-        finish_unreset(error, ensured, scope.take_event())
+        // SAFETY: as above.
+        finish_unreset(error, ensured, unsafe { scope.take_event() })
     }
 
     #[inline(always)]
@@ -558,7 +558,6 @@ fn retry_reset<'t>(
 #[inline(never)]
 fn reset_alone(event: &Event<'_, Reset>, reset_stream: &Stream<'_>) -> Result<()> {
     reset_stream.bind()?;
-    reset_stream.mark_reset_pending();
     // SAFETY: both handles are live, the context current (bound), and every stream that
     // waited on the event has passed its wait (quiesced), so the reset overtakes nothing.
     unsafe {
@@ -714,8 +713,11 @@ type Brand<'id> = PhantomData<fn(&'id ()) -> &'id ()>;
 /// The state of one wait scope. It lives in [`Event::wait`]'s frame, not in [`Waited`], so
 /// that forgetting the `Waited` value cannot skip the reset (E4).
 struct WaitScope<'t> {
-    /// The event, already in its next state (its last reset is `reset_stream`'s).
-    event: ManuallyDrop<Event<'t, Reset>>,
+    /// The event, already in its next state (its last reset is `reset_stream`'s). Taken
+    /// out by every way out of `wait`, or released by the unwind guard (or leaked, if its
+    /// reset failed and a waiting stream could not be seen done, E9): never dropped with the
+    /// scope, so the usual path checks nothing.
+    event: UnsafeCell<ManuallyDrop<Event<'t, Reset>>>,
     reset_stream: &'t Stream<'t>,
     /// The stream of the event's previous reset: every wait of this scope is ordered after
     /// it, so that no wait passes on a stale flag and syncing the last resetting stream
@@ -725,36 +727,26 @@ struct WaitScope<'t> {
     /// neither initialises nor checks nor frees a vector.
     others: OnceCell<RefCell<Vec<&'t Stream<'t>>>>,
     reset_issued: Cell<bool>,
-    /// Whether `event` is still owned here (and so released if the scope unwinds), was
-    /// taken, or must be leaked: a reset that could not be issued while a waiting stream
-    /// could not be seen done (E9: no release under a task that may refer to it).
-    event_state: Cell<ScopeEvent>,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum ScopeEvent {
-    Owned,
-    Taken,
-    Leaked,
 }
 
 impl<'t> WaitScope<'t> {
-    /// Moves the event out (once; every way out of `wait` but an unwind).
-    fn take_event(&mut self) -> Event<'t, Reset> {
-        self.event_state.set(ScopeEvent::Taken);
-        // SAFETY: taken once: the state says so, and `Drop` then leaves it alone.
-        unsafe { ManuallyDrop::take(&mut self.event) }
+    /// The event, shared: its raw handle and context are all the scope reads.
+    #[inline(always)]
+    fn event(&self) -> &Event<'t, Reset> {
+        // SAFETY: the only exclusive accesses are `take_event` and the unwind guard's
+        // release, each the last use of the scope, with no shared reference alive.
+        unsafe { &*self.event.get() }
     }
-}
 
-impl Drop for WaitScope<'_> {
-    fn drop(&mut self) {
-        // Only an unwinding `wait` drops the scope with its event: release it then (E9),
-        // unless the reset failed and a waiting stream could not be seen done.
-        if self.event_state.get() == ScopeEvent::Owned {
-            // SAFETY: still owned (not taken), dropped once, here.
-            unsafe { ManuallyDrop::drop(&mut self.event) };
-        }
+    /// Moves the event out: every way out of `wait` but an unwind, once, as the last use of
+    /// the scope (which has no `Drop`, so the event is not dropped twice).
+    ///
+    /// # Safety
+    /// Called once, as the scope's last use, with no reference from `event()` alive.
+    #[inline(always)]
+    unsafe fn take_event(&self) -> Event<'t, Reset> {
+        // SAFETY: the caller's contract: taken once, never used again.
+        unsafe { ManuallyDrop::take(&mut *self.event.get()) }
     }
 }
 
@@ -765,19 +757,22 @@ impl WaitScope<'_> {
             return Ok(());
         }
         let target = self.reset_stream.as_raw();
-        // Conservatively first: whatever is issued below makes the stream's next
-        // synchronisation necessary before the event is destroyed or re-used (E9).
-        self.reset_stream.mark_reset_pending();
         // Every stream is in the event's context (checked when it was used), so one binding
         // serves all the calls below (D6).
-        self.event.ctx.bind()?;
+        self.event().ctx.bind()?;
         if let Some(others) = self.others.get() {
             self.join_others(others, target)?;
         }
         // SAFETY: both handles are live, the stream's context is current, and the stream has
         // waited on the event (E1 order: record, wait, reset).
-        unsafe { self.event.ctx.api().reset_event(self.event.raw, target)? };
-        // And after: see `Event::wait_and_reset` (a synchronisation racing on another thread).
+        unsafe {
+            self.event()
+                .ctx
+                .api()
+                .reset_event(self.event().raw, target)?
+        };
+        // The stream's next synchronisation is needed before the event is destroyed or
+        // re-used (E5, E9); marked once issued (see `Stream::mark_reset_pending`).
         self.reset_stream.mark_reset_pending();
         self.reset_issued.set(true);
         Ok(())
@@ -791,7 +786,7 @@ impl WaitScope<'_> {
         for (i, other) in others.iter().map(|s| s.as_raw()).enumerate() {
             let seen = others[..i].iter().any(|s| s.as_raw() == other);
             if other != target && !seen {
-                self.event.ctx.join_streams(other, target)?;
+                self.event().ctx.join_streams(other, target)?;
             }
         }
         Ok(())
@@ -815,7 +810,7 @@ impl WaitScope<'_> {
         let quiesced = quiesce(std::iter::once(self.reset_stream).chain(others.iter().copied()));
         if quiesced {
             // Every wait has passed: the reset needs no join now (E4, E5).
-            match reset_alone(&self.event, self.reset_stream) {
+            match reset_alone(self.event(), self.reset_stream) {
                 Ok(()) => {
                     report_drop_error("Waited (a reset that failed twice)", Err(error));
                     self.reset_issued.set(true);
@@ -841,17 +836,21 @@ struct ResetOnUnwind<'a, 't>(&'a WaitScope<'t>);
 
 impl Drop for ResetOnUnwind<'_, '_> {
     fn drop(&mut self) {
+        // Only reached while `body` unwinds (`wait` forgets the guard otherwise).
         let scope = self.0;
-        if scope.reset_issued.get() {
-            return;
-        }
-        if let Err(failed) = scope.reset_now_or_quiesce() {
+        if !scope.reset_issued.get()
+            && let Err(failed) = scope.reset_now_or_quiesce()
+        {
+            report_drop_error("Waited (reset on unwind)", Err(failed.error));
             if !failed.quiesced {
                 // Reported by `quiesce`; released by nobody (E9).
-                scope.event_state.set(ScopeEvent::Leaked);
+                return;
             }
-            report_drop_error("Waited (reset on unwind)", Err(failed.error));
         }
+        // SAFETY: the body has unwound (its `Waited`, the only other reference into the
+        // scope, is gone), and `wait` is unwinding too: the event is released once, here,
+        // and the scope is not used afterwards (it has no `Drop`).
+        unsafe { ManuallyDrop::drop(&mut *scope.event.get()) };
     }
 }
 
@@ -875,17 +874,17 @@ impl<'id, 't> Waited<'id, 't> {
     /// (E5). The stream must be in the event's context.
     pub fn also_wait(&mut self, stream: &'t Stream<'_>) -> Result<()> {
         let scope = self.scope;
-        check_stream(scope.event.ctx, stream)?;
+        check_stream(scope.event().ctx, stream)?;
         stream.bind()?;
-        after_reset_on(scope.event.ctx, scope.previous_reset, stream)?;
+        after_reset_on(scope.event().ctx, scope.previous_reset, stream)?;
         // SAFETY: both handles are live, the stream's context is current, and the event was
         // recorded before the scope began (E1).
         unsafe {
             scope
-                .event
+                .event()
                 .ctx
                 .api()
-                .stream_wait_event(stream.as_raw(), scope.event.raw)?
+                .stream_wait_event(stream.as_raw(), scope.event().raw)?
         };
         scope
             .others
@@ -897,7 +896,7 @@ impl<'id, 't> Waited<'id, 't> {
 
     /// The raw event, for tasks this crate does not wrap.
     pub fn as_raw(&self) -> aclrtEvent {
-        self.scope.event.raw
+        self.scope.event().raw
     }
 
     /// `aclrtResetEvent(event, stream)` on the first waiting stream (E4), ordered after every

@@ -171,6 +171,12 @@ impl<'ctx> Stream<'ctx> {
         })
     }
 
+    /// Records that an event reset was issued on this stream. Called once the reset is
+    /// issued, never before: a synchronisation (on any thread) whose snapshot includes the
+    /// mark then began after the reset was queued, so it covers it; one that began earlier
+    /// stores an older count, which leaves the reset pending. (Marking before the call let a
+    /// synchronisation that started between the mark and the call count a reset it never
+    /// waited for: E5, E9.)
     #[inline(always)]
     pub(crate) fn mark_reset_pending(&self) {
         self.resets_issued.fetch_add(1, Ordering::AcqRel);
