@@ -656,13 +656,11 @@ pub enum WaitEnd {
 /// Blocks the host until `done` holds. `deadline` None waits forever, with the deadlock
 /// watchdog: when nothing in the runtime progressed for `deadlock_after` and the target
 /// streams provably cannot finish, a finding (E1/E5/C1) is made and `Deadlock` returned.
-/// `what` names the blocked call in that finding; it is called only then, so a wait that
-/// ends normally formats nothing.
 pub fn host_wait(
     g: &mut PGuard<'_, Global>,
     deadline: Option<Instant>,
     targets: &[u64],
-    what: impl Fn() -> String,
+    what: &str,
     done: impl Fn(&Rt) -> bool,
 ) -> Result<(), WaitEnd> {
     let me = self_id();
@@ -692,8 +690,7 @@ pub fn host_wait(
                         rt.report(
                             rule,
                             format!(
-                                "deadlock: {} can never return: {msg}; the call returns 507000",
-                                what()
+                                "deadlock: {what} can never return: {msg}; the call returns 507000"
                             ),
                         );
                         return Err(WaitEnd::Deadlock);

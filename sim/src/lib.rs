@@ -454,9 +454,10 @@ fn sync_device(timeout: Option<i32>, name: &str) -> R {
         .map(|(k, _)| *k)
         .collect();
     let deadline = timeout.map(|d| Instant::now() + d);
-    let what = || format!("{name}() on device {dev}");
-    host_wait(&mut g, deadline, &targets, what, |rt| {
-        targets.iter().all(|sid| {
+    let t2 = targets.clone();
+    let what = format!("{name}() on device {dev}");
+    host_wait(&mut g, deadline, &targets, &what, move |rt| {
+        t2.iter().all(|sid| {
             rt.streams
                 .get(sid)
                 .is_none_or(|s| s.tasks.is_empty() && s.cb_outstanding == 0)
@@ -638,8 +639,8 @@ pub extern "C" fn aclrtDestroyStream(stream: *mut c_void) -> i32 {
         // S4: the pending tasks and callbacks are waited for (with the deadlock watchdog),
         // then the stream is destroyed. A wait that can never end is diagnosed like a
         // synchronize: the call returns 507000 and the stream stays.
-        let what = || format!("aclrtDestroyStream({:#x})", sh(sid));
-        host_wait(&mut g, None, &[sid], what, move |rt| {
+        let what = format!("aclrtDestroyStream({:#x})", sh(sid));
+        host_wait(&mut g, None, &[sid], &what, move |rt| {
             rt.streams
                 .get(&sid)
                 .is_none_or(|s| s.dead || (s.tasks.is_empty() && s.cb_outstanding == 0))
@@ -674,9 +675,9 @@ fn sync_stream(stream: *mut c_void, timeout: Option<i32>, name: &str) -> R {
     let rt = rt_of(&mut g)?;
     let sid = stream_for(rt, stream as usize, true)?;
     let deadline = timeout.map(|d| Instant::now() + d);
-    let what = || format!("{name}({:#x})", sh(sid));
+    let what = format!("{name}({:#x})", sh(sid));
     // S2: every task done, and every callback launched before the call has run (C5).
-    host_wait(&mut g, deadline, &[sid], what, move |rt| {
+    host_wait(&mut g, deadline, &[sid], &what, move |rt| {
         rt.streams
             .get(&sid)
             .is_none_or(|s| s.tasks.is_empty() && s.cb_outstanding == 0)
@@ -934,8 +935,8 @@ fn sync_event(event: *mut c_void, timeout: Option<i32>, name: &str) -> R {
         .map(|(k, _)| *k)
         .collect();
     let deadline = timeout.map(|d| Instant::now() + d);
-    let what = || format!("{name}({:#x})", eh(eid));
-    host_wait(&mut g, deadline, &targets, what, move |rt| {
+    let what = format!("{name}({:#x})", eh(eid));
+    host_wait(&mut g, deadline, &targets, &what, move |rt| {
         rt.events
             .get(&eid)
             .is_none_or(|e| e.records_finished >= target)
