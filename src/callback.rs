@@ -454,6 +454,10 @@ fn serve(api: &'static Api, shared: &Shared) {
     let poll = Duration::from_millis(POLL_MS.unsigned_abs().into());
     loop {
         let started = std::time::Instant::now();
+        // Read before the call: a callback outstanding now keeps its stream subscribed until
+        // this thread runs it, so "not subscribed" is then a failure. (Read after the call,
+        // it could count a launch that came after the runtime's answer.)
+        let waiting = shared.outstanding.load(Ordering::Acquire) != 0;
         // SAFETY: this thread is the report thread its streams subscribe (C7); the callbacks
         // it runs were launched by `Subscribed::launch`, under its contract.
         let outcome = unsafe { api.process_report(POLL_MS) };
@@ -475,14 +479,14 @@ fn serve(api: &'static Api, shared: &Shared) {
                     idle = Duration::from_micros(100);
                 }
             }
-            // Not subscribed while callbacks are outstanding: they were launched on a
+            // Not subscribed while callbacks were outstanding: they were launched on a
             // subscribed stream, so the runtime lost the subscription, and they cannot run.
             Err(
                 e @ Error::Runtime {
                     code: AclError::RtThreadSubscribe,
                     ..
                 },
-            ) if shared.outstanding.load(Ordering::Acquire) != 0 => {
+            ) if waiting => {
                 shared.failed_calls.fetch_add(1, Ordering::Release);
                 shared.keep_failure(e);
                 std::thread::park_timeout(idle);
