@@ -1,7 +1,8 @@
-//! Red team: `Subscribed::launch` when `aclrtLaunchCallback` fails (injected). The payload
-//! is taken back and dropped on the caller's thread; if the closure's captures panic in
-//! `Drop`, the counters `pending`/`outstanding` are never decremented. Each test runs in a
-//! child process (it may hang).
+//! Red team (closed): `Subscribed::launch` when `aclrtLaunchCallback` fails (injected). The
+//! payload is taken back and dropped on the caller's thread; when the closure's captures
+//! panicked in `Drop`, the counters `pending`/`outstanding` were never decremented and
+//! `unsubscribe` spun forever. The counters now come first. Each test runs in a child
+//! process (it may hang).
 
 #[path = "callbacks_common/mod.rs"]
 mod common;

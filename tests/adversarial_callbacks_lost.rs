@@ -1,4 +1,5 @@
-//! Red team: errors that should be returned or reported (drop-error handler) and are not.
+//! Red team (closed): errors that must be returned or reported (drop-error handler), and once
+//! were not.
 
 #[path = "callbacks_common/mod.rs"]
 mod common;

@@ -1,15 +1,14 @@
-//! Red team: a stream's "reset pending" counter (E5 joins) raced from another thread.
+//! Red team (closed): a stream's "reset pending" counter (E5 joins) raced from another
+//! thread.
 //!
-//! `WaitScope::issue_reset` and `wait_and_reset` mark the resetting stream *before* the reset
-//! is issued (`mark_reset_pending`, then joins, then `aclrtResetEvent`). An event is `Send`
-//! and keeps a pointer to its last resetting stream; dropping it on another thread
-//! synchronises that stream (`Event::release` → `Stream::settle`) and stores the counter
-//! snapshot taken at the start of that synchronisation. If the snapshot is taken after the
-//! mark, and the synchronisation ends before the reset (and the joins before it) are
-//! enqueued, the stream reads as "not pending" while the reset is still queued: the next
-//! record/wait of the event skips its join (E1/E5), and a wait of the next scope can
-//! pass on the old record's flag; a reset of the next scope then overtakes a pending wait of
-//! the previous one (E5) and the streams deadlock.
+//! An event is `Send` and keeps a pointer to its last resetting stream; dropping it on
+//! another thread synchronises that stream and stores the counter snapshot taken when that
+//! synchronisation began. The resetting stream was once marked *before* the reset was
+//! issued: a snapshot taken after the mark, by a synchronisation that ended before the reset
+//! was queued, made the stream read "not pending" with the reset still queued. The next
+//! record or wait then skipped its join (E1/E5), a reset overtook a pending wait (E5) and
+//! the streams deadlocked, or an event was destroyed under its reset (E9). The mark now
+//! follows the issued reset (`Stream::mark_reset_pending`); these tests keep it so.
 //!
 //! Everything below is safe code; the simulator's extension API is used only to launch sleep
 //! kernels (`support::sim::Sim::sleep_kernel`) and read call counts/findings.

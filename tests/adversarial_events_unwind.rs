@@ -1,7 +1,8 @@
-//! Red team: a wait scope whose reset cannot be issued and one of whose waiting streams
-//! cannot be synchronised. Returning an error from the body leaks the event (E9 respected);
-//! panicking in the body goes through `ResetOnUnwind`, which drops `quiesced`, and the
-//! scope's event is then destroyed by its `Drop` after synchronising only the first stream.
+//! Red team (closed): a wait scope whose reset cannot be issued and one of whose waiting
+//! streams cannot be synchronised. Returning an error from the body leaks the event (E9
+//! respected); a panicking body once went through `ResetOnUnwind`, which dropped `quiesced`,
+//! and the scope's event was destroyed after synchronising only the first stream (E9). The
+//! unwind guard now leaks it too.
 
 mod support;
 

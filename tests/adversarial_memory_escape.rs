@@ -1,15 +1,13 @@
-//! Red team, memory area: a panic escaping `report_drop_error` while an async scope is
-//! synchronising its streams.
+//! Red team, memory area (closed): a panic escaping `report_drop_error` while an async scope
+//! synchronises its streams.
 //!
-//! `report_drop_error` runs the user's drop-error handler inside `catch_unwind`, but then
-//! drops the panic payload outside of it. A handler that panics with a payload whose `Drop`
-//! panics (safe code: `std::panic::panic_any`) therefore unwinds out of `report_drop_error`.
-//! When that happens while `async_scope` is synchronising its streams one after the other
-//! (a join event whose destruction failed once is reported from the first stream's
-//! synchronisation), the scope returns (by unwinding) before the other streams are
-//! synchronised: the borrows of the scope end while copies into the caller's memory are
-//! still pending. The caller then owns, reads and frees memory that the runtime is about to
-//! write: a data race and a use-after-free in safe code.
+//! `report_drop_error` runs the user's drop-error handler inside `catch_unwind`, and once
+//! dropped the caught payload outside of it: a handler panicking with a payload whose `Drop`
+//! panics (safe code: `std::panic::panic_any`) unwound out of `report_drop_error`. While
+//! `async_scope` synchronised its streams one after the other, the scope then returned (by
+//! unwinding) before the other streams were synchronised, with copies into the caller's
+//! memory still pending: a data race and a use-after-free in safe code. Payloads are now
+//! forgotten, never dropped there.
 //!
 //! Every test runs in a child process under a watchdog.
 
