@@ -4,7 +4,7 @@
 //! `scripts/bench_summary.sh` tabulates the medians.
 //!
 //! ```sh
-//! CARGO_TARGET_DIR=/work/target-bench cargo bench --bench bandwidth
+//! cargo bench --bench bandwidth
 //! ```
 
 use std::time::Duration;

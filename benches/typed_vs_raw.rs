@@ -9,8 +9,8 @@
 //! * `callback`: launch an empty blocking callback, then synchronize.
 //!
 //! ```sh
-//! CARGO_TARGET_DIR=/work/target-bench cargo bench --bench typed_vs_raw
-//! scripts/bench_summary.sh /work/target-bench   # medians and typed/raw ratios
+//! cargo bench --bench typed_vs_raw
+//! scripts/bench_summary.sh   # medians and typed/raw ratios
 //! ```
 
 use std::hint::black_box;
