@@ -47,7 +47,7 @@ use std::mem::ManuallyDrop;
 use std::ops::Deref;
 use std::os::unix::thread::JoinHandleExt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -100,6 +100,11 @@ struct Shared {
     stop: AtomicBool,
     /// Callbacks launched and not yet run, on every stream of this thread.
     outstanding: AtomicUsize,
+    /// Callbacks the runtime accepted, counted once accepted, minus those run: never more
+    /// than the callbacks queued and not run (a run may come before its count, making it
+    /// briefly negative), so a positive value proves a stream is still subscribed. Unlike
+    /// `outstanding`, it never counts a launch that is about to be refused.
+    enqueued: AtomicIsize,
     /// Streams subscribed to this thread: each `Subscribed` until it unsubscribes. Only a
     /// leaked one (`mem::forget`) can be left at `stop`; the thread then keeps serving (C1).
     subscriptions: AtomicUsize,
@@ -454,10 +459,11 @@ fn serve(api: &'static Api, shared: &Shared) {
     let poll = Duration::from_millis(POLL_MS.unsigned_abs().into());
     loop {
         let started = std::time::Instant::now();
-        // Read before the call: a callback outstanding now keeps its stream subscribed until
-        // this thread runs it, so "not subscribed" is then a failure. (Read after the call,
-        // it could count a launch that came after the runtime's answer.)
-        let waiting = shared.outstanding.load(Ordering::Acquire) != 0;
+        // Read before the call: a callback queued now keeps its stream subscribed until this
+        // thread runs it, so "not subscribed" is then a failure. (Read after the call, it
+        // could count a launch that came after the runtime's answer; `outstanding` would
+        // count a launch the runtime is about to refuse, before an unsubscribe.)
+        let waiting = shared.enqueued.load(Ordering::Acquire) > 0;
         // SAFETY: this thread is the report thread its streams subscribe (C7); the callbacks
         // it runs were launched by `Subscribed::launch`, under its contract.
         let outcome = unsafe { api.process_report(POLL_MS) };
@@ -479,7 +485,7 @@ fn serve(api: &'static Api, shared: &Shared) {
                     idle = Duration::from_micros(100);
                 }
             }
-            // Not subscribed while callbacks were outstanding: they were launched on a
+            // Not subscribed while callbacks were queued: they were launched on a
             // subscribed stream, so the runtime lost the subscription, and they cannot run.
             Err(
                 e @ Error::Runtime {
@@ -586,6 +592,7 @@ unsafe extern "C" fn trampoline(user_data: *mut c_void) {
         shared.keep_panic(message);
     }
     context::leave_callback(previous);
+    shared.enqueued.fetch_sub(1, Ordering::AcqRel);
     pending.fetch_sub(1, Ordering::AcqRel);
     shared.outstanding.fetch_sub(1, Ordering::AcqRel);
 }
@@ -636,6 +643,7 @@ impl<'r, 's> Subscribed<'r, 's> {
             drop(unsafe { Box::from_raw(user_data.cast::<Payload>()) });
             return Err(e);
         }
+        self.report.shared.enqueued.fetch_add(1, Ordering::AcqRel);
         Ok(())
     }
 
