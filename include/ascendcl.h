@@ -2,7 +2,7 @@
  * ascendcl.h: the subset of the AscendCL runtime C API that ascend-typestate uses.
  *
  * Written for this project from the documented prototypes listed in
- * shared/docs/protocol.md ("C types", "Prototypes in scope", "Error codes");
+ * docs/protocol.md ("C types", "Prototypes in scope", "Error codes");
  * names, values and argument order follow the public CANN runtime headers
  * (acl_base.h, acl_rt.h, rt_error_codes.h) so that a program compiled against
  * this header also runs against the vendor library.

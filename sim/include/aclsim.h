@@ -7,7 +7,7 @@
  * "not running on the simulator".
  *
  * Every finding of the protocol checker names a rule ID of
- * shared/docs/protocol.md (P1.., D1.., S1.., E1.., C1.., M1..).
+ * docs/protocol.md (P1.., D1.., S1.., E1.., C1.., M1..).
  */
 #ifndef ASCEND_TYPESTATE_ACLSIM_H
 #define ASCEND_TYPESTATE_ACLSIM_H

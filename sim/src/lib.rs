@@ -1,7 +1,7 @@
 //! `libascendcl.so`: a CPU simulator of the AscendCL runtime with a strict protocol checker.
 //!
 //! Every function of `include/ascendcl.h` and `sim/include/aclsim.h` is exported with the C
-//! ABI. Semantics and error codes follow `shared/docs/protocol.md` (rule IDs P/D/S/E/C/M);
+//! ABI. Semantics and error codes follow `docs/protocol.md` (rule IDs P/D/S/E/C/M);
 //! deviations from the real runtime are listed in `sim/README.md`.
 //!
 //! Structure: [`pt`] pthread primitives (helgrind-friendly), [`state`] the global state,

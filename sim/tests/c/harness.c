@@ -4,7 +4,7 @@
  * libascendcl.so and runs one case per process: `harness <case>`).
  *
  * A case exits 0 on success; on failure it prints what went wrong and exits 1.
- * Cases are named after the protocol rule they exercise (shared/docs/protocol.md).
+ * Cases are named after the protocol rule they exercise (docs/protocol.md).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
