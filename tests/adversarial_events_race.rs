@@ -15,7 +15,6 @@
 
 mod support;
 
-use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -24,34 +23,9 @@ use support::sim::Sim;
 
 const CHILD_ENV: &str = "RED_RACE_CHILD";
 
-/// Runs `test` of this binary in a child process with `CHILD_ENV` set; returns (status, stdout, stderr).
+/// Runs `test` of this binary in a child process with `CHILD_ENV` set.
 fn in_child(test: &str, bound: Duration) -> (Option<std::process::ExitStatus>, String, String) {
-    let exe = std::env::current_exe().unwrap();
-    let mut child = Command::new(exe)
-        .args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, "1")
-        .env("ACLSIM_QUIET", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break Some(s);
-        }
-        if started.elapsed() > bound {
-            let _ = child.kill();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let out = child.wait_with_output().unwrap();
-    (
-        status,
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    support::child::in_child(test, CHILD_ENV, bound)
 }
 
 fn drop_error(what: &'static str, error: &Error) {

@@ -56,6 +56,7 @@ pub fn compile_shared_library(name: &str, source: &str) -> PathBuf {
     so_file
 }
 
+pub mod child;
 pub mod sim;
 
 /// What reaches the drop-error handler while a value of this type lives (the previous

@@ -1,0 +1,41 @@
+//! Running one test of the current test binary in a child process, so that a crash, an
+//! abort or a hang fails that test only.
+
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// Re-runs test `test` of this binary alone, with `env_var=1` set (the child's test body
+/// checks it), killing it after `bound`. Returns its status (`None`: killed by the bound),
+/// stdout and stderr.
+pub fn in_child(
+    test: &str,
+    env_var: &str,
+    bound: Duration,
+) -> (Option<ExitStatus>, String, String) {
+    let exe = std::env::current_exe().expect("current_exe");
+    let mut child = Command::new(exe)
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(env_var, "1")
+        .env("ACLSIM_QUIET", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the child test");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("try_wait") {
+            break Some(s);
+        }
+        if started.elapsed() > bound {
+            let _ = child.kill();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let out = child.wait_with_output().expect("the child's output");
+    (
+        status,
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
