@@ -71,25 +71,30 @@
 //! * **Not on `Drop` running**: `Drop` is only a fallback for the explicit, fallible
 //!   `destroy`/`finalize` methods, and its errors go to the
 //!   [drop-error handler](set_drop_error_handler). A leaked (`mem::forget`) handle keeps its
-//!   parents alive ([`Error::LiveChildren`]) instead of being released under them.
+//!   parents alive ([`Error::LiveChildren`]) instead of being released under them
+//!   (`tests/leaks.rs`, `tests/adversarial_callbacks_forget.rs`).
 //! * **Not on a runtime call succeeding**: a failed transition gives the value back
 //!   ([`Failed`]); a failed reset is issued again; a handle whose release fails is kept, not
-//!   released under work that may still use it, and every error is returned or reported.
+//!   released under work that may still use it, and every error is returned or reported
+//!   (`tests/fault_sweep.rs`: one failure at every call of a realistic program).
 //! * **Not on a wait timing out**: typed waits never time out. [`Acl::init`] sets the op
 //!   wait timeout to 0 (P3a in `docs/protocol.md`): a stream wait that ends by timeout
 //!   orders nothing and leaves a stale event flag behind, which no typed guarantee could
-//!   survive. Hangs are bounded on the host instead ([`Stream::synchronize_with`],
+//!   survive (`tests/adversarial_p3_env.rs`: a runtime whose default timeout is armed).
+//!   Hangs are bounded on the host instead ([`Stream::synchronize_with`],
 //!   [`Event::synchronize_with`]), where a timeout orders nothing and breaks nothing.
 //! * **On the library staying loaded**: the runtime library, once loaded, is never
-//!   unloaded ([`sys::loader::Api`]); its threads run until the process ends.
+//!   unloaded ([`sys::loader::Api`]); its threads run until the process ends
+//!   (`tests/adversarial/unload.rs`).
 //! * **On the raw layer being `unsafe`**: every [`result`] call that creates, changes or
 //!   releases runtime state is `unsafe`, so safe code cannot initialise, arm a timeout or
-//!   create objects behind the typed API's back, with or without a live [`Acl`].
+//!   create objects behind the typed API's back, with or without a live [`Acl`]
+//!   (`ui-tests/fail/*_is_unsafe.rs`).
 //! * **On code run by the runtime being marked**: host callbacks and simulated kernels get
 //!   [`Error::InsideCallback`] from every entry point of the crate on the thread that runs
-//!   them (C8). A thread they start is not marked: a blocking callback that waits for such
-//!   a thread to synchronise its own stream deadlocks, as any host code that waits for work
-//!   queued behind itself does.
+//!   them (C8; `tests/adversarial_callbacks_c8_leaked.rs`). A thread they start is not
+//!   marked: a blocking callback that waits for such a thread to synchronise its own stream
+//!   deadlocks, as any host code that waits for work queued behind itself does.
 //! * **On the loaded library being a real AscendCL runtime** (or the simulator): loading
 //!   trusts it, as any FFI crate must ([`sys::loader`]).
 //!
