@@ -1,0 +1,306 @@
+//! Devices and contexts (D1-D6).
+
+use super::*;
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclrtSetDevice(deviceId: i32) -> i32 {
+    calls::count(CallId::aclrtSetDevice);
+    ffi(|| {
+        let mut g = enter("aclrtSetDevice", Call::Action)?;
+        let rt = rt_of(&mut g)?;
+        if deviceId < 0 || deviceId as u32 >= rt.device_count {
+            return Err(code::RT_INVALID_DEVICEID); // D1
+        }
+        let d = deviceId as usize;
+        rt.devices[d].refs += 1;
+        let ctx = match rt.devices[d].default_ctx {
+            Some(c) if rt.contexts.contains_key(&c) => c,
+            _ => {
+                let c = rt.new_id();
+                rt.contexts.insert(
+                    c,
+                    Context {
+                        device: deviceId,
+                        is_default: true,
+                        default_stream: None,
+                    },
+                );
+                rt.devices[d].default_ctx = Some(c);
+                c
+            }
+        };
+        CUR_CTX.with(|c| c.set(ctx));
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclrtResetDevice(deviceId: i32) -> i32 {
+    calls::count(CallId::aclrtResetDevice);
+    ffi(|| {
+        let mut g = enter("aclrtResetDevice", Call::Action)?;
+        let rt = rt_of(&mut g)?;
+        if deviceId < 0 || deviceId as u32 >= rt.device_count {
+            return Err(code::RT_INVALID_DEVICEID);
+        }
+        let d = deviceId as usize;
+        if rt.devices[d].refs == 0 {
+            return Err(code::RT_CONTEXT_RELEASE_ERROR); // D5
+        }
+        rt.devices[d].refs -= 1;
+        if rt.devices[d].refs > 0 {
+            return Ok(());
+        }
+        // Last reference (D1): D3 says everything on the device must be gone by now.
+        let live = rt.describe_live(Some(deviceId));
+        if !live.is_empty() {
+            rt.report(
+                "D3",
+                format!(
+                    "aclrtResetDevice({deviceId}) releases the device while {} resource(s) on it live: {}. Destroy events and streams, then contexts, free device memory, then reset the device; the simulator releases them now",
+                    live.len(),
+                    live.join(", ")
+                ),
+            );
+        }
+        let sids: Vec<u64> = rt
+            .streams
+            .iter()
+            .filter(|(_, s)| s.device == deviceId)
+            .map(|(k, _)| *k)
+            .collect();
+        teardown_streams(&mut g, sids);
+        let rt = rt_of(&mut g)?;
+        let ctxs: Vec<u64> = rt
+            .contexts
+            .iter()
+            .filter(|(_, c)| c.device == deviceId)
+            .map(|(k, _)| *k)
+            .collect();
+        for c in &ctxs {
+            rt.contexts.remove(c);
+        }
+        rt.events.retain(|_, e| !ctxs.contains(&e.ctx));
+        let mem: Vec<usize> = rt
+            .allocs
+            .iter()
+            .filter(|(_, a)| !a.host && a.device == deviceId)
+            .map(|(k, _)| *k)
+            .collect();
+        for p in mem {
+            if let Some(a) = rt.allocs.remove(&p) {
+                // SAFETY: calloc'd by aclrtMalloc; its streams are joined, so no task uses it.
+                unsafe { libc::free(a.base as *mut c_void) };
+            }
+        }
+        rt.devices[d].default_ctx = None;
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclrtGetDevice(deviceId: *mut i32) -> i32 {
+    calls::count(CallId::aclrtGetDevice);
+    ffi(|| {
+        non_null(&[deviceId as usize])?;
+        let mut g = enter("aclrtGetDevice", Call::Query)?;
+        let rt = rt_of(&mut g)?;
+        check_out(deviceId)?;
+        let ctx = rt.cur_ctx()?;
+        let d = rt.contexts.get(&ctx).map_or(-1, |c| c.device);
+        out(deviceId, d)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclrtGetDeviceCount(count: *mut u32) -> i32 {
+    calls::count(CallId::aclrtGetDeviceCount);
+    ffi(|| {
+        non_null(&[count as usize])?;
+        let mut g = enter("aclrtGetDeviceCount", Call::Query)?;
+        let rt = rt_of(&mut g)?;
+        out(count, rt.device_count)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclrtGetRunMode(runMode: *mut i32) -> i32 {
+    calls::count(CallId::aclrtGetRunMode);
+    ffi(|| {
+        non_null(&[runMode as usize])?;
+        let mut g = enter("aclrtGetRunMode", Call::Query)?;
+        let rt = rt_of(&mut g)?;
+        out(runMode, rt.run_mode)
+    })
+}
+
+/// `timeout`: `None` waits forever, `Some(t)` is the caller's raw value (checked after the
+/// fault check, like every argument).
+fn sync_device(timeout: Option<i32>, name: &str) -> R {
+    let mut g = enter(name, Call::Action)?;
+    let timeout = timeout.map_or(Ok(None), timeout_ms)?;
+    let rt = rt_of(&mut g)?;
+    let ctx = rt.cur_ctx()?;
+    let dev = rt.contexts.get(&ctx).map_or(-1, |c| c.device);
+    let targets: Vec<u64> = rt
+        .streams
+        .iter()
+        .filter(|(_, s)| s.device == dev && !s.dead)
+        .map(|(k, _)| *k)
+        .collect();
+    let deadline = timeout.map(|d| Instant::now() + d);
+    let t2 = targets.clone();
+    let what = format!("{name}() on device {dev}");
+    host_wait(&mut g, deadline, &targets, &what, move |rt| {
+        t2.iter().all(|sid| {
+            rt.streams
+                .get(sid)
+                .is_none_or(|s| s.tasks.is_empty() && s.cb_outstanding == 0)
+        })
+    })
+    .map_err(|e| match e {
+        WaitEnd::Timeout => code::RT_STREAM_SYNC_TIMEOUT,
+        WaitEnd::Deadlock => code::RT_INTERNAL_ERROR,
+        WaitEnd::Gone => code::UNINITIALIZE,
+    })?;
+    // S2/D4: report asynchronous errors of the device's streams (and clear them).
+    let rt = rt_of(&mut g)?;
+    let mut err = None;
+    for sid in &targets {
+        if let Some(s) = rt.streams.get_mut(sid)
+            && let Some(e) = s.async_error.take()
+        {
+            err.get_or_insert(e);
+        }
+    }
+    match err {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclrtSynchronizeDevice() -> i32 {
+    calls::count(CallId::aclrtSynchronizeDevice);
+    ffi(|| sync_device(None, "aclrtSynchronizeDevice"))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclrtSynchronizeDeviceWithTimeout(timeout: i32) -> i32 {
+    calls::count(CallId::aclrtSynchronizeDeviceWithTimeout);
+    ffi(|| sync_device(Some(timeout), "aclrtSynchronizeDeviceWithTimeout"))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclrtCreateContext(context: *mut *mut c_void, deviceId: i32) -> i32 {
+    calls::count(CallId::aclrtCreateContext);
+    ffi(|| {
+        non_null(&[context as usize])?;
+        let mut g = enter("aclrtCreateContext", Call::Action)?;
+        let rt = rt_of(&mut g)?;
+        check_out(context)?;
+        if deviceId < 0 || deviceId as u32 >= rt.device_count {
+            return Err(code::RT_INVALID_DEVICEID);
+        }
+        // A device that was not set is supported by current CANN (no finding).
+        let id = rt.new_id();
+        rt.contexts.insert(
+            id,
+            Context {
+                device: deviceId,
+                is_default: false,
+                default_stream: None,
+            },
+        );
+        CUR_CTX.with(|c| c.set(id)); // D2
+        out(context, handle(CTX_BASE, id) as *mut c_void)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclrtDestroyContext(context: *mut c_void) -> i32 {
+    calls::count(CallId::aclrtDestroyContext);
+    ffi(|| {
+        non_null(&[context as usize])?;
+        let mut g = enter("aclrtDestroyContext", Call::Action)?;
+        let rt = rt_of(&mut g)?;
+        let id = decode(CTX_BASE, context as usize).ok_or(code::RT_PARAM_INVALID)?;
+        let c = rt.contexts.get(&id).ok_or(code::RT_PARAM_INVALID)?;
+        if c.is_default {
+            return Err(code::RT_CONTEXT_NULL); // D5
+        }
+        let sids: Vec<u64> = rt
+            .streams
+            .iter()
+            .filter(|(_, s)| s.ctx == id && !s.dead)
+            .map(|(k, _)| *k)
+            .collect();
+        let mut live: Vec<String> = sids
+            .iter()
+            .filter(|s| rt.streams.get(s).is_some_and(|s| !s.is_default))
+            .map(|s| format!("stream {:#x}", sh(*s)))
+            .collect();
+        let eids: Vec<u64> = rt
+            .events
+            .iter()
+            .filter(|(_, e)| e.ctx == id && !e.destroyed)
+            .map(|(k, _)| *k)
+            .collect();
+        live.extend(eids.iter().map(|e| format!("event {:#x}", eh(*e))));
+        if !live.is_empty() {
+            rt.report(
+                "D3",
+                format!(
+                    "aclrtDestroyContext({:#x}) while {} resource(s) created in it live: {}. Destroy events and streams before their context; the simulator destroys them now",
+                    context as usize,
+                    live.len(),
+                    live.join(", ")
+                ),
+            );
+        }
+        teardown_streams(&mut g, sids);
+        let rt = rt_of(&mut g)?;
+        for e in eids {
+            if let Some(ev) = rt.events.get_mut(&e) {
+                ev.destroyed = true;
+                if ev.refs == 0 {
+                    rt.events.remove(&e);
+                }
+            }
+        }
+        rt.contexts.remove(&id);
+        if CUR_CTX.with(|c| c.get()) == id {
+            CUR_CTX.with(|c| c.set(0));
+        }
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclrtSetCurrentContext(context: *mut c_void) -> i32 {
+    calls::count(CallId::aclrtSetCurrentContext);
+    ffi(|| {
+        non_null(&[context as usize])?;
+        let mut g = enter("aclrtSetCurrentContext", Call::Query)?;
+        let rt = rt_of(&mut g)?;
+        let id = decode(CTX_BASE, context as usize).ok_or(code::RT_PARAM_INVALID)?;
+        if !rt.contexts.contains_key(&id) {
+            return Err(code::RT_PARAM_INVALID);
+        }
+        CUR_CTX.with(|c| c.set(id)); // D6
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclrtGetCurrentContext(context: *mut *mut c_void) -> i32 {
+    calls::count(CallId::aclrtGetCurrentContext);
+    ffi(|| {
+        non_null(&[context as usize])?;
+        let mut g = enter("aclrtGetCurrentContext", Call::Query)?;
+        let rt = rt_of(&mut g)?;
+        check_out(context)?;
+        let id = rt.cur_ctx()?;
+        out(context, handle(CTX_BASE, id) as *mut c_void)
+    })
+}
