@@ -27,6 +27,8 @@ typedef void *aclrtStream;
 typedef void *aclrtEvent;
 typedef void *aclrtContext;
 typedef void (*aclrtCallback)(void *userData);
+/* aclrtLaunchHostFunc (CANN 8.3). */
+typedef void (*aclrtHostFunc)(void *args);
 
 typedef enum aclrtCallbackBlockType {
     ACL_CALLBACK_NO_BLOCK = 0,
@@ -56,6 +58,46 @@ typedef enum aclrtRunMode {
     ACL_DEVICE = 0,
     ACL_HOST = 1
 } aclrtRunMode;
+
+typedef enum aclrtStreamStatus {
+    ACL_STREAM_STATUS_COMPLETE = 0,
+    ACL_STREAM_STATUS_NOT_READY = 1,
+    ACL_STREAM_STATUS_RESERVED = 0xFFFF
+} aclrtStreamStatus;
+
+typedef enum aclrtMemAttr {
+    ACL_DDR_MEM = 0,
+    ACL_HBM_MEM = 1,
+    ACL_DDR_MEM_HUGE = 2,
+    ACL_DDR_MEM_NORMAL = 3,
+    ACL_HBM_MEM_HUGE = 4,
+    ACL_HBM_MEM_NORMAL = 5,
+    ACL_DDR_MEM_P2P_HUGE = 6,
+    ACL_DDR_MEM_P2P_NORMAL = 7,
+    ACL_HBM_MEM_P2P_HUGE = 8,
+    ACL_HBM_MEM_P2P_NORMAL = 9
+} aclrtMemAttr;
+
+typedef enum aclDeviceInfo {
+    ACL_DEVICE_INFO_UNDEFINED = -1,
+    ACL_DEVICE_INFO_AI_CORE_NUM = 0,
+    ACL_DEVICE_INFO_VECTOR_CORE_NUM = 1,
+    ACL_DEVICE_INFO_L2_SIZE = 2
+} aclDeviceInfo;
+
+/* Stream creation flags (aclrtCreateStreamWithConfig). */
+#define ACL_STREAM_FAST_LAUNCH 0x00000001u
+#define ACL_STREAM_FAST_SYNC 0x00000002u
+#define ACL_STREAM_PERSISTENT 0x00000004u
+#define ACL_STREAM_HUGE 0x00000008u
+#define ACL_STREAM_CPU_SCHEDULE 0x00000010u
+
+/* Stream failure modes (aclrtSetStreamFailureMode). */
+#define ACL_CONTINUE_ON_FAILURE 0x00000000u
+#define ACL_STOP_ON_FAILURE 0x00000001u
+
+/* Size of the buffer aclsysGetVersionStr writes (terminating NUL included). */
+#define ACL_PKG_VERSION_MAX_SIZE 128
 
 /* Event creation flags (aclrtCreateEventWithFlag). */
 #define ACL_EVENT_SYNC 0x00000001u
@@ -106,6 +148,15 @@ typedef enum aclrtRunMode {
 aclError aclInit(const char *configPath);
 aclError aclFinalize(void);
 
+/* Version and diagnostics (newer runtimes only: resolve optionally). */
+/* Deprecated by aclsysGetVersionStr/Num, still called by older clients. */
+aclError aclrtGetVersion(int32_t *majorVersion, int32_t *minorVersion, int32_t *patchVersion);
+/* versionStr: at least ACL_PKG_VERSION_MAX_SIZE bytes. pkgName: e.g. "runtime". */
+aclError aclsysGetVersionStr(char *pkgName, char *versionStr);
+aclError aclsysGetVersionNum(char *pkgName, int32_t *versionNum);
+/* The reason of the last failure on this thread; NULL if none. */
+const char *aclGetRecentErrMsg(void);
+
 /* ---- Device and context (D1-D6) ---------------------------------------- */
 
 aclError aclrtSetDevice(int32_t deviceId);
@@ -116,6 +167,13 @@ aclError aclrtGetRunMode(aclrtRunMode *runMode);
 aclError aclrtSynchronizeDevice(void);
 /* Newer runtimes only: resolve optionally. */
 aclError aclrtSynchronizeDeviceWithTimeout(int32_t timeout);
+/* Newer runtimes only (2024-08): releases every aclrtSetDevice reference at once. */
+aclError aclrtResetDeviceForce(int32_t deviceId);
+/* NULL on failure. */
+const char *aclrtGetSocName(void);
+/* Needs a current context (a set device). */
+aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total);
+aclError aclGetDeviceCapability(uint32_t deviceId, aclDeviceInfo deviceInfo, int64_t *value);
 
 aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId);
 aclError aclrtDestroyContext(aclrtContext context);
@@ -130,6 +188,13 @@ aclError aclrtSynchronizeStream(aclrtStream stream);
 aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout);
 /* Stream first. */
 aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event);
+/* Newer runtimes only: resolve optionally. */
+aclError aclrtCreateStreamWithConfig(aclrtStream *stream, uint32_t priority, uint32_t flag);
+/* Drops the stream's pending tasks instead of waiting for them. */
+aclError aclrtDestroyStreamForce(aclrtStream stream);
+aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status);
+/* Once per stream; not on the default stream. */
+aclError aclrtSetStreamFailureMode(aclrtStream stream, uint64_t mode);
 
 /* ---- Event (E1-E9) ----------------------------------------------------- */
 
@@ -146,6 +211,11 @@ aclError aclrtSynchronizeEventWithTimeout(aclrtEvent event, int32_t timeout);
 /* Output first. */
 aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent, aclrtEvent endEvent);
 aclError aclrtSetOpWaitTimeout(uint32_t timeout);
+/* Operator execution timeouts (newer runtimes only: resolve optionally). */
+aclError aclrtSetOpExecuteTimeOut(uint32_t timeout);
+aclError aclrtSetOpExecuteTimeOutV2(uint64_t timeout, uint64_t *actualTimeout);
+aclError aclrtGetOpTimeOutInterval(uint64_t *interval);
+aclError aclrtGetOpExecuteTimeout(uint32_t *timeoutMs);
 
 /* ---- Callback (C1-C9) -------------------------------------------------- */
 
@@ -154,6 +224,8 @@ aclError aclrtLaunchCallback(aclrtCallback fn, void *userData, aclrtCallbackBloc
                              aclrtStream stream);
 aclError aclrtProcessReport(int32_t timeout);
 aclError aclrtUnSubscribeReport(uint64_t threadId, aclrtStream stream);
+/* CANN 8.3: the runtime runs fn on its own thread; never on a subscribed stream. */
+aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args);
 
 /* ---- Memory (M1-M2) ---------------------------------------------------- */
 

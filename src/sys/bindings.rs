@@ -4,6 +4,14 @@
 // Regenerate: cargo build --features bindgen, then copy
 // $OUT_DIR/bindings.rs here (tests/bindings_drift.rs fails when they differ).
 
+pub const ACL_STREAM_FAST_LAUNCH: u32 = 1;
+pub const ACL_STREAM_FAST_SYNC: u32 = 2;
+pub const ACL_STREAM_PERSISTENT: u32 = 4;
+pub const ACL_STREAM_HUGE: u32 = 8;
+pub const ACL_STREAM_CPU_SCHEDULE: u32 = 16;
+pub const ACL_CONTINUE_ON_FAILURE: u32 = 0;
+pub const ACL_STOP_ON_FAILURE: u32 = 1;
+pub const ACL_PKG_VERSION_MAX_SIZE: u32 = 128;
 pub const ACL_EVENT_SYNC: u32 = 1;
 pub const ACL_EVENT_CAPTURE_STREAM_PROGRESS: u32 = 2;
 pub const ACL_EVENT_TIME_LINE: u32 = 8;
@@ -46,6 +54,8 @@ pub type aclrtEvent = *mut ::std::os::raw::c_void;
 pub type aclrtContext = *mut ::std::os::raw::c_void;
 pub type aclrtCallback =
     ::std::option::Option<unsafe extern "C" fn(userData: *mut ::std::os::raw::c_void)>;
+pub type aclrtHostFunc =
+    ::std::option::Option<unsafe extern "C" fn(args: *mut ::std::os::raw::c_void)>;
 pub const ACL_CALLBACK_NO_BLOCK: aclrtCallbackBlockType = 0;
 pub const ACL_CALLBACK_BLOCK: aclrtCallbackBlockType = 1;
 pub type aclrtCallbackBlockType = ::std::os::raw::c_uint;
@@ -64,11 +74,53 @@ pub type aclrtEventRecordedStatus = ::std::os::raw::c_uint;
 pub const ACL_DEVICE: aclrtRunMode = 0;
 pub const ACL_HOST: aclrtRunMode = 1;
 pub type aclrtRunMode = ::std::os::raw::c_uint;
+pub const ACL_STREAM_STATUS_COMPLETE: aclrtStreamStatus = 0;
+pub const ACL_STREAM_STATUS_NOT_READY: aclrtStreamStatus = 1;
+pub const ACL_STREAM_STATUS_RESERVED: aclrtStreamStatus = 65535;
+pub type aclrtStreamStatus = ::std::os::raw::c_uint;
+pub const ACL_DDR_MEM: aclrtMemAttr = 0;
+pub const ACL_HBM_MEM: aclrtMemAttr = 1;
+pub const ACL_DDR_MEM_HUGE: aclrtMemAttr = 2;
+pub const ACL_DDR_MEM_NORMAL: aclrtMemAttr = 3;
+pub const ACL_HBM_MEM_HUGE: aclrtMemAttr = 4;
+pub const ACL_HBM_MEM_NORMAL: aclrtMemAttr = 5;
+pub const ACL_DDR_MEM_P2P_HUGE: aclrtMemAttr = 6;
+pub const ACL_DDR_MEM_P2P_NORMAL: aclrtMemAttr = 7;
+pub const ACL_HBM_MEM_P2P_HUGE: aclrtMemAttr = 8;
+pub const ACL_HBM_MEM_P2P_NORMAL: aclrtMemAttr = 9;
+pub type aclrtMemAttr = ::std::os::raw::c_uint;
+pub const ACL_DEVICE_INFO_UNDEFINED: aclDeviceInfo = -1;
+pub const ACL_DEVICE_INFO_AI_CORE_NUM: aclDeviceInfo = 0;
+pub const ACL_DEVICE_INFO_VECTOR_CORE_NUM: aclDeviceInfo = 1;
+pub const ACL_DEVICE_INFO_L2_SIZE: aclDeviceInfo = 2;
+pub type aclDeviceInfo = ::std::os::raw::c_int;
 unsafe extern "C" {
     pub fn aclInit(configPath: *const ::std::os::raw::c_char) -> aclError;
 }
 unsafe extern "C" {
     pub fn aclFinalize() -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclrtGetVersion(
+        majorVersion: *mut i32,
+        minorVersion: *mut i32,
+        patchVersion: *mut i32,
+    ) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclsysGetVersionStr(
+        pkgName: *mut ::std::os::raw::c_char,
+        versionStr: *mut ::std::os::raw::c_char,
+    ) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclsysGetVersionNum(
+        pkgName: *mut ::std::os::raw::c_char,
+        versionNum: *mut i32,
+    ) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclGetRecentErrMsg() -> *const ::std::os::raw::c_char;
 }
 unsafe extern "C" {
     pub fn aclrtSetDevice(deviceId: i32) -> aclError;
@@ -90,6 +142,22 @@ unsafe extern "C" {
 }
 unsafe extern "C" {
     pub fn aclrtSynchronizeDeviceWithTimeout(timeout: i32) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclrtResetDeviceForce(deviceId: i32) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclrtGetSocName() -> *const ::std::os::raw::c_char;
+}
+unsafe extern "C" {
+    pub fn aclrtGetMemInfo(attr: aclrtMemAttr, free: *mut usize, total: *mut usize) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclGetDeviceCapability(
+        deviceId: u32,
+        deviceInfo: aclDeviceInfo,
+        value: *mut i64,
+    ) -> aclError;
 }
 unsafe extern "C" {
     pub fn aclrtCreateContext(context: *mut aclrtContext, deviceId: i32) -> aclError;
@@ -117,6 +185,22 @@ unsafe extern "C" {
 }
 unsafe extern "C" {
     pub fn aclrtStreamWaitEvent(stream: aclrtStream, event: aclrtEvent) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclrtCreateStreamWithConfig(
+        stream: *mut aclrtStream,
+        priority: u32,
+        flag: u32,
+    ) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclrtDestroyStreamForce(stream: aclrtStream) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclrtStreamQuery(stream: aclrtStream, status: *mut aclrtStreamStatus) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclrtSetStreamFailureMode(stream: aclrtStream, mode: u64) -> aclError;
 }
 unsafe extern "C" {
     pub fn aclrtCreateEvent(event: *mut aclrtEvent) -> aclError;
@@ -156,6 +240,18 @@ unsafe extern "C" {
     pub fn aclrtSetOpWaitTimeout(timeout: u32) -> aclError;
 }
 unsafe extern "C" {
+    pub fn aclrtSetOpExecuteTimeOut(timeout: u32) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclrtSetOpExecuteTimeOutV2(timeout: u64, actualTimeout: *mut u64) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclrtGetOpTimeOutInterval(interval: *mut u64) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclrtGetOpExecuteTimeout(timeoutMs: *mut u32) -> aclError;
+}
+unsafe extern "C" {
     pub fn aclrtSubscribeReport(threadId: u64, stream: aclrtStream) -> aclError;
 }
 unsafe extern "C" {
@@ -171,6 +267,13 @@ unsafe extern "C" {
 }
 unsafe extern "C" {
     pub fn aclrtUnSubscribeReport(threadId: u64, stream: aclrtStream) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclrtLaunchHostFunc(
+        stream: aclrtStream,
+        fn_: aclrtHostFunc,
+        args: *mut ::std::os::raw::c_void,
+    ) -> aclError;
 }
 unsafe extern "C" {
     pub fn aclrtMalloc(

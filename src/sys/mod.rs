@@ -28,22 +28,32 @@ pub mod bindings {
 
 pub mod loader;
 
-pub use bindings::{aclError, aclrtCallback, aclrtContext, aclrtEvent, aclrtStream};
+pub use bindings::{aclError, aclrtCallback, aclrtContext, aclrtEvent, aclrtHostFunc, aclrtStream};
 use std::ffi::{c_char, c_void};
 
 use bindings::{
-    aclrtCallbackBlockType, aclrtEventRecordedStatus, aclrtMemMallocPolicy, aclrtMemcpyKind,
-    aclrtRunMode,
+    aclDeviceInfo, aclrtCallbackBlockType, aclrtEventRecordedStatus, aclrtMemAttr,
+    aclrtMemMallocPolicy, aclrtMemcpyKind, aclrtRunMode, aclrtStreamStatus,
 };
 
 /// Declares the function table: one field per C function, its symbol name, and a
 /// compile-time proof that the field's type is exactly the prototype bindgen read from the
 /// header (`const _: T = bindings::name;` does not compile if they differ, and takes no
 /// address at run time, so nothing is linked).
+/// The return type of a table entry: `aclError` unless the entry names another.
+macro_rules! returns {
+    () => {
+        aclError
+    };
+    ($ret:ty) => {
+        $ret
+    };
+}
+
 macro_rules! function_table {
     (
-        required { $($req:ident : fn($($rarg:ty),* $(,)?);)* }
-        optional { $($opt:ident : fn($($oarg:ty),* $(,)?);)* }
+        required { $($req:ident : fn($($rarg:ty),* $(,)?) $(-> $rret:ty)?;)* }
+        optional { $($opt:ident : fn($($oarg:ty),* $(,)?) $(-> $oret:ty)?;)* }
     ) => {
         /// Every runtime function this crate calls, resolved from one loaded library.
         ///
@@ -54,16 +64,16 @@ macro_rules! function_table {
         pub struct FunctionTable {
             $(
                 #[doc = concat!("`", stringify!($req), "` (required).")]
-                pub $req: unsafe extern "C" fn($($rarg),*) -> aclError,
+                pub $req: unsafe extern "C" fn($($rarg),*) -> returns!($($rret)?),
             )*
             $(
                 #[doc = concat!("`", stringify!($opt), "` (optional: newer runtimes only).")]
-                pub $opt: Option<unsafe extern "C" fn($($oarg),*) -> aclError>,
+                pub $opt: Option<unsafe extern "C" fn($($oarg),*) -> returns!($($oret)?)>,
             )*
         }
 
-        $(const _: unsafe extern "C" fn($($rarg),*) -> aclError = bindings::$req;)*
-        $(const _: unsafe extern "C" fn($($oarg),*) -> aclError = bindings::$opt;)*
+        $(const _: unsafe extern "C" fn($($rarg),*) -> returns!($($rret)?) = bindings::$req;)*
+        $(const _: unsafe extern "C" fn($($oarg),*) -> returns!($($oret)?) = bindings::$opt;)*
 
         /// The symbols a runtime library must export to be loaded.
         pub const REQUIRED_SYMBOLS: &[&str] = &[$(stringify!($req)),*];
@@ -93,7 +103,7 @@ macro_rules! function_table {
                     $(
                         // SAFETY: the caller guarantees the symbol has this prototype.
                         $req: unsafe {
-                            match library.get::<unsafe extern "C" fn($($rarg),*) -> aclError>(
+                            match library.get::<unsafe extern "C" fn($($rarg),*) -> returns!($($rret)?)>(
                                 concat!(stringify!($req), "\0").as_bytes(),
                             ) {
                                 Ok(symbol) => *symbol,
@@ -109,7 +119,7 @@ macro_rules! function_table {
                         // SAFETY: as above; absence is allowed and recorded as `None`.
                         $opt: unsafe {
                             library
-                                .get::<unsafe extern "C" fn($($oarg),*) -> aclError>(
+                                .get::<unsafe extern "C" fn($($oarg),*) -> returns!($($oret)?)>(
                                     concat!(stringify!($opt), "\0").as_bytes(),
                                 )
                                 .ok()
@@ -163,8 +173,26 @@ function_table! {
         aclrtMemset: fn(*mut c_void, usize, i32, usize);
         aclrtMemsetAsync: fn(*mut c_void, usize, i32, usize, aclrtStream);
     }
+    // Everything newer than the seeds' runtime, or deprecated: absent from some releases.
     optional {
         aclrtSynchronizeDeviceWithTimeout: fn(i32);
         aclrtSynchronizeEventWithTimeout: fn(aclrtEvent, i32);
+        aclrtResetDeviceForce: fn(i32);
+        aclrtGetSocName: fn() -> *const c_char;
+        aclrtGetMemInfo: fn(aclrtMemAttr, *mut usize, *mut usize);
+        aclGetDeviceCapability: fn(u32, aclDeviceInfo, *mut i64);
+        aclrtGetVersion: fn(*mut i32, *mut i32, *mut i32);
+        aclsysGetVersionStr: fn(*mut c_char, *mut c_char);
+        aclsysGetVersionNum: fn(*mut c_char, *mut i32);
+        aclGetRecentErrMsg: fn() -> *const c_char;
+        aclrtCreateStreamWithConfig: fn(*mut aclrtStream, u32, u32);
+        aclrtDestroyStreamForce: fn(aclrtStream);
+        aclrtStreamQuery: fn(aclrtStream, *mut aclrtStreamStatus);
+        aclrtSetStreamFailureMode: fn(aclrtStream, u64);
+        aclrtSetOpExecuteTimeOut: fn(u32);
+        aclrtSetOpExecuteTimeOutV2: fn(u64, *mut u64);
+        aclrtGetOpTimeOutInterval: fn(*mut u64);
+        aclrtGetOpExecuteTimeout: fn(*mut u32);
+        aclrtLaunchHostFunc: fn(aclrtStream, aclrtHostFunc, *mut c_void);
     }
 }
