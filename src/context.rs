@@ -29,8 +29,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use crate::error::Result;
 use crate::event::{Created, Event};
 use crate::runtime::{Failed, release_on_drop, report_drop_error};
-use crate::stream::Stream;
-use crate::sys::bindings::ACL_EVENT_SYNC;
+use crate::stream::{Stream, StreamConfig};
+use crate::sys::bindings::{ACL_EVENT_SYNC, ACL_STOP_ON_FAILURE};
 use crate::sys::loader::Api;
 use crate::sys::{aclrtContext, aclrtEvent, aclrtStream};
 
@@ -214,6 +214,44 @@ impl<'dev> Context<'dev> {
         Ok(unsafe { Stream::from_raw(raw, self) })
     }
 
+    /// A stream created as `config` says (S6, S7): `aclrtCreateStreamWithConfig`, then
+    /// `aclrtSetStreamFailureMode` if it stops on failure. With the default configuration
+    /// this is [`create_stream`](Self::create_stream) (and works on runtimes that lack the
+    /// newer functions; others return [`Error::Unsupported`](crate::Error::Unsupported)).
+    pub fn create_stream_with(&self, config: StreamConfig) -> Result<Stream<'_>> {
+        if config.raw_priority() > 7 {
+            return Err(crate::Error::InvalidArgument(
+                "a stream priority is 0 to 7 (S7)",
+            ));
+        }
+        if config == StreamConfig::new() {
+            return self.create_stream();
+        }
+        self.bind()?;
+        let (priority, flags) = (u32::from(config.raw_priority()), config.raw_flags());
+        // SAFETY: a new stream in this (bound) context, owned by the returned value (D3).
+        let raw = unsafe { self.api.create_stream_with_config(priority, flags)? };
+        // SAFETY: `raw` was just created in this context and is owned by the new value only.
+        let stream = unsafe { Stream::from_raw(raw, self) };
+        if config.stops_on_failure() {
+            // SAFETY: the stream is live, created just now with no task issued, and this is
+            // its only failure-mode call (S6). On failure it is destroyed by its `Drop`.
+            unsafe {
+                self.api
+                    .set_stream_failure_mode(raw, u64::from(ACL_STOP_ON_FAILURE))?
+            };
+        }
+        Ok(stream)
+    }
+
+    /// `aclrtGetMemInfo(attr, &free, &total)` (D8): the free and total bytes of this
+    /// context's device, for one kind of memory.
+    pub fn memory_info(&self, kind: MemoryKind) -> Result<MemoryInfo> {
+        self.bind()?;
+        let (free, total) = self.api.get_mem_info(kind.raw())?;
+        Ok(MemoryInfo { free, total })
+    }
+
     /// `aclrtCreateEventWithFlag(&e, ACL_EVENT_SYNC)`: an [`Event`] in the *Created* state.
     ///
     /// Every event of the typed API carries `ACL_EVENT_SYNC`, so the E7 error (wait or reset
@@ -301,6 +339,19 @@ impl<'dev> Context<'dev> {
             });
         self.defer_destroy(to, join);
         reset
+    }
+
+    /// The join events `stream` waited on no longer wait for its synchronisation (it was
+    /// destroyed without one, S8): a device synchronisation or the context's end destroys
+    /// them.
+    pub(crate) fn orphan_deferred_of(&self, stream: aclrtStream) {
+        if self.deferred_len.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let mut list = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
+        for entry in list.iter_mut().filter(|entry| entry.stream == stream) {
+            entry.stream = std::ptr::null_mut();
+        }
     }
 
     pub(crate) fn defer_destroy(&self, stream: aclrtStream, event: aclrtEvent) {
@@ -454,6 +505,48 @@ impl Drop for Context<'_> {
     fn drop(&mut self) {
         release_on_drop("Context", || self.release());
     }
+}
+
+/// Which memory [`Context::memory_info`] reports (`aclrtMemAttr`). Atlas 200/500 A2 boards
+/// have DDR; HBM is on training cards.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum MemoryKind {
+    /// `ACL_DDR_MEM`: all DDR memory.
+    Ddr,
+    /// `ACL_DDR_MEM_HUGE`: DDR in huge pages.
+    DdrHuge,
+    /// `ACL_DDR_MEM_NORMAL`: DDR in normal pages.
+    DdrNormal,
+    /// `ACL_HBM_MEM`: all HBM memory.
+    Hbm,
+    /// `ACL_HBM_MEM_HUGE`: HBM in huge pages.
+    HbmHuge,
+    /// `ACL_HBM_MEM_NORMAL`: HBM in normal pages.
+    HbmNormal,
+}
+
+impl MemoryKind {
+    fn raw(self) -> crate::sys::bindings::aclrtMemAttr {
+        use crate::sys::bindings as b;
+        match self {
+            MemoryKind::Ddr => b::ACL_DDR_MEM,
+            MemoryKind::DdrHuge => b::ACL_DDR_MEM_HUGE,
+            MemoryKind::DdrNormal => b::ACL_DDR_MEM_NORMAL,
+            MemoryKind::Hbm => b::ACL_HBM_MEM,
+            MemoryKind::HbmHuge => b::ACL_HBM_MEM_HUGE,
+            MemoryKind::HbmNormal => b::ACL_HBM_MEM_NORMAL,
+        }
+    }
+}
+
+/// Free and total bytes of one kind of device memory ([`Context::memory_info`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MemoryInfo {
+    /// Bytes not allocated.
+    pub free: usize,
+    /// Bytes in all.
+    pub total: usize,
 }
 
 impl std::fmt::Debug for Context<'_> {

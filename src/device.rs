@@ -87,6 +87,20 @@ impl<'acl> Device<'acl> {
         Context::create(self.api, self.id, &self.contexts)
     }
 
+    /// `aclGetDeviceCapability` (D8): one property of this device.
+    /// [`Error::Unsupported`](crate::Error::Unsupported) on runtimes that lack it.
+    pub fn capability(&self, capability: DeviceCapability) -> Result<i64> {
+        use crate::sys::bindings as b;
+        let info = match capability {
+            DeviceCapability::AiCoreCount => b::ACL_DEVICE_INFO_AI_CORE_NUM,
+            DeviceCapability::VectorCoreCount => b::ACL_DEVICE_INFO_VECTOR_CORE_NUM,
+            DeviceCapability::L2CacheBytes => b::ACL_DEVICE_INFO_L2_SIZE,
+        };
+        // A set device's id is valid and not negative (D1).
+        let id = u32::try_from(self.id).map_err(|_| Error::InvalidArgument("device id"))?;
+        self.api.get_device_capability(id, info)
+    }
+
     fn release(&self) -> Result<()> {
         context::refuse_inside_callback()?;
         let count = self.contexts.load(Ordering::Acquire);
@@ -118,6 +132,18 @@ impl Drop for Device<'_> {
     fn drop(&mut self) {
         release_on_drop("Device", || self.release());
     }
+}
+
+/// A property [`Device::capability`] reports (`aclDeviceInfo`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DeviceCapability {
+    /// `ACL_DEVICE_INFO_AI_CORE_NUM`: AI cores.
+    AiCoreCount,
+    /// `ACL_DEVICE_INFO_VECTOR_CORE_NUM`: vector cores.
+    VectorCoreCount,
+    /// `ACL_DEVICE_INFO_L2_SIZE`: L2 cache size in bytes.
+    L2CacheBytes,
 }
 
 impl std::fmt::Debug for Device<'_> {

@@ -105,7 +105,8 @@ acl_error_codes! {
     RtThreadSubscribe = 107012, "ACL_ERROR_RT_THREAD_SUBSCRIBE", "the thread is not subscribed, or subscribed on another device (C3, C6, C9)";
     RtStreamNoCbReg = 107015, "ACL_ERROR_RT_STREAM_NO_CB_REG", "no thread is subscribed to the stream (C5)";
     RtWaitTimeout = 107019, "ACL_ERROR_RT_WAIT_TIMEOUT", "a wait timed out (P3)";
-    RtTaskTimeout = 107020, "ACL_ERROR_RT_TASK_TIMEOUT", "a task timed out";
+    RtTaskTimeout = 107020, "ACL_ERROR_RT_TASK_TIMEOUT", "a task ran longer than the operator execution timeout (P5)";
+    RtStreamAbort = 107023, "ACL_ERROR_RT_STREAM_ABORT", "the stream's context stopped after a failed task (S6: stop on failure)";
     RtFeatureNotSupport = 207000, "ACL_ERROR_RT_FEATURE_NOT_SUPPORT", "the feature is not supported, e.g. waiting on an event without ACL_EVENT_SYNC (E7)";
     RtMemoryAllocation = 207001, "ACL_ERROR_RT_MEMORY_ALLOCATION", "device memory allocation failed";
     RtNoDevice = 207004, "ACL_ERROR_RT_NO_DEVICE", "no device is available";

@@ -114,6 +114,7 @@ pub mod context;
 pub mod device;
 pub mod error;
 pub mod event;
+pub mod host_fn;
 pub mod memory;
 pub mod result;
 pub mod runtime;
@@ -122,13 +123,14 @@ pub mod stream;
 pub mod sys;
 
 pub use callback::{CallbackMode, ReportThread, Subscribed};
-pub use context::Context;
-pub use device::Device;
+pub use context::{Context, MemoryInfo, MemoryKind};
+pub use device::{Device, DeviceCapability};
 pub use error::{AclError, Error, LoadError, Result};
 pub use event::{Created, Event, Recorded, Reset, ResetDone, WaitError, Waited};
+pub use host_fn::HostFnStream;
 pub use memory::{AsyncScope, DeviceBuffer, HostBuffer, MallocPolicy};
 pub use runtime::{Acl, Failed, InitOptions, Timeout, set_drop_error_handler};
-pub use stream::Stream;
+pub use stream::{Stream, StreamConfig};
 
 /// Sizes and thread-safety, pinned: a change here is a deliberate API change.
 mod assertions {
@@ -165,6 +167,10 @@ mod assertions {
     assert_impl_all!(ReportThread<'static>: Send, Sync);
     assert_impl_all!(Subscribed<'static, 'static>: Send);
     assert_not_impl_any!(Subscribed<'static, 'static>: Sync);
+    assert_impl_all!(HostFnStream<'static>: Send);
+    assert_not_impl_any!(HostFnStream<'static>: Sync);
+    assert_eq_size!(HostFnStream<'static>, [Raw; 4]); // stream + closures shared with the runtime
+    assert_impl_all!(StreamConfig: Send, Sync, Copy);
     assert_eq_size!(DeviceBuffer<'static, f32>, [Raw; 3]); // pointer + length + context
     assert_impl_all!(Timeout: Send, Sync, Copy);
 }

@@ -43,11 +43,12 @@ use std::ptr;
 
 use crate::error::{AclError, Error, Result};
 use crate::sys::bindings::{
-    aclrtCallbackBlockType, aclrtEventRecordedStatus, aclrtMemMallocPolicy, aclrtMemcpyKind,
-    aclrtRunMode,
+    ACL_ERROR_FAILURE, ACL_PKG_VERSION_MAX_SIZE, ACL_STREAM_STATUS_COMPLETE, aclDeviceInfo,
+    aclrtCallbackBlockType, aclrtEventRecordedStatus, aclrtMemAttr, aclrtMemMallocPolicy,
+    aclrtMemcpyKind, aclrtRunMode, aclrtStreamStatus,
 };
 use crate::sys::loader::Api;
-use crate::sys::{aclError, aclrtCallback, aclrtContext, aclrtEvent, aclrtStream};
+use crate::sys::{aclError, aclrtCallback, aclrtContext, aclrtEvent, aclrtHostFunc, aclrtStream};
 
 /// Maps a raw return value of `call` to a `Result`.
 #[inline(always)]
@@ -75,6 +76,33 @@ macro_rules! call {
     ($api:expr, $name:ident($($arg:expr),* $(,)?)) => {
         check(stringify!($name), ($api.table.$name)($($arg),*))
     };
+}
+
+/// An optional function of the table, or [`Error::Unsupported`] when the runtime lacks it.
+macro_rules! optional {
+    ($api:expr, $name:ident) => {
+        match $api.table.$name {
+            Some(function) => function,
+            None => {
+                return Err(Error::Unsupported {
+                    symbol: stringify!($name),
+                })
+            }
+        }
+    };
+}
+
+/// Copies a NUL-terminated string the runtime returned; `None` for NULL.
+///
+/// # Safety
+/// `text` is NULL or points to a NUL-terminated string that stays valid during the call.
+unsafe fn copy_c_string(text: *const std::ffi::c_char) -> Option<String> {
+    if text.is_null() {
+        return None;
+    }
+    // SAFETY: the caller's contract: non-NULL and NUL-terminated.
+    let text = unsafe { CStr::from_ptr(text) };
+    Some(text.to_string_lossy().into_owned())
 }
 
 /// Calls an optional function, or returns [`Error::Unsupported`] when the runtime lacks it.
@@ -125,6 +153,101 @@ impl Api {
     pub unsafe fn set_op_wait_timeout(&self, seconds: u32) -> Result<()> {
         // SAFETY: a plain integer argument, validated by the runtime.
         unsafe { call!(self, aclrtSetOpWaitTimeout(seconds)) }
+    }
+
+    /// `aclrtSetOpExecuteTimeOutV2(us, &actual)` (P5): tasks issued later fail with 107020
+    /// once they run longer; returns the limit in effect (rounded up to the interval).
+    /// `0` removes the limit. Optional symbol.
+    ///
+    /// # Safety
+    /// The [common contract](self#safety-of-the-raw-layer).
+    #[inline]
+    pub unsafe fn set_op_execute_timeout_us(&self, timeout_us: u64) -> Result<u64> {
+        let mut actual = 0;
+        let function = optional!(self, aclrtSetOpExecuteTimeOutV2);
+        // SAFETY: an integer argument and a valid, writable local.
+        check("aclrtSetOpExecuteTimeOutV2", unsafe {
+            function(timeout_us, &mut actual)
+        })?;
+        Ok(actual)
+    }
+
+    /// `aclrtSetOpExecuteTimeOut(seconds)` (P5), the older interface. Optional symbol.
+    ///
+    /// # Safety
+    /// The [common contract](self#safety-of-the-raw-layer).
+    #[inline]
+    pub unsafe fn set_op_execute_timeout(&self, seconds: u32) -> Result<()> {
+        // SAFETY: an integer argument.
+        unsafe { call_optional!(self, aclrtSetOpExecuteTimeOut(seconds)) }
+    }
+
+    /// `aclrtGetOpExecuteTimeout(&ms)` (P5): the operator execution limit in effect, in ms.
+    /// Optional symbol.
+    #[inline]
+    pub fn get_op_execute_timeout_ms(&self) -> Result<u32> {
+        let mut ms = 0;
+        // SAFETY: the out-pointer is a valid, writable local.
+        unsafe { call_optional!(self, aclrtGetOpExecuteTimeout(&mut ms))? };
+        Ok(ms)
+    }
+
+    /// `aclrtGetOpTimeOutInterval(&us)` (P5): the granularity of operator timeouts, in µs.
+    /// Optional symbol.
+    #[inline]
+    pub fn get_op_timeout_interval_us(&self) -> Result<u64> {
+        let mut us = 0;
+        // SAFETY: the out-pointer is a valid, writable local.
+        unsafe { call_optional!(self, aclrtGetOpTimeOutInterval(&mut us))? };
+        Ok(us)
+    }
+
+    /// `aclsysGetVersionStr(pkg, buf)` (P4): the version of a CANN package, e.g. `c"runtime"`.
+    /// Optional symbol.
+    pub fn get_version_str(&self, package: &CStr) -> Result<String> {
+        let function = optional!(self, aclsysGetVersionStr);
+        // The runtime takes `char *`: it gets a private copy, never the caller's string.
+        let mut name = package.to_bytes_with_nul().to_vec();
+        let mut text = [0 as std::ffi::c_char; ACL_PKG_VERSION_MAX_SIZE as usize + 1];
+        // SAFETY: `name` is NUL-terminated and writable; `text` holds the
+        // ACL_PKG_VERSION_MAX_SIZE bytes the function may write, plus a NUL of our own.
+        check("aclsysGetVersionStr", unsafe {
+            function(name.as_mut_ptr().cast(), text.as_mut_ptr())
+        })?;
+        // SAFETY: the last byte is never written, so the text is NUL-terminated.
+        Ok(unsafe { copy_c_string(text.as_ptr()) }.unwrap_or_default())
+    }
+
+    /// `aclsysGetVersionNum(pkg, &n)` (P4): the version of a CANN package as a number.
+    /// Optional symbol.
+    pub fn get_version_num(&self, package: &CStr) -> Result<i32> {
+        let function = optional!(self, aclsysGetVersionNum);
+        let mut name = package.to_bytes_with_nul().to_vec();
+        let mut number = 0;
+        // SAFETY: `name` is NUL-terminated and writable; the out-pointer is a valid local.
+        check("aclsysGetVersionNum", unsafe {
+            function(name.as_mut_ptr().cast(), &mut number)
+        })?;
+        Ok(number)
+    }
+
+    /// `aclrtGetVersion(&major, &minor, &patch)` (P4): the interface version. Deprecated by
+    /// CANN in favour of [`get_version_str`](Self::get_version_str). Optional symbol.
+    #[inline]
+    pub fn get_version(&self) -> Result<(i32, i32, i32)> {
+        let (mut major, mut minor, mut patch) = (0, 0, 0);
+        // SAFETY: the out-pointers are valid, writable locals.
+        unsafe { call_optional!(self, aclrtGetVersion(&mut major, &mut minor, &mut patch))? };
+        Ok((major, minor, patch))
+    }
+
+    /// `aclGetRecentErrMsg()` (P4): the reason of this thread's last failed call, if the
+    /// runtime kept one. `None` too when the runtime lacks the function.
+    pub fn recent_error_message(&self) -> Option<String> {
+        let function = self.table.aclGetRecentErrMsg?;
+        // SAFETY: no argument; the text stays valid until this thread's next runtime call,
+        // and it is copied before any.
+        unsafe { copy_c_string(function()) }
     }
 
     // ---- Device and context (D1-D6) -------------------------------------------------------
@@ -180,6 +303,48 @@ impl Api {
         // SAFETY: the out-pointer is a valid, writable local.
         unsafe { call!(self, aclrtGetRunMode(&mut mode))? };
         Ok(mode)
+    }
+
+    /// `aclrtResetDeviceForce(id)` (D7): releases every `aclrtSetDevice` reference of the
+    /// device at once. Optional symbol.
+    ///
+    /// # Safety
+    /// The [common contract](self#safety-of-the-raw-layer): nothing of the device is used
+    /// afterwards, by this code or any other (every reference is gone).
+    #[inline]
+    pub unsafe fn reset_device_force(&self, device: i32) -> Result<()> {
+        crate::context::forget_current();
+        // SAFETY: an integer argument validated by the runtime; the caller's contract covers
+        // the handles it invalidates.
+        unsafe { call_optional!(self, aclrtResetDeviceForce(device)) }
+    }
+
+    /// `aclrtGetSocName()` (D8): e.g. "Ascend310B4". Optional symbol; a NULL answer is
+    /// [`Error::Runtime`] with `ACL_ERROR_FAILURE`.
+    pub fn get_soc_name(&self) -> Result<String> {
+        let function = optional!(self, aclrtGetSocName);
+        // SAFETY: no argument; the runtime returns NULL or a NUL-terminated string it keeps.
+        unsafe { copy_c_string(function()) }
+            .ok_or_else(|| runtime_error("aclrtGetSocName", ACL_ERROR_FAILURE as aclError))
+    }
+
+    /// `aclrtGetMemInfo(attr, &free, &total)` (D8): bytes free and in total on the current
+    /// context's device. Optional symbol.
+    #[inline]
+    pub fn get_mem_info(&self, attr: aclrtMemAttr) -> Result<(usize, usize)> {
+        let (mut free, mut total) = (0, 0);
+        // SAFETY: an enum value validated by the runtime; the out-pointers are valid locals.
+        unsafe { call_optional!(self, aclrtGetMemInfo(attr, &mut free, &mut total))? };
+        Ok((free, total))
+    }
+
+    /// `aclGetDeviceCapability(id, info, &value)` (D8). Optional symbol.
+    #[inline]
+    pub fn get_device_capability(&self, device: u32, info: aclDeviceInfo) -> Result<i64> {
+        let mut value = 0;
+        // SAFETY: values validated by the runtime; the out-pointer is a valid local.
+        unsafe { call_optional!(self, aclGetDeviceCapability(device, info, &mut value))? };
+        Ok(value)
     }
 
     /// `aclrtSynchronizeDevice()` (D4): waits for all work on the current device.
@@ -304,6 +469,65 @@ impl Api {
     pub unsafe fn stream_wait_event(&self, stream: aclrtStream, event: aclrtEvent) -> Result<()> {
         // SAFETY: the caller's contract.
         unsafe { call!(self, aclrtStreamWaitEvent(stream, event)) }
+    }
+
+    /// `aclrtCreateStreamWithConfig(&s, priority, flags)` (S7). Optional symbol.
+    ///
+    /// # Safety
+    /// The [common contract](self#safety-of-the-raw-layer).
+    #[inline]
+    pub unsafe fn create_stream_with_config(
+        &self,
+        priority: u32,
+        flags: u32,
+    ) -> Result<aclrtStream> {
+        let mut stream = ptr::null_mut();
+        // SAFETY: the out-pointer is a valid, writable local; the integers are validated by
+        // the runtime.
+        unsafe {
+            call_optional!(
+                self,
+                aclrtCreateStreamWithConfig(&mut stream, priority, flags)
+            )?
+        };
+        Ok(stream)
+    }
+
+    /// `aclrtDestroyStreamForce(s)` (S8): destroys without waiting; pending tasks are dropped.
+    /// Optional symbol.
+    ///
+    /// # Safety
+    /// The [common contract](self#safety-of-the-raw-layer), and: `stream` is live, in the
+    /// current context, and nothing waits for a task of it (a dropped record never completes
+    /// its event).
+    #[inline]
+    pub unsafe fn destroy_stream_force(&self, stream: aclrtStream) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { call_optional!(self, aclrtDestroyStreamForce(stream)) }
+    }
+
+    /// `aclrtStreamQuery(s, &status)` (S5): whether every task issued on `stream` is done.
+    /// Optional symbol.
+    ///
+    /// # Safety
+    /// `stream` is live (the runtime may not check a stale handle).
+    #[inline]
+    pub unsafe fn stream_query(&self, stream: aclrtStream) -> Result<bool> {
+        let mut status: aclrtStreamStatus = 0;
+        // SAFETY: the caller's contract; the out-pointer is a valid local.
+        unsafe { call_optional!(self, aclrtStreamQuery(stream, &mut status))? };
+        Ok(status == ACL_STREAM_STATUS_COMPLETE)
+    }
+
+    /// `aclrtSetStreamFailureMode(s, mode)` (S6). Optional symbol.
+    ///
+    /// # Safety
+    /// The [common contract](self#safety-of-the-raw-layer), and: `stream` is live; stop mode
+    /// makes the first failed task drop every later task of the context.
+    #[inline]
+    pub unsafe fn set_stream_failure_mode(&self, stream: aclrtStream, mode: u64) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { call_optional!(self, aclrtSetStreamFailureMode(stream, mode)) }
     }
 
     // ---- Event (E1-E9) --------------------------------------------------------------------
@@ -465,6 +689,24 @@ impl Api {
     pub unsafe fn unsubscribe_report(&self, thread_id: u64, stream: aclrtStream) -> Result<()> {
         // SAFETY: the caller's contract.
         unsafe { call!(self, aclrtUnSubscribeReport(thread_id, stream)) }
+    }
+
+    /// `aclrtLaunchHostFunc(s, fn, args)` (C10): the runtime calls `function(args)` on a
+    /// thread of its own once the earlier tasks of `stream` are done. Optional symbol.
+    ///
+    /// # Safety
+    /// The [common contract](self#safety-of-the-raw-layer), and: `stream` is live and not
+    /// subscribed (C10); `function` may be called once with `args`, at any later time or
+    /// never (if the task is dropped: S6, S8), and `args` stays valid until then.
+    #[inline]
+    pub unsafe fn launch_host_func(
+        &self,
+        stream: aclrtStream,
+        function: aclrtHostFunc,
+        args: *mut c_void,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { call_optional!(self, aclrtLaunchHostFunc(stream, function, args)) }
     }
 
     // ---- Memory (M1, M2) ------------------------------------------------------------------

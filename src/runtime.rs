@@ -136,6 +136,59 @@ impl Acl {
         Ok(self.api.get_run_mode()? == crate::sys::bindings::ACL_DEVICE)
     }
 
+    /// `aclrtGetSocName` (D8): the chip, e.g. "Ascend310B4" on an Atlas 200I/500 A2 board
+    /// (the simulator's name also starts with "Ascend"). [`Error::Unsupported`] on
+    /// runtimes that lack it.
+    pub fn soc_name(&self) -> Result<String> {
+        self.api.get_soc_name()
+    }
+
+    /// `aclsysGetVersionStr("runtime")` (P4): the version of the runtime package (the
+    /// simulator's says so). [`Error::Unsupported`] on runtimes older than 2025; see
+    /// [`interface_version`](Self::interface_version) for those.
+    pub fn runtime_version(&self) -> Result<String> {
+        self.api.get_version_str(c"runtime")
+    }
+
+    /// `aclrtGetVersion` (P4): the AscendCL interface version `(major, minor, patch)`, which
+    /// older runtimes report (deprecated in newer ones, which may lack it:
+    /// [`Error::Unsupported`]).
+    pub fn interface_version(&self) -> Result<(i32, i32, i32)> {
+        self.api.get_version()
+    }
+
+    /// `aclGetRecentErrMsg` (P4): the runtime's explanation of the calling thread's last
+    /// failed call, if it kept one. Read it right after the failure: any runtime call on
+    /// this thread may replace it.
+    pub fn recent_error_message(&self) -> Option<String> {
+        self.api.recent_error_message()
+    }
+
+    /// `aclrtSetOpExecuteTimeOutV2` (P5): operator tasks issued later fail with
+    /// [`AclError::RtTaskTimeout`](crate::AclError::RtTaskTimeout) (reported by the next
+    /// synchronisation) once they run longer than `limit`; `Duration::ZERO` removes the
+    /// limit. Returns the limit in effect (the runtime rounds up to its interval). Unlike
+    /// the wait timeout (P3a) this breaks no ordering: a stopped task is still a task the
+    /// later ones wait for, and its outputs are merely unspecified bytes.
+    pub fn set_op_execute_timeout(
+        &self,
+        limit: std::time::Duration,
+    ) -> Result<std::time::Duration> {
+        context::refuse_inside_callback()?;
+        let us = u64::try_from(limit.as_micros())
+            .map_err(|_| Error::InvalidArgument("operator timeout too long"))?;
+        // SAFETY: a process-wide setting that breaks no typed guarantee (see above); not
+        // inside a callback (checked above, C8).
+        let actual = unsafe { self.api.set_op_execute_timeout_us(us)? };
+        Ok(std::time::Duration::from_micros(actual))
+    }
+
+    /// `aclrtGetOpExecuteTimeout` (P5): the operator execution limit in effect (zero: none).
+    pub fn op_execute_timeout(&self) -> Result<std::time::Duration> {
+        let ms = self.api.get_op_execute_timeout_ms()?;
+        Ok(std::time::Duration::from_millis(u64::from(ms)))
+    }
+
     /// The loaded library: the raw [`result`](crate::result) layer, for calls this crate does
     /// not wrap. Handles created through it are not tracked by the typestate API. The borrow
     /// ends with the token, so no raw call compiles after [`finalize`](Acl::finalize); the

@@ -1,4 +1,4 @@
-//! Streams: ordered task queues (S1-S4).
+//! Streams: ordered task queues (S1-S8).
 
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -22,9 +22,11 @@ struct SyncSnapshot {
 /// # States
 ///
 /// ```text
-///  Context::create_stream() ──► Live ──destroy()──► Destroyed (consumed)
-///                                 │  tasks issued: record, wait, copies, callbacks (S1)
-///                                 └─ synchronize() / synchronize_with(timeout) (S2, S3)
+///  Context::create_stream()            ──► Live ──destroy()───────► Destroyed (consumed)
+///  Context::create_stream_with(config)       │   └─destroy_force()─► Destroyed, tasks dropped
+///                                            │  tasks issued: record, wait, copies, callbacks (S1)
+///                                            ├─ synchronize() / synchronize_with(timeout) (S2, S3)
+///                                            └─ is_complete() (S5)
 /// ```
 ///
 /// * It cannot outlive its context, and the context cannot be destroyed while it lives (D3).
@@ -200,6 +202,120 @@ impl<'ctx> Stream<'ctx> {
     /// Synchronises (S4), then `aclrtDestroyStream`. On failure the stream is given back.
     pub fn destroy(self) -> Result<(), Failed<Stream<'ctx>>> {
         Failed::release_or_give_back(self, Self::release)
+    }
+
+    /// `aclrtStreamQuery` (S5): whether every task issued on the stream is done. Waits for
+    /// nothing and orders nothing; asynchronous errors stay for the next synchronisation.
+    /// [`Error::Unsupported`](crate::Error::Unsupported) on runtimes that lack it.
+    pub fn is_complete(&self) -> Result<bool> {
+        self.bind()?;
+        // SAFETY: `self.raw` is live for as long as `self`.
+        unsafe { self.ctx.api().stream_query(self.raw) }
+    }
+
+    fn release_force(&self) -> Result<()> {
+        self.bind()?;
+        // SAFETY: `self.raw` is live and its context current (bound above); the value is
+        // consumed, so this is the only destruction. Nothing of the typed API waits for a
+        // task of this stream: events borrow the streams they were used on, so none is
+        // alive (the borrow checker refuses the move otherwise), and each one's release
+        // waited for its tasks (E9); buffers are used only inside async scopes, which borrow
+        // the stream and synchronise it when they end (M1, M2); callbacks need a
+        // `Subscribed`, which owns its stream. The dropped tasks can thus only be tasks the
+        // typed API no longer depends on (S8).
+        unsafe { self.ctx.api().destroy_stream_force(self.raw)? };
+        // Join events this stream waited on: their records, on other streams, may still be
+        // pending, so they wait for a device synchronisation or the context's end (E9),
+        // not for a stream that could reuse this handle.
+        self.ctx.orphan_deferred_of(self.raw);
+        self.ctx.orphan();
+        Ok(())
+    }
+
+    /// `aclrtDestroyStreamForce` (S8): destroys the stream without waiting for its tasks,
+    /// which are dropped and never run. For error paths that must not hang on a stuck
+    /// stream (a kernel that never ends). Consumes the stream, so it does not compile while
+    /// an event used on it, an async scope or a subscription holds it: no typed handle can
+    /// wait for a dropped task. (A [`mem::forget`](std::mem::forget)-leaked event can: a
+    /// stream that waits on it then waits forever. Memory is never at risk: copies are
+    /// confined to async scopes.) On failure, including
+    /// [`Error::Unsupported`](crate::Error::Unsupported), the stream is given back.
+    pub fn destroy_force(self) -> Result<(), Failed<Stream<'ctx>>> {
+        Failed::release_or_give_back(self, Self::release_force)
+    }
+}
+
+/// How [`Context::create_stream_with`] creates a stream (S6, S7): a priority, launch and
+/// synchronisation flags, and the failure mode. The failure mode is set once, when the
+/// stream is created, and never on the default stream (which the typed API has no handle
+/// to): a [`Stream`] has no method to change it (S6).
+///
+/// ```no_run
+/// # use ascend_typestate::{Acl, StreamConfig};
+/// # let acl = Acl::init()?;
+/// # let device = acl.set_device(0)?;
+/// # let ctx = device.create_context()?;
+/// let config = StreamConfig::new().priority(2).fast_launch().stop_on_failure();
+/// let stream = ctx.create_stream_with(config)?;
+/// # Ok::<(), ascend_typestate::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct StreamConfig {
+    priority: u8,
+    flags: u32,
+    stop_on_failure: bool,
+}
+
+impl StreamConfig {
+    /// Priority 0, no flags, continue on failure: what `aclrtCreateStream` gives.
+    pub const fn new() -> StreamConfig {
+        StreamConfig {
+            priority: 0,
+            flags: 0,
+            stop_on_failure: false,
+        }
+    }
+
+    /// The stream's priority, 0 (the default) to 7 (S7; others are
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) at creation).
+    pub const fn priority(mut self, priority: u8) -> StreamConfig {
+        self.priority = priority;
+        self
+    }
+
+    /// `ACL_STREAM_FAST_LAUNCH`: the runtime allocates the stream's task resources when it
+    /// creates the stream, not on the first launches.
+    pub const fn fast_launch(mut self) -> StreamConfig {
+        self.flags |= crate::sys::bindings::ACL_STREAM_FAST_LAUNCH;
+        self
+    }
+
+    /// `ACL_STREAM_FAST_SYNC`: synchronising the stream polls instead of sleeping (lower
+    /// latency, a busy host core).
+    pub const fn fast_sync(mut self) -> StreamConfig {
+        self.flags |= crate::sys::bindings::ACL_STREAM_FAST_SYNC;
+        self
+    }
+
+    /// `ACL_STOP_ON_FAILURE` (S6): the first task of the context that fails stops every
+    /// stream of the context: no later task of it runs, and each stream's next
+    /// synchronisation reports the failure. Without it (`ACL_CONTINUE_ON_FAILURE`) the
+    /// tasks after a failed one still run.
+    pub const fn stop_on_failure(mut self) -> StreamConfig {
+        self.stop_on_failure = true;
+        self
+    }
+
+    pub(crate) fn raw_priority(&self) -> u8 {
+        self.priority
+    }
+
+    pub(crate) fn raw_flags(&self) -> u32 {
+        self.flags
+    }
+
+    pub(crate) fn stops_on_failure(&self) -> bool {
+        self.stop_on_failure
     }
 }
 
