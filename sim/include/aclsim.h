@@ -43,7 +43,7 @@ aclError aclsimSetDeviceCount(uint32_t count);
  * aclInit; only aclsimClearFindings removes them. These, aclsimApiVersion,
  * aclsimSetDeviceCount, aclsimCallCount, aclsimResetCallCounts, aclsimClearFaults and
  * aclsimLiveObjectCount (0) work before aclInit as well; aclsimLaunchKernel and the fault
- * injection functions return 100001 then (see each). */
+ * injection functions (aclsimInjectTaskFailure too) return 100001 then (see each). */
 size_t aclsimFindingCount(void);
 /* Copies finding `index`: its rule ID (e.g. "E4", NUL-terminated, at most 8 bytes) and its
  * message (NUL-terminated, truncated to messageCap). Returns 0, or 100000 when index is out
@@ -53,11 +53,12 @@ aclError aclsimGetFinding(size_t index, char *rule, size_t ruleCap, char *messag
 void aclsimClearFindings(void);
 
 /* Fault injection, for testing error paths: the next `times` calls of the runtime function
- * named `call` (e.g. "aclrtResetEvent"; any aclrt* function of ascendcl.h, aclFinalize or
- * aclsimLaunchKernel) return `code` and do nothing else, not even check their arguments
- * (a failing aclFinalize leaves the runtime initialized). The arguments are checked first:
- * a NULL or non-UTF-8 `call`, a name that can never fire (not one of those functions:
- * unknown, misspelt, aclInit, or an aclsim* query), a zero `code` or zero `times` returns
+ * named `call` (e.g. "aclrtResetEvent"; any acl* function of ascendcl.h but aclInit and
+ * aclGetRecentErrMsg, or aclsimLaunchKernel) return `code` and do nothing else, not even
+ * check their arguments (a failing aclFinalize leaves the runtime initialized; a failing
+ * aclrtGetSocName returns NULL). The arguments are checked first: a NULL or non-UTF-8
+ * `call`, a name that can never fire (not one of those functions: unknown, misspelt,
+ * aclInit, aclGetRecentErrMsg, or an aclsim* query), a zero `code` or zero `times` returns
  * 100000, before aclInit too. With valid arguments, only while initialized: before aclInit
  * (or after aclFinalize) it returns 100001 (ACL_ERROR_UNINITIALIZE) and arms nothing.
  * Armed failures end with aclFinalize or aclsimClearFaults. */
@@ -71,6 +72,17 @@ aclError aclsimInjectFault(const char *call, aclError code, uint32_t times);
  * aclsimInjectFault (100000 for a bad argument, then 100001 before aclInit). */
 aclError aclsimInjectFaultAt(const char *call, aclError code, uint32_t skip, uint32_t times);
 void aclsimClearFaults(void);
+
+/* Asynchronous task failure, for testing S2/S6 and async-error handling: the next copy,
+ * memset, kernel or host-function task that `stream` (NULL: the default stream of the current
+ * context) reaches fails with `code` without running its body (no write, no call); the next
+ * synchronize of the stream reports `code`, and on an ACL_STOP_ON_FAILURE stream the whole
+ * context stops (S6). Record, wait, reset and callback tasks pass through untouched. Each
+ * call arms one more failure on the stream. A zero `code`: 100000; before aclInit: 100001; an
+ * unknown or destroyed stream: 107000; NULL stream without a current context: 107002. The
+ * stream need not be in the current context. Not counted by aclsimCallCount, not a fault
+ * injection target. Armed failures end with the stream. */
+aclError aclsimInjectTaskFailure(aclrtStream stream, aclError code);
 
 /* Call counts, for systematic fault injection (count the calls of a clean run, then fail
  * each of them in turn with aclsimInjectFaultAt): how many times the runtime function

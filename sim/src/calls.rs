@@ -65,16 +65,36 @@ call_ids!(
     aclrtMemset,
     aclrtMemsetAsync,
     aclsimLaunchKernel,
+    // Beyond the seeds (P4, P5, D7, D8, S5-S8, C10).
+    aclrtGetVersion,
+    aclsysGetVersionStr,
+    aclsysGetVersionNum,
+    aclGetRecentErrMsg,
+    aclrtResetDeviceForce,
+    aclrtGetSocName,
+    aclrtGetMemInfo,
+    aclGetDeviceCapability,
+    aclrtCreateStreamWithConfig,
+    aclrtDestroyStreamForce,
+    aclrtStreamQuery,
+    aclrtSetStreamFailureMode,
+    aclrtSetOpExecuteTimeOut,
+    aclrtSetOpExecuteTimeOutV2,
+    aclrtGetOpTimeOutInterval,
+    aclrtGetOpExecuteTimeout,
+    aclrtLaunchHostFunc,
 );
 
 const COUNT: usize = CALL_NAMES.len();
 
 static COUNTS: [AtomicU64; COUNT] = [const { AtomicU64::new(0) }; COUNT];
 
-/// Counts one call of `id` (failing calls included).
+/// Counts one call of `id` (failing calls included) and notes it as the calling thread's
+/// current runtime function (for `aclGetRecentErrMsg`, P4: one thread-local store).
 #[inline(always)]
 pub fn count(id: CallId) {
     COUNTS[id as usize].fetch_add(1, Ordering::Relaxed);
+    crate::errmsg::enter(id as usize);
 }
 
 /// Calls of the function named `name` since the last [`reset`]; 0 for an unknown name.

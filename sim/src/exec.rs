@@ -34,6 +34,12 @@ enum Job {
         ud: usize,
         bufs: Vec<usize>,
     },
+    /// `aclrtLaunchHostFunc` (C10), run in the stream's context.
+    Host {
+        f: CbFn,
+        ud: usize,
+        ctx: u64,
+    },
 }
 
 /// Creates a stream with its worker thread. Caller holds the lock.
@@ -131,7 +137,7 @@ pub fn enqueue(rt: &mut Rt, sid: u64, kind: TaskKind, allocs: Vec<usize>) -> u64
 
 /// Releases what an issued task holds (event references, allocation uses). `executed` is
 /// false for a task discarded without running.
-fn release_task(rt: &mut Rt, sid: u64, t: &Task, executed: bool) {
+pub(crate) fn release_task(rt: &mut Rt, sid: u64, t: &Task, executed: bool) {
     for a in &t.allocs {
         let mut free_now = false;
         if let Some(al) = rt.allocs.get_mut(a) {
@@ -147,7 +153,13 @@ fn release_task(rt: &mut Rt, sid: u64, t: &Task, executed: bool) {
     let ev = match &t.kind {
         TaskKind::Record { ev } => {
             if let Some(e) = rt.events.get_mut(ev) {
-                e.records_finished += 1;
+                if executed {
+                    e.records_finished += 1;
+                } else {
+                    // A dropped record (S6, S8, teardown) never completes its event: the
+                    // event is as if it had never been issued.
+                    e.records_issued = e.records_issued.saturating_sub(1);
+                }
             }
             Some(*ev)
         }
@@ -185,7 +197,7 @@ fn release_task(rt: &mut Rt, sid: u64, t: &Task, executed: bool) {
 }
 
 /// Pops the head task of `sid` after it ran, releases it and wakes host waiters.
-fn complete_front(rt: &mut Rt, sid: u64) {
+pub(crate) fn complete_front(rt: &mut Rt, sid: u64) {
     let Some(t) = rt.streams.get_mut(&sid).and_then(|s| s.tasks.pop_front()) else {
         return;
     };
@@ -248,17 +260,16 @@ fn worker(sid: u64, cv_addr: usize) {
                     return;
                 };
                 if let Some(msg) = failed {
-                    if let Some(s) = rt.streams.get_mut(&sid) {
-                        s.async_error.get_or_insert(code::RT_INTERNAL_ERROR);
-                    }
+                    crate::extra::task_failed(rt, sid, code::RT_INTERNAL_ERROR);
                     rt.report(
                         "C8",
                         format!(
-                            "kernel body on stream {:#x} panicked ({msg}); a kernel function must not panic",
+                            "{msg} on stream {:#x}; a kernel function or host function must not panic",
                             handle(STREAM_BASE, sid)
                         ),
                     );
                 }
+                crate::extra::after_run(rt, sid);
                 complete_front(rt, sid);
             }
         }
@@ -298,12 +309,30 @@ fn run_job(job: Job) -> Option<String> {
                 unsafe { f(ud as *mut libc::c_void, ptrs.as_ptr(), ptrs.len()) }
             }));
             IN_CALLBACK.with(|c| c.set(false));
-            r.err().map(|_| "panic".to_string())
+            r.err().map(|_| "kernel body panicked".to_string())
+        }
+        Job::Host { f, ud, ctx } => {
+            // C10: C8 applies inside a host function as inside a callback; it runs in the
+            // stream's context (so queries such as aclrtStreamQuery(NULL) resolve).
+            let saved = CUR_CTX.with(|c| c.replace(ctx));
+            IN_CALLBACK.with(|c| c.set(true));
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                // SAFETY: a host function and its argument as registered by
+                // aclrtLaunchHostFunc, called once.
+                unsafe { f(ud as *mut libc::c_void) }
+            }));
+            IN_CALLBACK.with(|c| c.set(false));
+            CUR_CTX.with(|c| c.set(saved));
+            r.err().map(|_| "host function panicked".to_string())
         }
     }
 }
 
 fn step(rt: &mut Rt, sid: u64) -> Step {
+    // S6 (a stopped context), aclsimInjectTaskFailure.
+    if rt.extra.intercepts() && crate::extra::intercept(rt, sid) {
+        return Step::Continue;
+    }
     let now = Instant::now();
     let op_ev;
     {
@@ -357,6 +386,14 @@ fn step(rt: &mut Rt, sid: u64) -> Step {
                     ud: *ud,
                     bufs: bufs.clone(),
                 });
+            }
+            TaskKind::HostFunc { f, ud } => {
+                if t.state == TaskState::Running {
+                    return Step::Idle;
+                }
+                t.state = TaskState::Running;
+                let (f, ud, ctx) = (*f, *ud, s.ctx);
+                return Step::Run(Job::Host { f, ud, ctx });
             }
             TaskKind::Callback {
                 f,
@@ -470,8 +507,8 @@ fn step(rt: &mut Rt, sid: u64) -> Step {
                     // P3: the wait ends with an error the next synchronize reports.
                     if let Some(s) = rt.streams.get_mut(&sid) {
                         s.blocked_on = None;
-                        s.async_error.get_or_insert(code::RT_WAIT_TIMEOUT);
                     }
+                    crate::extra::task_failed(rt, sid, code::RT_WAIT_TIMEOUT);
                     complete_front(rt, sid);
                     return Step::Continue;
                 }
@@ -618,6 +655,7 @@ pub fn remove_streams(rt: &mut Rt, ids: &[u64]) {
                 release_task(rt, *sid, &t, false);
             }
         }
+        crate::extra::forget_stream(rt, *sid);
         for c in rt.contexts.values_mut() {
             if c.default_stream == Some(*sid) {
                 c.default_stream = None;

@@ -12,7 +12,9 @@
 #![allow(non_snake_case)]
 
 pub mod calls;
+pub mod errmsg;
 pub mod exec;
+pub mod extra;
 pub mod pt;
 pub mod state;
 pub mod trace;
@@ -28,7 +30,22 @@ use state::*;
 
 type R = Result<(), i32>;
 
+/// Runs the body of a runtime entry point (after `calls::count`): a failure is recorded as
+/// the thread's recent error message (P4, `aclGetRecentErrMsg`), at no cost on success.
 fn ffi(f: impl FnOnce() -> R) -> i32 {
+    // The entry point's own index: a callback run inside (aclrtProcessReport) enters others.
+    let call = errmsg::current();
+    let e = match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => return code::SUCCESS,
+        Ok(Err(e)) => e,
+        Err(_) => code::INTERNAL_ERROR,
+    };
+    errmsg::failed(call, e);
+    e
+}
+
+/// As [`ffi`] for the `aclsim*` functions that are not runtime calls (no error message).
+fn ffi_ext(f: impl FnOnce() -> R) -> i32 {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => code::SUCCESS,
         Ok(Err(e)) => e,
@@ -48,24 +65,30 @@ enum Call {
 fn enter(name: &str, kind: Call) -> Result<PGuard<'static, Global>, i32> {
     let mut g = G.lock();
     let Some(rt) = g.rt.as_deref_mut() else {
-        return Err(code::UNINITIALIZE);
+        return Err(errmsg::why(
+            code::UNINITIALIZE,
+            "aclInit has not been called (or aclFinalize was): P1",
+        ));
     };
     if kind == Call::Action && IN_CALLBACK.with(|c| c.get()) {
         rt.report(
             "C8",
             format!(
-                "{name} called from inside a callback or kernel body on thread {:#x}: a callback must not synchronize, allocate or free runtime resources or launch tasks (it can deadlock the stream); the simulator rejects the call with 107000",
+                "{name} called from inside a callback, kernel body or host function on thread {:#x}: a callback must not synchronize, allocate or free runtime resources or launch tasks (it can deadlock the stream); the simulator rejects the call with 107000",
                 self_id()
             ),
         );
-        return Err(code::RT_PARAM_INVALID);
+        return Err(errmsg::why(
+            code::RT_PARAM_INVALID,
+            "called from inside a callback, kernel body or host function (C8)",
+        ));
     }
     // Injected failures (aclsimInjectFault, aclsimInjectFaultAt): the call fails before
     // doing anything, even checking its arguments.
     if !rt.faults.is_empty()
         && let Some(code) = rt.take_fault(name)
     {
-        return Err(code);
+        return Err(errmsg::why(code, "injected failure (aclsimInjectFault)"));
     }
     Ok(g)
 }

@@ -25,6 +25,7 @@ pub mod code {
     pub const RT_THREAD_SUBSCRIBE: i32 = 107012;
     pub const RT_STREAM_NO_CB_REG: i32 = 107015;
     pub const RT_WAIT_TIMEOUT: i32 = 107019;
+    pub const RT_TASK_TIMEOUT: i32 = 107020;
     pub const RT_FEATURE_NOT_SUPPORT: i32 = 207000;
     pub const RT_MEMORY_ALLOCATION: i32 = 207001;
     pub const RT_NO_STREAM_RESOURCE: i32 = 207008;
@@ -167,6 +168,11 @@ pub enum TaskKind {
         block: bool,
         thread: u64,
     },
+    /// `aclrtLaunchHostFunc` (C10): runs on the stream's worker thread.
+    HostFunc {
+        f: CbFn,
+        ud: usize,
+    },
 }
 
 pub struct Task {
@@ -270,6 +276,8 @@ pub struct Rt {
     /// Armed by `aclsimInjectFault`/`aclsimInjectFaultAt`: calls that fail on their next
     /// use(s), in the order they were armed.
     pub faults: Vec<Fault>,
+    /// The functions beyond the seeds (P5, D8, S5-S8, C10): see `crate::extra`.
+    pub extra: crate::extra::Extra,
 }
 
 /// An injected failure: after `skip` more calls of `call`, the next `remaining` calls return
@@ -451,5 +459,6 @@ pub fn task_name(rt: &Rt, t: &Task) -> String {
                 "callback".to_string()
             }
         }
+        TaskKind::HostFunc { .. } => "host func".to_string(),
     }
 }

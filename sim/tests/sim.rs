@@ -58,6 +58,8 @@ pub fn run_case_env(case: &str, env: &[(&str, &str)]) -> std::process::Output {
         .env_remove("ACLSIM_RUN_MODE")
         .env_remove("ACLSIM_DEADLOCK_MS")
         .env_remove("ACLSIM_OP_WAIT_TIMEOUT")
+        .env_remove("ACLSIM_SOC_NAME")
+        .env_remove("ACLSIM_DEVICE_MEMORY")
         .env("ACLSIM_QUIET", "0");
     for (k, v) in env {
         cmd.env(k, v);
@@ -147,6 +149,19 @@ cases!(
     race_destroy_stream_vs_reset_device_no_crash,
     race_destroy_context_vs_finalize_no_crash,
     race_destroy_context_vs_reset_device_no_crash,
+    p4_version_queries_and_recent_error_message,
+    p5_op_execute_timeout_stops_long_kernels,
+    d7_reset_device_force_releases_every_reference,
+    d8_device_queries,
+    s5_stream_query_not_ready_while_kernel_runs,
+    s6_failure_mode_codes_and_continue_on_failure,
+    s6_stop_on_failure_stops_every_stream_of_the_context,
+    s7_create_stream_with_config_codes,
+    s8_destroy_stream_force_drops_pending_tasks,
+    s8_destroy_stream_force_drops_callbacks,
+    c10_host_func_runs_in_order_on_a_runtime_thread,
+    c10_host_func_and_callbacks_are_never_mixed,
+    aclsim_inject_task_failure_and_new_names,
 );
 
 #[test]
@@ -164,6 +179,17 @@ fn p3_op_wait_timeout_from_env() {
     run_case_env(
         "p3_op_wait_timeout_from_env",
         &[("ACLSIM_OP_WAIT_TIMEOUT", "1")],
+    );
+}
+
+#[test]
+fn d8_soc_name_and_device_memory_from_env() {
+    run_case_env(
+        "d8_device_queries",
+        &[
+            ("ACLSIM_SOC_NAME", "Ascend910B-aclsim-test"),
+            ("ACLSIM_DEVICE_MEMORY", "1073741824"),
+        ],
     );
 }
 

@@ -16,6 +16,7 @@ pub extern "C" fn aclrtSubscribeReport(threadId: u64, stream: *mut c_void) -> i3
         if subscribed {
             return Err(code::RT_STREAM_SUBSCRIBE); // C2
         }
+        super::hostfunc::reject_subscription(rt, sid, threadId)?; // C10
         match rt.subs.get(&threadId) {
             Some(ts) if ts.device != dev => return Err(code::RT_THREAD_SUBSCRIBE), // C3
             Some(_) => {}

@@ -37,27 +37,82 @@ pub extern "C" fn aclrtSetDevice(deviceId: i32) -> i32 {
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtResetDevice(deviceId: i32) -> i32 {
     calls::count(CallId::aclrtResetDevice);
-    ffi(|| {
-        let mut g = enter("aclrtResetDevice", Call::Action)?;
+    ffi(|| reset_device("aclrtResetDevice", deviceId, false))
+}
+
+/// D7: releases every aclrtSetDevice reference of the device at once.
+#[unsafe(no_mangle)]
+pub extern "C" fn aclrtResetDeviceForce(deviceId: i32) -> i32 {
+    calls::count(CallId::aclrtResetDeviceForce);
+    ffi(|| reset_device("aclrtResetDeviceForce", deviceId, true))
+}
+
+/// D1/D5 (`force`: D7). Releasing the last reference first waits for the tasks of the
+/// device's default context (its default stream), then releases the device (D3).
+fn reset_device(name: &str, deviceId: i32, force: bool) -> R {
+    {
+        let mut g = enter(name, Call::Action)?;
         let rt = rt_of(&mut g)?;
         if deviceId < 0 || deviceId as u32 >= rt.device_count {
             return Err(code::RT_INVALID_DEVICEID);
         }
         let d = deviceId as usize;
         if rt.devices[d].refs == 0 {
-            return Err(code::RT_CONTEXT_RELEASE_ERROR); // D5
+            return Err(code::RT_CONTEXT_RELEASE_ERROR); // D5, D7
         }
-        rt.devices[d].refs -= 1;
-        if rt.devices[d].refs > 0 {
+        if !force && rt.devices[d].refs > 1 {
+            rt.devices[d].refs -= 1;
             return Ok(());
         }
-        // Last reference (D1): D3 says everything on the device must be gone by now.
+        // Wait for the default context's tasks (lock released while waiting; with the
+        // deadlock watchdog: a wait that can never end is diagnosed, then the tasks are
+        // dropped with the device).
+        let dctx = rt.devices[d].default_ctx;
+        let targets: Vec<u64> = rt
+            .streams
+            .iter()
+            .filter(|(_, s)| Some(s.ctx) == dctx && !s.dead)
+            .map(|(k, _)| *k)
+            .collect();
+        if !targets.is_empty() {
+            let t2 = targets.clone();
+            let what = format!("{name}({deviceId}) waiting for the default context's tasks");
+            let r = host_wait(&mut g, None, &targets, &what, move |rt| {
+                t2.iter().all(|sid| {
+                    rt.streams
+                        .get(sid)
+                        .is_none_or(|s| s.dead || (s.tasks.is_empty() && s.cb_outstanding == 0))
+                })
+            });
+            if let Err(WaitEnd::Gone) = r {
+                return Err(code::UNINITIALIZE);
+            }
+            // Another thread may have set or reset the device meanwhile.
+            let rt = rt_of(&mut g)?;
+            if rt.devices[d].refs == 0 {
+                return Err(code::RT_CONTEXT_RELEASE_ERROR);
+            }
+            if !force && rt.devices[d].refs > 1 {
+                rt.devices[d].refs -= 1;
+                return Ok(());
+            }
+        }
+        release_device(g, name, deviceId)
+    }
+}
+
+/// Releases the last reference of a device: D3 says everything on it must be gone by now.
+fn release_device(mut g: PGuard<'static, Global>, name: &str, deviceId: i32) -> R {
+    {
+        let rt = rt_of(&mut g)?;
+        let d = deviceId as usize;
+        rt.devices[d].refs = 0;
         let live = rt.describe_live(Some(deviceId));
         if !live.is_empty() {
             rt.report(
                 "D3",
                 format!(
-                    "aclrtResetDevice({deviceId}) releases the device while {} resource(s) on it live: {}. Destroy events and streams, then contexts, free device memory, then reset the device; the simulator releases them now",
+                    "{name}({deviceId}) releases the device while {} resource(s) on it live: {}. Destroy events and streams, then contexts, free device memory, then reset the device; the simulator releases them now",
                     live.len(),
                     live.join(", ")
                 ),
@@ -95,7 +150,7 @@ pub extern "C" fn aclrtResetDevice(deviceId: i32) -> i32 {
         }
         rt.devices[d].default_ctx = None;
         Ok(())
-    })
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -172,6 +227,12 @@ fn sync_device(timeout: Option<i32>, name: &str) -> R {
         {
             err.get_or_insert(e);
         }
+    }
+    // S6: a stopped context keeps reporting its failure.
+    if err.is_none() {
+        err = targets
+            .iter()
+            .find_map(|sid| crate::extra::stop_code(rt, *sid));
     }
     match err {
         Some(e) => Err(e),

@@ -51,24 +51,57 @@ pub extern "C" fn aclsimLaunchKernel(
             }
         }
         check_stream_device(rt, "aclsimLaunchKernel", sid, &allocs)?;
-        exec::enqueue(
+        // P5: a kernel longer than the operator execution timeout in effect now is stopped
+        // at the limit (its body never runs) and fails with 107020.
+        let limit = rt.extra.op_exec_timeout_us;
+        let timed_out = limit > 0 && durationUs > limit;
+        let id = exec::enqueue(
             rt,
             sid,
             TaskKind::Kernel {
-                dur_us: durationUs,
-                f: fn_,
+                dur_us: if timed_out { limit } else { durationUs },
+                f: if timed_out { None } else { fn_ },
                 ud: userData as usize,
                 bufs,
             },
             allocs,
         );
+        if timed_out {
+            rt.extra.task_fail.insert(id, code::RT_TASK_TIMEOUT);
+        }
+        Ok(())
+    })
+}
+
+/// The next copy, memset, kernel or host-function task reached on `stream` (NULL: the
+/// default stream of the current context) fails asynchronously with `code` without running
+/// its body. See aclsim.h.
+#[unsafe(no_mangle)]
+pub extern "C" fn aclsimInjectTaskFailure(stream: *mut c_void, code: i32) -> i32 {
+    ffi_ext(|| {
+        if code == 0 {
+            return Err(code::INVALID_PARAM);
+        }
+        let mut g = G.lock();
+        let rt = rt_of(&mut g)?;
+        let sid = stream_for(rt, stream as usize, false)?;
+        rt.extra
+            .streams
+            .entry(sid)
+            .or_default()
+            .inject
+            .push_back(code);
+        rt.extra.injected += 1;
+        if let Some(cv) = rt.streams.get(&sid).and_then(|s| s.cv.as_ref()) {
+            cv.signal();
+        }
         Ok(())
     })
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclsimSetDeviceCount(count: u32) -> i32 {
-    ffi(|| {
+    ffi_ext(|| {
         let mut g = G.lock();
         if g.rt.is_some() {
             return Err(code::REPEAT_INITIALIZE);
@@ -111,7 +144,7 @@ pub extern "C" fn aclsimGetFinding(
     message: *mut c_char,
     messageCap: usize,
 ) -> i32 {
-    ffi(|| {
+    ffi_ext(|| {
         if (rule.is_null() && ruleCap != 0) || (message.is_null() && messageCap != 0) {
             return Err(code::INVALID_PARAM);
         }
@@ -151,7 +184,7 @@ fn read_cstr(p: *const c_char) -> Option<String> {
 /// return `code` without doing anything. See aclsim.h.
 #[unsafe(no_mangle)]
 pub extern "C" fn aclsimInjectFault(call: *const c_char, code: i32, times: u32) -> i32 {
-    ffi(|| inject_fault(call, code, 0, times))
+    ffi_ext(|| inject_fault(call, code, 0, times))
 }
 
 /// Arms an injected failure after `skip` calls: the calls of `call` after the next `skip`
@@ -163,7 +196,7 @@ pub extern "C" fn aclsimInjectFaultAt(
     skip: u32,
     times: u32,
 ) -> i32 {
-    ffi(|| inject_fault(call, code, skip, times))
+    ffi_ext(|| inject_fault(call, code, skip, times))
 }
 
 fn inject_fault(call: *const c_char, code: i32, skip: u32, times: u32) -> R {
@@ -173,7 +206,11 @@ fn inject_fault(call: *const c_char, code: i32, skip: u32, times: u32) -> R {
     let call = read_cstr(call).ok_or(code::INVALID_PARAM)?;
     // Only a name that can fire: an exported runtime function that checks armed failures
     // (aclInit never does: failures are armed only while initialized).
-    if call == "aclInit" || !calls::CALL_NAMES.contains(&call.as_str()) {
+    // aclGetRecentErrMsg cannot fail (it has no error return and works before aclInit).
+    if call == "aclInit"
+        || call == "aclGetRecentErrMsg"
+        || !calls::CALL_NAMES.contains(&call.as_str())
+    {
         return Err(code::INVALID_PARAM);
     }
     let mut g = G.lock();

@@ -60,6 +60,7 @@ pub extern "C" fn aclInit(configPath: *const c_char) -> i32 {
             trace,
             progress: 0,
             faults: Vec::new(),
+            extra: crate::extra::Extra::from_env(),
         }));
         Ok(())
     })

@@ -76,9 +76,10 @@ fn sync_stream(stream: *mut c_void, timeout: Option<i32>, name: &str) -> R {
         WaitEnd::Gone => code::UNINITIALIZE,
     })?;
     let rt = rt_of(&mut g)?;
+    // S2, P3, P5; S6: every synchronize of a stopped context reports the failure.
     match rt.streams.get_mut(&sid).and_then(|s| s.async_error.take()) {
-        Some(e) => Err(e), // S2, P3
-        None => Ok(()),
+        Some(e) => Err(e),
+        None => crate::extra::stop_code(rt, sid).map_or(Ok(()), Err),
     }
 }
 
@@ -108,7 +109,11 @@ pub extern "C" fn aclrtStreamWaitEvent(stream: *mut c_void, event: *mut c_void) 
             return Err(code::RT_FEATURE_NOT_SUPPORT); // E7
         }
         if e.plain && e.records_issued == 0 {
-            return Err(code::RT_PARAM_INVALID); // E1: plain event never recorded
+            // E1: plain event never recorded.
+            return Err(errmsg::why(
+                code::RT_PARAM_INVALID,
+                "event was never recorded (E1: record it before waiting)",
+            ));
         }
         // A plain event waits for the records issued before the wait (it is never reset).
         let after = e.plain.then_some(e.records_issued);

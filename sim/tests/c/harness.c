@@ -1705,6 +1705,591 @@ static void race_destroy_stream_vs_reset_device_no_crash(void) { teardown_race(0
 static void race_destroy_context_vs_finalize_no_crash(void) { teardown_race(1, 1); }
 static void race_destroy_context_vs_reset_device_no_crash(void) { teardown_race(1, 0); }
 
+/* ---- Beyond the seeds: P4 P5 D7 D8 S5-S8 C10 ------------------------------------------ */
+
+/* Shared state of host functions and kernels below, behind a mutex (helgrind-clean). */
+static pthread_mutex_t hf_m = PTHREAD_MUTEX_INITIALIZER;
+static int hf_log[8];
+static int hf_n;
+static pthread_t hf_thread;
+static int hf_query_rc = -1, hf_query_status = -1, hf_sync_rc = -1;
+static void hf_push(int v) {
+    pthread_mutex_lock(&hf_m);
+    if (hf_n < 8) hf_log[hf_n++] = v;
+    pthread_mutex_unlock(&hf_m);
+}
+static int hf_count(void) {
+    pthread_mutex_lock(&hf_m);
+    int n = hf_n;
+    pthread_mutex_unlock(&hf_m);
+    return n;
+}
+/* A kernel body appending *(int*)ud to the log. */
+static void k_push(void *ud, void *const *b, size_t n) {
+    (void)b;
+    (void)n;
+    hf_push(*(int *)ud);
+}
+/* A host function appending *(int*)args to the log after 30 ms (later tasks must wait). */
+static void hf_push_slow(void *args) {
+    hf_thread = pthread_self();
+    sleep_ms(30);
+    hf_push(*(int *)args);
+}
+/* A host function that queries (allowed) and synchronizes (C8) from inside. */
+static void hf_calls_runtime(void *args) {
+    aclrtStreamStatus st = ACL_STREAM_STATUS_RESERVED;
+    hf_query_rc = aclrtStreamQuery(NULL, &st);
+    hf_query_status = (int)st;
+    hf_sync_rc = aclrtSynchronizeStream((aclrtStream)args);
+}
+static void cb_push(void *ud) { hf_push(*(int *)ud); }
+
+/* P4 (runtime_compatibility / system info samples): package versions say they are the
+ * simulator; an unknown package is 100000; the deprecated interface version; the thread's
+ * recent error message names the call, the code and the reason. */
+static void *errmsg_other_thread(void *arg) {
+    (void)arg;
+    return (void *)aclGetRecentErrMsg(); /* per thread: NULL here */
+}
+static void p4_version_queries_and_recent_error_message(void) {
+    ASSERT(aclGetRecentErrMsg() == NULL); /* nothing failed yet; works before aclInit */
+    char buf[ACL_PKG_VERSION_MAX_SIZE];
+    int32_t num = 0;
+    CHECK(aclsysGetVersionStr(NULL, buf), ACL_ERROR_INVALID_PARAM); /* NULL first */
+    CHECK(aclsysGetVersionStr("runtime", buf), ACL_ERROR_UNINITIALIZE); /* P1 */
+    const char *m = aclGetRecentErrMsg();
+    ASSERT(m && strncmp(m, "aclsysGetVersionStr: 100001: ", 29) == 0);
+    setup();
+    const char *pkgs[] = {"runtime", "cann", "driver", "compiler", "toolkit", "opp", "hccl"};
+    for (size_t i = 0; i < sizeof pkgs / sizeof pkgs[0]; i++) {
+        memset(buf, 0x7f, sizeof buf);
+        OK(aclsysGetVersionStr((char *)pkgs[i], buf));
+        ASSERT(memchr(buf, 0, sizeof buf) != NULL);
+        ASSERT(strcmp(buf, "8.3.RC1-aclsim") == 0);
+        OK(aclsysGetVersionNum((char *)pkgs[i], &num));
+        ASSERT(num == 80300001);
+    }
+    CHECK(aclsysGetVersionStr("nosuchpkg", buf), ACL_ERROR_INVALID_PARAM);
+    m = aclGetRecentErrMsg();
+    ASSERT(m && strstr(m, "aclsysGetVersionStr: 100000: unknown package") == m);
+    CHECK(aclsysGetVersionNum("nosuchpkg", &num), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclsysGetVersionNum("runtime", NULL), ACL_ERROR_INVALID_PARAM);
+    int32_t a = -1, b = -1, c = -1;
+    OK(aclrtGetVersion(&a, &b, &c));
+    ASSERT(a == 1 && b == 16 && c == 0);
+    CHECK(aclrtGetVersion(&a, NULL, &c), ACL_ERROR_INVALID_PARAM);
+    /* The reason of a protocol error. */
+    aclrtEvent e;
+    aclrtStream s;
+    OK(aclrtCreateEvent(&e));
+    OK(aclrtCreateStream(&s));
+    CHECK(aclrtStreamWaitEvent(s, e), ACL_ERROR_RT_PARAM_INVALID);
+    m = aclGetRecentErrMsg();
+    ASSERT(m && strncmp(m, "aclrtStreamWaitEvent: 107000: event was never recorded", 54) == 0);
+    /* A successful call leaves it (the text stays valid until the next failing call). */
+    OK(aclrtSynchronizeStream(s));
+    ASSERT(aclGetRecentErrMsg() == m);
+    /* Generic reasons for codes without a specific one. */
+    CHECK(aclrtSetDevice(9), ACL_ERROR_RT_INVALID_DEVICEID);
+    m = aclGetRecentErrMsg();
+    ASSERT(m && strncmp(m, "aclrtSetDevice: 107001: ", 24) == 0);
+    /* Per thread. */
+    pthread_t th;
+    void *other = (void *)1;
+    pthread_create(&th, NULL, errmsg_other_thread, NULL);
+    pthread_join(th, &other);
+    ASSERT(other == NULL);
+    OK(aclrtDestroyStream(s));
+    OK(aclrtDestroyEvent(e));
+    teardown_clean();
+}
+
+/* P5: interval, rounding, get in ms; a kernel longer than the limit is stopped (its body
+ * never runs) and the next synchronize reports 107020; 0 = no limit. */
+static void p5_op_execute_timeout_stops_long_kernels(void) {
+    uint64_t us = 0, actual = 0;
+    uint32_t ms = 7;
+    CHECK(aclrtSetOpExecuteTimeOut(1), ACL_ERROR_UNINITIALIZE);
+    CHECK(aclrtGetOpTimeOutInterval(NULL), ACL_ERROR_INVALID_PARAM);
+    setup();
+    OK(aclrtGetOpTimeOutInterval(&us));
+    ASSERT(us == 4096);
+    OK(aclrtGetOpExecuteTimeout(&ms));
+    ASSERT(ms == 0); /* default: no limit */
+    OK(aclrtSetOpExecuteTimeOutV2(1, &actual));
+    ASSERT(actual == 4096);
+    OK(aclrtGetOpExecuteTimeout(&ms));
+    ASSERT(ms == 4);
+    OK(aclrtSetOpExecuteTimeOut(1));
+    OK(aclrtGetOpExecuteTimeout(&ms));
+    ASSERT(ms == 1003); /* 1 s rounded up to 245 x 4096 us */
+    CHECK(aclrtSetOpExecuteTimeOutV2(10, NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtSetOpExecuteTimeOutV2(UINT64_MAX, &actual), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtGetOpExecuteTimeout(NULL), ACL_ERROR_INVALID_PARAM);
+    OK(aclrtSetOpExecuteTimeOutV2(20000, &actual));
+    ASSERT(actual == 20480);
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    int *dev;
+    OK(aclrtMalloc((void **)&dev, sizeof(int), ACL_MEM_MALLOC_HUGE_FIRST));
+    int val = 5;
+    void *bufs[1] = {dev};
+    double t0 = now_ms();
+    OK(aclsimLaunchKernel(s, 2000000, k_store, &val, bufs, 1)); /* 2 s > 20.48 ms */
+    CHECK(aclrtSynchronizeStream(s), ACL_ERROR_RT_TASK_TIMEOUT);
+    ASSERT(now_ms() - t0 < 1500); /* stopped at the limit */
+    ASSERT(*dev == 0);             /* its body never ran */
+    OK(aclrtSynchronizeStream(s)); /* reported once */
+    OK(aclsimLaunchKernel(s, 1000, k_store, &val, bufs, 1)); /* within the limit */
+    OK(aclrtSynchronizeStream(s));
+    ASSERT(*dev == 5);
+    OK(aclrtSetOpExecuteTimeOutV2(0, &actual)); /* no limit again */
+    ASSERT(actual == 0);
+    val = 6;
+    OK(aclsimLaunchKernel(s, 40000, k_store, &val, bufs, 1));
+    OK(aclrtSynchronizeStream(s));
+    ASSERT(*dev == 6);
+    OK(aclrtDestroyStream(s));
+    OK(aclrtFree(dev));
+    teardown_clean();
+}
+
+/* D7: one force reset releases every aclrtSetDevice reference; it waits for the default
+ * context's tasks; a device not set is 507007; D3 applies. */
+static void d7_reset_device_force_releases_every_reference(void) {
+    CHECK(aclrtResetDeviceForce(0), ACL_ERROR_UNINITIALIZE);
+    OK(aclInit(NULL));
+    CHECK(aclrtResetDeviceForce(0), ACL_ERROR_RT_CONTEXT_RELEASE_ERROR);
+    CHECK(aclrtResetDeviceForce(7), ACL_ERROR_RT_INVALID_DEVICEID);
+    CHECK(aclrtResetDeviceForce(-1), ACL_ERROR_RT_INVALID_DEVICEID);
+    for (int i = 0; i < 3; i++) OK(aclrtSetDevice(0));
+    /* Work on the default stream: the force reset waits for it. */
+    hf_n = 0;
+    int one = 1, two = 2;
+    OK(aclsimLaunchKernel(NULL, 50000, k_push, &one, NULL, 0));
+    OK(aclrtLaunchHostFunc(NULL, hf_push_slow, &two));
+    OK(aclrtResetDeviceForce(0));
+    ASSERT(hf_count() == 2);
+    CHECK(aclrtResetDevice(0), ACL_ERROR_RT_CONTEXT_RELEASE_ERROR); /* no reference left */
+    CHECK(aclrtResetDeviceForce(0), ACL_ERROR_RT_CONTEXT_RELEASE_ERROR);
+    ASSERT(aclsimLiveObjectCount() == 0);
+    expect_clean();
+    /* D3: a stream left alive is flagged and released. */
+    OK(aclrtSetDevice(0));
+    OK(aclrtSetDevice(0));
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    OK(aclrtResetDeviceForce(0));
+    expect_only("D3", 1);
+    ASSERT(aclsimLiveObjectCount() == 0);
+    OK(aclFinalize());
+    expect_only("D3", 1);
+}
+
+/* D8 (system info sample): SoC name, memory info, device capabilities; no state changes. */
+static void *meminfo_no_context(void *arg) {
+    (void)arg;
+    size_t f, t;
+    CHECK(aclrtGetMemInfo(ACL_HBM_MEM, &f, &t), ACL_ERROR_RT_CONTEXT_NULL);
+    return NULL;
+}
+static void d8_device_queries(void) {
+    ASSERT(aclrtGetSocName() == NULL); /* before aclInit */
+    ASSERT(strstr(aclGetRecentErrMsg(), "aclrtGetSocName: 100001") != NULL);
+    size_t f = 0, t = 0;
+    CHECK(aclrtGetMemInfo(ACL_HBM_MEM, NULL, &t), ACL_ERROR_INVALID_PARAM); /* NULL first */
+    OK(aclInit(NULL));
+    const char *name = aclrtGetSocName();
+    ASSERT(name && strncmp(name, "Ascend", 6) == 0);
+    const char *env = getenv("ACLSIM_SOC_NAME");
+    if (env)
+        ASSERT(strcmp(name, env) == 0);
+    else
+        ASSERT(strcmp(name, "Ascend310B-aclsim") == 0);
+    int64_t v = -1;
+    for (int info = ACL_DEVICE_INFO_AI_CORE_NUM; info <= ACL_DEVICE_INFO_L2_SIZE; info++) {
+        OK(aclGetDeviceCapability(0, (aclDeviceInfo)info, &v)); /* no device set: fine */
+        ASSERT(v > 0);
+    }
+    CHECK(aclGetDeviceCapability(2, ACL_DEVICE_INFO_AI_CORE_NUM, &v), ACL_ERROR_RT_INVALID_DEVICEID);
+    CHECK(aclGetDeviceCapability(0, (aclDeviceInfo)3, &v), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclGetDeviceCapability(0, ACL_DEVICE_INFO_UNDEFINED, &v), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclGetDeviceCapability(0, ACL_DEVICE_INFO_L2_SIZE, NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtGetMemInfo(ACL_HBM_MEM, &f, &t), ACL_ERROR_RT_CONTEXT_NULL); /* D8 */
+    OK(aclrtSetDevice(0));
+    OK(aclrtGetMemInfo(ACL_HBM_MEM, &f, &t));
+    const char *mem = getenv("ACLSIM_DEVICE_MEMORY");
+    size_t total = mem ? (size_t)strtoull(mem, NULL, 10) : (size_t)8 << 30;
+    ASSERT(t == total && f == total);
+    void *d;
+    OK(aclrtMalloc(&d, 1 << 20, ACL_MEM_MALLOC_HUGE_FIRST));
+    OK(aclrtGetMemInfo(ACL_DDR_MEM, &f, &t));
+    ASSERT(t == total && f == total - (1 << 20));
+    CHECK(aclrtGetMemInfo((aclrtMemAttr)10, &f, &t), ACL_ERROR_INVALID_PARAM);
+    pthread_t th;
+    pthread_create(&th, NULL, meminfo_no_context, NULL);
+    pthread_join(th, NULL);
+    OK(aclrtFree(d));
+    OK(aclrtGetMemInfo(ACL_HBM_MEM_P2P_NORMAL, &f, &t));
+    ASSERT(f == total);
+    ASSERT(aclrtGetSocName() == name); /* the same, stable pointer */
+    teardown_clean();
+}
+
+/* S5: NOT_READY while a kernel runs, COMPLETE after; NULL is the default stream; the query
+ * does not consume the stream's asynchronous error. */
+static void s5_stream_query_not_ready_while_kernel_runs(void) {
+    aclrtStreamStatus st = ACL_STREAM_STATUS_RESERVED;
+    CHECK(aclrtStreamQuery(NULL, NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtStreamQuery(NULL, &st), ACL_ERROR_UNINITIALIZE);
+    setup();
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    OK(aclrtStreamQuery(s, &st));
+    ASSERT(st == ACL_STREAM_STATUS_COMPLETE);
+    OK(aclsimLaunchKernel(s, 200000, NULL, NULL, NULL, 0));
+    OK(aclrtStreamQuery(s, &st));
+    ASSERT(st == ACL_STREAM_STATUS_NOT_READY);
+    OK(aclrtSynchronizeStream(s));
+    OK(aclrtStreamQuery(s, &st));
+    ASSERT(st == ACL_STREAM_STATUS_COMPLETE);
+    OK(aclrtStreamQuery(NULL, &st)); /* default stream */
+    ASSERT(st == ACL_STREAM_STATUS_COMPLETE);
+    /* A failed task: the query reports completion and leaves the error to synchronize. */
+    OK(aclsimInjectTaskFailure(s, ACL_ERROR_RT_INTERNAL_ERROR));
+    OK(aclsimLaunchKernel(s, 1000, NULL, NULL, NULL, 0));
+    for (int i = 0; i < 500; i++) {
+        OK(aclrtStreamQuery(s, &st));
+        if (st == ACL_STREAM_STATUS_COMPLETE) break;
+        sleep_ms(2);
+    }
+    ASSERT(st == ACL_STREAM_STATUS_COMPLETE);
+    OK(aclrtStreamQuery(s, &st));
+    CHECK(aclrtSynchronizeStream(s), ACL_ERROR_RT_INTERNAL_ERROR);
+    OK(aclrtSynchronizeStream(s));
+    /* D6: a stream of another context. */
+    aclrtContext dflt, c;
+    OK(aclrtGetCurrentContext(&dflt));
+    OK(aclrtCreateContext(&c, 0));
+    CHECK(aclrtStreamQuery(s, &st), ACL_ERROR_RT_STREAM_CONTEXT);
+    OK(aclrtSetCurrentContext(dflt));
+    OK(aclrtDestroyContext(c));
+    OK(aclrtDestroyStream(s));
+    CHECK(aclrtStreamQuery(s, &st), ACL_ERROR_RT_PARAM_INVALID); /* destroyed */
+    teardown_clean();
+}
+
+/* S6: modes 0/1 else 100000; at most once per stream, never on the default stream (107000
+ * and an S6 finding each); CONTINUE (default): a failed task does not stop later ones. */
+static void s6_failure_mode_codes_and_continue_on_failure(void) {
+    CHECK(aclrtSetStreamFailureMode(NULL, ACL_STOP_ON_FAILURE), ACL_ERROR_UNINITIALIZE);
+    setup();
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    CHECK(aclrtSetStreamFailureMode(s, 2), ACL_ERROR_INVALID_PARAM);
+    expect_clean();
+    CHECK(aclrtSetStreamFailureMode(NULL, ACL_STOP_ON_FAILURE), ACL_ERROR_RT_PARAM_INVALID);
+    expect_only("S6", 1);
+    OK(aclrtSetStreamFailureMode(s, ACL_CONTINUE_ON_FAILURE));
+    CHECK(aclrtSetStreamFailureMode(s, ACL_STOP_ON_FAILURE), ACL_ERROR_RT_PARAM_INVALID);
+    expect_only("S6", 2);
+    ASSERT(strstr(aclGetRecentErrMsg(), "already set") != NULL);
+    /* CONTINUE: the failed memset does not write, the next one runs. */
+    unsigned char *d;
+    OK(aclrtMalloc((void **)&d, 16, ACL_MEM_MALLOC_HUGE_FIRST));
+    OK(aclsimInjectTaskFailure(s, 507899));
+    OK(aclrtMemsetAsync(d, 16, 1, 16, s));
+    OK(aclrtMemsetAsync(d, 8, 2, 8, s));
+    CHECK(aclrtSynchronizeStream(s), 507899);
+    ASSERT(d[0] == 2 && d[15] == 0);
+    OK(aclrtSynchronizeStream(s));
+    OK(aclrtDestroyStream(s));
+    OK(aclrtFree(d));
+    OK(aclrtResetDevice(0));
+    OK(aclFinalize());
+    expect_only("S6", 2);
+}
+
+/* S6 (stream failure mode sample): STOP on s1; the first failed task on s1 stops every
+ * stream of the context: s2's pending memset is dropped, tasks issued afterwards too, and
+ * every synchronize reports the failure. Another context is unaffected. */
+static void s6_stop_on_failure_stops_every_stream_of_the_context(void) {
+    setup();
+    aclrtStream s1, s2;
+    OK(aclrtCreateStream(&s1));
+    OK(aclrtCreateStream(&s2));
+    OK(aclrtSetStreamFailureMode(s1, ACL_STOP_ON_FAILURE));
+    unsigned char *d1, *d2;
+    OK(aclrtMalloc((void **)&d1, 16, ACL_MEM_MALLOC_HUGE_FIRST));
+    OK(aclrtMalloc((void **)&d2, 16, ACL_MEM_MALLOC_HUGE_FIRST));
+    OK(aclsimLaunchKernel(s2, 100000, NULL, NULL, NULL, 0)); /* running when s1 fails */
+    OK(aclrtMemsetAsync(d2, 16, 7, 16, s2));                  /* pending: dropped */
+    OK(aclsimInjectTaskFailure(s1, 507899));
+    OK(aclsimLaunchKernel(s1, 1000, NULL, NULL, NULL, 0)); /* fails */
+    OK(aclrtMemsetAsync(d1, 16, 5, 16, s1));               /* dropped */
+    CHECK(aclrtSynchronizeStream(s1), 507899);
+    CHECK(aclrtSynchronizeStream(s2), 507899);
+    ASSERT(d1[0] == 0 && d2[0] == 0);
+    /* Issued afterwards: dropped too; every synchronize keeps reporting the failure. */
+    OK(aclrtMemsetAsync(d2, 16, 9, 16, s2));
+    CHECK(aclrtSynchronizeStream(s2), 507899);
+    CHECK(aclrtSynchronizeStream(s1), 507899);
+    CHECK(aclrtSynchronizeDevice(), 507899);
+    ASSERT(d2[0] == 0);
+    aclrtStreamStatus st;
+    OK(aclrtStreamQuery(s2, &st));
+    ASSERT(st == ACL_STREAM_STATUS_COMPLETE);
+    /* Another context of the same device keeps running. */
+    aclrtContext dflt, c;
+    OK(aclrtGetCurrentContext(&dflt));
+    OK(aclrtCreateContext(&c, 0));
+    aclrtStream s3;
+    OK(aclrtCreateStream(&s3));
+    OK(aclrtMemsetAsync(d2, 16, 3, 16, s3));
+    OK(aclrtSynchronizeStream(s3));
+    ASSERT(d2[0] == 3);
+    OK(aclrtDestroyStream(s3));
+    OK(aclrtSetCurrentContext(dflt));
+    OK(aclrtDestroyContext(c));
+    OK(aclrtDestroyStream(s1));
+    OK(aclrtDestroyStream(s2));
+    OK(aclrtFree(d1));
+    OK(aclrtFree(d2));
+    teardown_clean();
+}
+
+/* S7: priority 0-7, flags within 0x1f, else 100000; otherwise an ordinary stream. */
+static void *config_no_context(void *arg) {
+    (void)arg;
+    aclrtStream s;
+    CHECK(aclrtCreateStreamWithConfig(&s, 0, 0), ACL_ERROR_RT_CONTEXT_NULL);
+    return NULL;
+}
+static void s7_create_stream_with_config_codes(void) {
+    aclrtStream s;
+    CHECK(aclrtCreateStreamWithConfig(NULL, 0, 0), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtCreateStreamWithConfig(&s, 0, 0), ACL_ERROR_UNINITIALIZE);
+    setup();
+    CHECK(aclrtCreateStreamWithConfig(&s, 8, 0), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtCreateStreamWithConfig(&s, 0, 0x20), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtCreateStreamWithConfig(NULL, 0, 0), ACL_ERROR_INVALID_PARAM);
+    pthread_t th;
+    pthread_create(&th, NULL, config_no_context, NULL);
+    pthread_join(th, NULL);
+    ASSERT(aclsimLiveObjectCount() == 0);
+    OK(aclrtCreateStreamWithConfig(&s, 7,
+                                   ACL_STREAM_FAST_LAUNCH | ACL_STREAM_FAST_SYNC |
+                                       ACL_STREAM_PERSISTENT | ACL_STREAM_HUGE |
+                                       ACL_STREAM_CPU_SCHEDULE));
+    aclrtStream s0;
+    OK(aclrtCreateStreamWithConfig(&s0, 0, 0));
+    unsigned char *d, h[16];
+    OK(aclrtMalloc((void **)&d, 16, ACL_MEM_MALLOC_HUGE_FIRST));
+    OK(aclrtMemsetAsync(d, 16, 4, 16, s));
+    OK(aclrtMemcpyAsync(h, 16, d, 16, ACL_MEMCPY_DEVICE_TO_HOST, s));
+    OK(aclrtSynchronizeStream(s));
+    ASSERT(h[0] == 4 && h[15] == 4);
+    OK(aclrtSetStreamFailureMode(s0, ACL_STOP_ON_FAILURE)); /* S1-S6 apply */
+    OK(aclrtDestroyStream(s));
+    OK(aclrtDestroyStream(s0));
+    OK(aclrtFree(d));
+    teardown_clean();
+}
+
+/* S8: pending tasks are dropped and never run: a queued copy never writes, a record never
+ * completes its event, a host function never runs; own context only (107003); the memory
+ * is free to reuse once the call returns. */
+static void s8_destroy_stream_force_drops_pending_tasks(void) {
+    CHECK(aclrtDestroyStreamForce(NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtDestroyStreamForce((aclrtStream)0x1234), ACL_ERROR_UNINITIALIZE);
+    setup();
+    aclrtStream s;
+    aclrtEvent e;
+    OK(aclrtCreateStream(&s));
+    OK(aclrtCreateEvent(&e));
+    int *dev, host = 42;
+    OK(aclrtMalloc((void **)&dev, sizeof(int), ACL_MEM_MALLOC_HUGE_FIRST));
+    hf_n = 0;
+    int one = 1;
+    OK(aclsimLaunchKernel(s, 100000, NULL, NULL, NULL, 0)); /* running: finishes */
+    OK(aclrtMemcpyAsync(dev, sizeof(int), &host, sizeof(int), ACL_MEMCPY_HOST_TO_DEVICE, s));
+    OK(aclrtRecordEvent(e, s));
+    OK(aclrtLaunchHostFunc(s, hf_push_slow, &one));
+    OK(aclrtDestroyStreamForce(s));
+    ASSERT(*dev == 0);      /* the copy never wrote */
+    ASSERT(hf_count() == 0); /* the host function never ran */
+    aclrtEventRecordedStatus es;
+    OK(aclrtQueryEventStatus(e, &es));
+    ASSERT(es == ACL_EVENT_RECORDED_STATUS_NOT_READY); /* the record never completed */
+    aclrtStream s2;
+    OK(aclrtCreateStream(&s2));
+    /* The dropped record does not count: the plain event was never recorded (E1). */
+    CHECK(aclrtStreamWaitEvent(s2, e), ACL_ERROR_RT_PARAM_INVALID);
+    OK(aclrtFree(dev)); /* free to reuse: no M2 finding */
+    OK(aclrtDestroyEvent(e));
+    CHECK(aclrtDestroyStreamForce(s), ACL_ERROR_RT_PARAM_INVALID); /* already destroyed */
+    /* D6: only from the stream's own context. */
+    aclrtContext dflt, c;
+    OK(aclrtGetCurrentContext(&dflt));
+    OK(aclrtCreateContext(&c, 0));
+    CHECK(aclrtDestroyStreamForce(s2), ACL_ERROR_RT_STREAM_CONTEXT);
+    OK(aclrtSetCurrentContext(dflt));
+    OK(aclrtDestroyStreamForce(s2)); /* nothing pending: like aclrtDestroyStream */
+    OK(aclrtDestroyContext(c));
+    teardown_clean();
+}
+
+/* S8 with callbacks: a pending callback is dropped (never runs); destroying a stream still
+ * subscribed is the C1 finding, as for aclrtDestroyStream. */
+static void s8_destroy_stream_force_drops_callbacks(void) {
+    setup();
+    aclrtContext ctx;
+    OK(aclrtGetCurrentContext(&ctx));
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    pthread_t th;
+    cb_set_stop(0);
+    pthread_create(&th, NULL, report_loop, ctx);
+    OK(aclrtSubscribeReport((uint64_t)th, s));
+    hf_n = 0;
+    int one = 1;
+    OK(aclsimLaunchKernel(s, 100000, NULL, NULL, NULL, 0));
+    OK(aclrtLaunchCallback(cb_push, &one, ACL_CALLBACK_BLOCK, s));
+    OK(aclrtDestroyStreamForce(s));
+    sleep_ms(50);
+    ASSERT(hf_count() == 0);
+    cb_set_stop(1);
+    pthread_join(th, NULL);
+    OK(aclrtResetDevice(0));
+    ASSERT(aclsimLiveObjectCount() == 0);
+    OK(aclFinalize());
+    expect_only("C1", 1);
+}
+
+/* C10 (callback_hostfunc sample): the host function runs on a runtime thread once the
+ * earlier tasks of the stream are done; later tasks wait for it. Inside it, queries are
+ * allowed and everything else is rejected (107000, C8). */
+static void c10_host_func_runs_in_order_on_a_runtime_thread(void) {
+    CHECK(aclrtLaunchHostFunc(NULL, NULL, NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtLaunchHostFunc(NULL, hf_push_slow, NULL), ACL_ERROR_UNINITIALIZE);
+    setup();
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    hf_n = 0;
+    int one = 1, two = 2, three = 3;
+    OK(aclsimLaunchKernel(s, 30000, k_push, &one, NULL, 0));
+    OK(aclrtLaunchHostFunc(s, hf_push_slow, &two));
+    OK(aclsimLaunchKernel(s, 0, k_push, &three, NULL, 0));
+    OK(aclrtSynchronizeStream(s));
+    ASSERT(hf_count() == 3);
+    ASSERT(hf_log[0] == 1 && hf_log[1] == 2 && hf_log[2] == 3);
+    ASSERT(!pthread_equal(hf_thread, pthread_self()));
+    /* The default stream (NULL) too. */
+    OK(aclrtLaunchHostFunc(NULL, hf_push_slow, &three));
+    OK(aclrtSynchronizeStream(NULL));
+    ASSERT(hf_count() == 4);
+    expect_clean();
+    /* C8 inside a host function. */
+    OK(aclrtLaunchHostFunc(s, hf_calls_runtime, s));
+    OK(aclrtSynchronizeStream(s));
+    ASSERT(hf_query_rc == ACL_SUCCESS && hf_query_status == ACL_STREAM_STATUS_COMPLETE);
+    ASSERT(hf_sync_rc == ACL_ERROR_RT_PARAM_INVALID);
+    expect_only("C8", 1);
+    aclsimClearFindings();
+    /* D6: another context's stream. */
+    aclrtContext dflt, c;
+    OK(aclrtGetCurrentContext(&dflt));
+    OK(aclrtCreateContext(&c, 0));
+    CHECK(aclrtLaunchHostFunc(s, hf_push_slow, &one), ACL_ERROR_RT_STREAM_CONTEXT);
+    OK(aclrtSetCurrentContext(dflt));
+    OK(aclrtDestroyContext(c));
+    OK(aclrtDestroyStream(s));
+    teardown_clean();
+}
+
+/* C10: host functions and callbacks are never mixed on one stream, either way round. */
+static void c10_host_func_and_callbacks_are_never_mixed(void) {
+    setup();
+    aclrtContext ctx;
+    OK(aclrtGetCurrentContext(&ctx));
+    aclrtStream s1, s2;
+    OK(aclrtCreateStream(&s1));
+    OK(aclrtCreateStream(&s2));
+    pthread_t th;
+    cb_set_stop(0);
+    pthread_create(&th, NULL, report_loop, ctx);
+    OK(aclrtSubscribeReport((uint64_t)th, s1));
+    int one = 1;
+    CHECK(aclrtLaunchHostFunc(s1, hf_push_slow, &one), ACL_ERROR_RT_PARAM_INVALID);
+    expect_only("C10", 1);
+    hf_n = 0;
+    OK(aclrtLaunchHostFunc(s2, hf_push_slow, &one));
+    OK(aclrtSynchronizeStream(s2));
+    /* Decision: once a host function was launched, the stream is never subscribed. */
+    CHECK(aclrtSubscribeReport((uint64_t)th, s2), ACL_ERROR_RT_PARAM_INVALID);
+    expect_only("C10", 2);
+    OK(aclrtUnSubscribeReport((uint64_t)th, s1));
+    OK(aclrtLaunchHostFunc(s1, hf_push_slow, &one)); /* no longer subscribed */
+    OK(aclrtSynchronizeStream(s1));
+    ASSERT(hf_count() == 2);
+    cb_set_stop(1);
+    pthread_join(th, NULL);
+    OK(aclrtDestroyStream(s1));
+    OK(aclrtDestroyStream(s2));
+    OK(aclrtResetDevice(0));
+    OK(aclFinalize());
+    expect_only("C10", 2);
+}
+
+/* aclsimInjectTaskFailure: argument checks; record/wait tasks pass through, the next
+ * executable task fails; the new functions are counted and injectable (aclsimInjectFault
+ * knows their names; aclGetRecentErrMsg can never fail). */
+static void aclsim_inject_task_failure_and_new_names(void) {
+    CHECK(aclsimInjectTaskFailure(NULL, 507000), ACL_ERROR_UNINITIALIZE);
+    CHECK(aclsimInjectFault("aclGetRecentErrMsg", 507000, 1), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclsimInjectFault("aclrtLaunchHostFunc", 507000, 1), ACL_ERROR_UNINITIALIZE);
+    aclsimResetCallCounts();
+    setup();
+    aclrtStream s;
+    aclrtEvent e;
+    OK(aclrtCreateStream(&s));
+    OK(aclrtCreateEvent(&e));
+    CHECK(aclsimInjectTaskFailure(s, 0), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclsimInjectTaskFailure((aclrtStream)0x1234, 507000), ACL_ERROR_RT_PARAM_INVALID);
+    unsigned char *d;
+    OK(aclrtMalloc((void **)&d, 16, ACL_MEM_MALLOC_HUGE_FIRST));
+    OK(aclsimInjectTaskFailure(s, 507000));
+    OK(aclrtRecordEvent(e, s));             /* passes through */
+    OK(aclrtMemsetAsync(d, 16, 1, 16, s));  /* fails */
+    OK(aclrtMemsetAsync(d, 4, 2, 4, s));    /* runs */
+    OK(aclrtSynchronizeEvent(e));
+    CHECK(aclrtSynchronizeStream(s), 507000);
+    ASSERT(d[0] == 2 && d[4] == 0);
+    /* Names: injectable, counted. */
+    OK(aclsimInjectFault("aclrtGetSocName", 507000, 1));
+    ASSERT(aclrtGetSocName() == NULL);
+    ASSERT(strncmp(aclGetRecentErrMsg(), "aclrtGetSocName: 507000: injected", 33) == 0);
+    ASSERT(aclrtGetSocName() != NULL);
+    OK(aclsimInjectFault("aclrtStreamQuery", 507000, 1));
+    aclrtStreamStatus st;
+    CHECK(aclrtStreamQuery(s, &st), 507000);
+    OK(aclrtStreamQuery(s, &st));
+    OK(aclsimInjectFault("aclsysGetVersionNum", 500001, 1));
+    int32_t n;
+    CHECK(aclsysGetVersionNum("runtime", &n), 500001);
+    ASSERT(aclsimCallCount("aclrtGetSocName") == 2);
+    ASSERT(aclsimCallCount("aclrtStreamQuery") == 2);
+    ASSERT(aclsimCallCount("aclsysGetVersionNum") == 1);
+    (void)aclGetRecentErrMsg();
+    ASSERT(aclsimCallCount("aclGetRecentErrMsg") == 2);
+    ASSERT(aclsimCallCount("aclrtResetDeviceForce") == 0);
+    OK(aclrtDestroyEvent(e));
+    OK(aclrtDestroyStream(s));
+    OK(aclrtFree(d));
+    teardown_clean();
+}
+
 struct tcase {
     const char *name;
     void (*fn)(void);
@@ -1777,6 +2362,19 @@ static const struct tcase cases[] = {
     T(race_destroy_stream_vs_reset_device_no_crash),
     T(race_destroy_context_vs_finalize_no_crash),
     T(race_destroy_context_vs_reset_device_no_crash),
+    T(p4_version_queries_and_recent_error_message),
+    T(p5_op_execute_timeout_stops_long_kernels),
+    T(d7_reset_device_force_releases_every_reference),
+    T(d8_device_queries),
+    T(s5_stream_query_not_ready_while_kernel_runs),
+    T(s6_failure_mode_codes_and_continue_on_failure),
+    T(s6_stop_on_failure_stops_every_stream_of_the_context),
+    T(s7_create_stream_with_config_codes),
+    T(s8_destroy_stream_force_drops_pending_tasks),
+    T(s8_destroy_stream_force_drops_callbacks),
+    T(c10_host_func_runs_in_order_on_a_runtime_thread),
+    T(c10_host_func_and_callbacks_are_never_mixed),
+    T(aclsim_inject_task_failure_and_new_names),
 };
 
 int main(int argc, char **argv) {

@@ -1,0 +1,105 @@
+//! `aclGetRecentErrMsg` (P4): the reason of the calling thread's last failed runtime call.
+//!
+//! Cost on success paths: [`crate::calls::count`] stores the function's index in a
+//! thread-local cell (one store) and `ffi` reads it back only when the call fails; the text
+//! is built on failure only. A call site that knows more than its error code says gives the
+//! reason with [`why`]; otherwise the text describes the code ([`describe`]).
+
+use std::cell::{Cell, RefCell};
+use std::ffi::{CString, c_char};
+
+use crate::calls::CALL_NAMES;
+use crate::state::code;
+
+const NO_CALL: usize = usize::MAX;
+
+thread_local! {
+    /// Index (`CallId`) of the runtime function this thread entered last.
+    static CUR: Cell<usize> = const { Cell::new(NO_CALL) };
+    /// A specific reason given by the failing call site (code, text).
+    static PENDING: RefCell<Option<(i32, String)>> = const { RefCell::new(None) };
+    /// The text `aclGetRecentErrMsg` returns.
+    static LAST: RefCell<Option<CString>> = const { RefCell::new(None) };
+}
+
+/// The calling thread entered runtime function `index` (a `CallId`).
+#[inline(always)]
+pub fn enter(index: usize) {
+    CUR.with(|c| c.set(index));
+}
+
+/// The runtime function this thread entered last (a `CallId` index), for [`failed`].
+#[inline(always)]
+pub fn current() -> usize {
+    CUR.with(|c| c.get())
+}
+
+/// Gives the reason of a failure about to be returned: `return Err(why(code, "..."))`.
+pub fn why(code: i32, reason: impl Into<String>) -> i32 {
+    let reason = reason.into();
+    PENDING.with(|p| *p.borrow_mut() = Some((code, reason)));
+    code
+}
+
+/// Records the failure of runtime function `index` with `code` (called by `ffi`).
+pub fn failed(index: usize, code: i32) {
+    let pending = PENDING.with(|p| p.borrow_mut().take());
+    let Some(name) = CALL_NAMES.get(index) else {
+        return;
+    };
+    let reason = match pending {
+        Some((c, r)) if c == code => r,
+        _ => describe(code).to_string(),
+    };
+    set(format!("{name}: {code}: {reason}"));
+}
+
+/// Sets the text directly (functions that return a pointer, e.g. `aclrtGetSocName`).
+pub fn set(text: String) {
+    let c = CString::new(text.replace('\0', " ")).unwrap_or_default();
+    LAST.with(|l| *l.borrow_mut() = Some(c));
+}
+
+/// The current text, or NULL. Valid until this thread's next failing runtime call.
+pub fn last() -> *const c_char {
+    LAST.with(|l| l.borrow().as_ref().map_or(std::ptr::null(), |c| c.as_ptr()))
+}
+
+/// What an error code means, for failures without a specific reason.
+pub fn describe(code: i32) -> &'static str {
+    match code {
+        code::INVALID_PARAM => {
+            "invalid parameter (a NULL pointer or handle, or a value out of range)"
+        }
+        code::UNINITIALIZE => "the runtime is not initialized (call aclInit first, P1)",
+        code::REPEAT_INITIALIZE => "aclInit was already called (P2)",
+        code::REPEAT_FINALIZE => "aclFinalize was already called (P2)",
+        code::INTERNAL_ERROR => "internal error (a panic was caught at the C boundary)",
+        code::RT_PARAM_INVALID => {
+            "invalid runtime parameter (an unknown, destroyed or garbage handle, or a call the protocol forbids here)"
+        }
+        code::RT_INVALID_DEVICEID => "invalid device id (D1)",
+        code::RT_CONTEXT_NULL => {
+            "no current context on this thread (aclrtSetDevice or aclrtCreateContext first, D2), or the default context"
+        }
+        code::RT_STREAM_CONTEXT => "the stream is not in the calling thread's current context (D6)",
+        code::RT_STREAM_SUBSCRIBE => "the stream is already subscribed, or not subscribed (C2, C9)",
+        code::RT_THREAD_SUBSCRIBE => {
+            "the thread is not subscribed, or subscribed on another device (C3, C6, C9)"
+        }
+        code::RT_STREAM_NO_CB_REG => "no thread is subscribed to the stream (C5)",
+        code::RT_WAIT_TIMEOUT => "a stream wait timed out (P3)",
+        code::RT_TASK_TIMEOUT => "a task exceeded the operator execution timeout (P5)",
+        code::RT_FEATURE_NOT_SUPPORT => "feature not supported (E7)",
+        code::RT_MEMORY_ALLOCATION => "memory allocation failed",
+        code::RT_NO_STREAM_RESOURCE => "no stream resource",
+        code::RT_INTERNAL_ERROR => {
+            "runtime internal error (a deadlock diagnosed, or a failed task)"
+        }
+        code::RT_CONTEXT_RELEASE_ERROR => "the device is not set (D5, D7)",
+        code::RT_REPORT_TIMEOUT => "aclrtProcessReport timed out (C6)",
+        code::RT_STREAM_SYNC_TIMEOUT => "stream synchronization timed out (S3)",
+        code::RT_EVENT_SYNC_TIMEOUT => "event synchronization timed out (E6)",
+        _ => "error",
+    }
+}

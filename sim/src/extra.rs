@@ -1,0 +1,209 @@
+//! State and execution hooks of the functions beyond the seeds (docs/protocol.md P5, D8,
+//! S5-S8, C10) and of `aclsimInjectTaskFailure`: stream failure modes (S6), injected task
+//! failures, operator execution timeouts (P5), per-stream configuration (S7), host
+//! functions launched (C10), and the simulated device's constants (D8).
+//!
+//! Everything lives in one [`Extra`] value inside [`Rt`] (so it is reset by `aclInit` and
+//! guarded by the global lock like the rest); `exec.rs` calls [`intercept`] before a worker
+//! runs a task and [`after_run`] after a task body ran, both behind cheap emptiness checks.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::exec;
+use crate::state::*;
+
+/// `ACL_STOP_ON_FAILURE` (S6).
+pub const STOP_ON_FAILURE: u64 = 1;
+/// `aclrtGetOpTimeOutInterval` (P5): the granularity of operator execution timeouts, in µs.
+pub const OP_TIMEOUT_INTERVAL_US: u64 = 4096;
+/// The default of `ACLSIM_DEVICE_MEMORY` (D8): 8 GiB per device.
+pub const DEFAULT_DEVICE_MEMORY: u64 = 8 << 30;
+/// The default of `ACLSIM_SOC_NAME` (D8).
+pub const DEFAULT_SOC_NAME: &str = "Ascend310B-aclsim";
+
+/// What the simulator remembers about one stream beyond [`Stream`].
+#[derive(Default)]
+pub struct StreamExtra {
+    /// S6: the mode set by `aclrtSetStreamFailureMode` (None: never set, i.e. CONTINUE).
+    pub failure_mode: Option<u64>,
+    /// S7: `aclrtCreateStreamWithConfig` arguments (0, 0 for `aclrtCreateStream`).
+    pub priority: u32,
+    pub flags: u32,
+    /// C10: host functions ever launched on the stream.
+    pub host_funcs: u64,
+    /// `aclsimInjectTaskFailure`: codes the next executable tasks fail with, in order.
+    pub inject: VecDeque<i32>,
+}
+
+pub struct Extra {
+    /// P5: the operator execution timeout in µs (a multiple of the interval; 0 = none).
+    pub op_exec_timeout_us: u64,
+    /// D8: bytes of memory per device (`ACLSIM_DEVICE_MEMORY`).
+    pub device_memory: u64,
+    /// D8: `aclrtGetSocName` (`ACLSIM_SOC_NAME`).
+    pub soc_name: String,
+    pub streams: HashMap<u64, StreamExtra>,
+    /// S6: contexts stopped by a failed task of a STOP_ON_FAILURE stream, with the code.
+    pub stopped: HashMap<u64, i32>,
+    /// Tasks (by id) that fail with the code when their body has run (P5 timeouts).
+    pub task_fail: HashMap<u64, i32>,
+    /// Injected failures armed on any stream (fast path of [`intercept`]).
+    pub injected: usize,
+}
+
+impl Extra {
+    /// The state `aclInit` starts with (environment variables read now).
+    pub fn from_env() -> Self {
+        let device_memory = std::env::var("ACLSIM_DEVICE_MEMORY")
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|n| *n > 0)
+            .unwrap_or(DEFAULT_DEVICE_MEMORY);
+        // D8: the name must start with "Ascend"; any other value is ignored.
+        let soc_name = std::env::var("ACLSIM_SOC_NAME")
+            .ok()
+            .map(|v| v.trim().to_string())
+            .filter(|v| v.starts_with("Ascend") && !v.contains('\0'))
+            .unwrap_or_else(|| DEFAULT_SOC_NAME.to_string());
+        Extra {
+            op_exec_timeout_us: 0,
+            device_memory,
+            soc_name,
+            streams: HashMap::new(),
+            stopped: HashMap::new(),
+            task_fail: HashMap::new(),
+            injected: 0,
+        }
+    }
+
+    /// Whether [`intercept`] may have anything to do.
+    #[inline]
+    pub fn intercepts(&self) -> bool {
+        self.injected > 0 || !self.stopped.is_empty()
+    }
+}
+
+/// Rounds a timeout in µs up to a multiple of the interval (P5); None on overflow.
+pub fn round_timeout(us: u64) -> Option<u64> {
+    us.checked_next_multiple_of(OP_TIMEOUT_INTERVAL_US)
+}
+
+/// The failure code every synchronize of `sid` reports while its context is stopped (S6).
+pub fn stop_code(rt: &Rt, sid: u64) -> Option<i32> {
+    if rt.extra.stopped.is_empty() {
+        return None;
+    }
+    let ctx = rt.streams.get(&sid)?.ctx;
+    rt.extra.stopped.get(&ctx).copied()
+}
+
+/// A task of `sid` failed asynchronously with `code`: the next synchronize reports it (S2);
+/// on an `ACL_STOP_ON_FAILURE` stream the whole context stops (S6): every worker of the
+/// context is woken so that it drops its pending tasks ([`intercept`]).
+pub fn task_failed(rt: &mut Rt, sid: u64, code: i32) {
+    let Some(s) = rt.streams.get_mut(&sid) else {
+        return;
+    };
+    s.async_error.get_or_insert(code);
+    let ctx = s.ctx;
+    let stop = rt
+        .extra
+        .streams
+        .get(&sid)
+        .is_some_and(|x| x.failure_mode == Some(STOP_ON_FAILURE));
+    if !stop || rt.extra.stopped.contains_key(&ctx) {
+        return;
+    }
+    rt.extra.stopped.insert(ctx, code);
+    for s in rt.streams.values() {
+        if s.ctx == ctx
+            && let Some(cv) = s.cv.as_ref()
+        {
+            cv.signal();
+        }
+    }
+    rt.progress += 1;
+    HOST_CV.broadcast();
+}
+
+/// Called by a worker before it looks at the head task of `sid` (only when
+/// [`Extra::intercepts`]). Returns true when it consumed the head task:
+/// - the stream's context is stopped (S6): the task is dropped without running;
+/// - a failure is injected on the stream and the task is a copy, memset, kernel or host
+///   function: the task fails without running its body.
+///
+/// A task already started (a running body, a delivered blocking callback) is left alone.
+pub fn intercept(rt: &mut Rt, sid: u64) -> bool {
+    let (ctx, executable) = match rt.streams.get(&sid) {
+        Some(s) => match s.tasks.front() {
+            Some(t) if t.state == TaskState::Queued => (
+                s.ctx,
+                matches!(
+                    t.kind,
+                    TaskKind::Copy { .. }
+                        | TaskKind::Set { .. }
+                        | TaskKind::Kernel { .. }
+                        | TaskKind::HostFunc { .. }
+                ),
+            ),
+            _ => return false,
+        },
+        None => return false,
+    };
+    if let Some(code) = rt.extra.stopped.get(&ctx).copied() {
+        let Some(s) = rt.streams.get_mut(&sid) else {
+            return false;
+        };
+        s.blocked_on = None;
+        s.async_error.get_or_insert(code);
+        let Some(t) = s.tasks.pop_front() else {
+            return false;
+        };
+        exec::release_task(rt, sid, &t, false);
+        rt.extra.task_fail.remove(&t.id);
+        rt.progress += 1;
+        HOST_CV.broadcast();
+        return true;
+    }
+    if !executable {
+        return false;
+    }
+    let code = match rt.extra.streams.get_mut(&sid) {
+        Some(x) => x.inject.pop_front(),
+        None => None,
+    };
+    let Some(code) = code else {
+        return false;
+    };
+    rt.extra.injected = rt.extra.injected.saturating_sub(1);
+    exec::complete_front(rt, sid);
+    task_failed(rt, sid, code);
+    true
+}
+
+/// Called by a worker after the body of the head task of `sid` ran, before completing it:
+/// a task registered in `task_fail` (a kernel stopped by the operator execution timeout,
+/// P5) fails now.
+pub fn after_run(rt: &mut Rt, sid: u64) {
+    if rt.extra.task_fail.is_empty() {
+        return;
+    }
+    let Some(id) = rt
+        .streams
+        .get(&sid)
+        .and_then(|s| s.tasks.front())
+        .map(|t| t.id)
+    else {
+        return;
+    };
+    if let Some(code) = rt.extra.task_fail.remove(&id) {
+        task_failed(rt, sid, code);
+    }
+}
+
+/// Forgets a removed stream.
+pub fn forget_stream(rt: &mut Rt, sid: u64) {
+    if let Some(x) = rt.extra.streams.remove(&sid) {
+        rt.extra.injected = rt.extra.injected.saturating_sub(x.inject.len());
+    }
+}
