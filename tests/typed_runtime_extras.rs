@@ -335,3 +335,83 @@ fn a_task_over_the_operator_timeout_fails_at_the_next_synchronize_p5() {
     }
     assert_no_findings(&session.finish());
 }
+
+/// S6: a failed task on a stop-on-failure stream stops the context. Each stream's next
+/// synchronisation reports the failure once, an event whose record was dropped reports it
+/// once, tasks issued afterwards are refused (a typed error, the value given back), and
+/// everything still tears down with nothing lost.
+#[test]
+fn stop_on_failure_stops_the_context_and_nothing_is_lost_s6() {
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let s1 = ctx
+            .create_stream_with(StreamConfig::new().stop_on_failure())
+            .unwrap();
+        let s2 = ctx.create_stream().unwrap();
+        session.sim.sleep_kernel(s2.as_raw(), 400_000);
+        let event = ctx.create_event().unwrap().record(&s2).unwrap();
+        session.sim.sleep_kernel(s1.as_raw(), 200_000);
+        std::thread::sleep(Duration::from_millis(20));
+        session.sim.inject_task_failure(s1.as_raw(), 507_899);
+        session.sim.sleep_kernel(s1.as_raw(), 1_000);
+        let code = |r: Result<(), Error>| r.err().and_then(|e| e.code());
+        assert_eq!(code(s1.synchronize()), Some(AclError::Unknown(507_899)));
+        assert_eq!(code(s2.synchronize()), Some(AclError::Unknown(507_899)));
+        s1.synchronize().unwrap();
+        s2.synchronize().unwrap();
+        assert_eq!(code(event.synchronize()), Some(AclError::Unknown(507_899)));
+        event.synchronize().unwrap();
+        event.destroy().unwrap();
+        // Issued after the stop: refused, and the event comes back unchanged.
+        let fresh = ctx.create_event().unwrap();
+        let fresh = match fresh.record(&s1) {
+            Err(failed) => {
+                assert_eq!(failed.error.code(), Some(AclError::RtStreamAbort));
+                failed.value
+            }
+            Ok(_) => panic!("a record on a stopped context was accepted"),
+        };
+        fresh.destroy().unwrap();
+        s1.destroy().unwrap();
+        s2.destroy().unwrap();
+        ctx.destroy().unwrap();
+        device.reset().unwrap();
+    }
+    assert_no_findings(&session.finish());
+}
+
+/// S6 through `Drop` only: after a stop nothing is synchronised by hand; every handle's
+/// fallback release still gets through (the failure is reported once per stream and
+/// event), host functions the stop dropped are freed, and nothing leaks.
+#[test]
+fn dropping_everything_after_a_stop_releases_it_all_s6() {
+    let session = Session::start();
+    let owned = Arc::new(());
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let s1 = ctx
+            .create_stream_with(StreamConfig::new().stop_on_failure())
+            .unwrap();
+        let s2 = ctx.create_stream().unwrap().with_host_functions();
+        session.sim.sleep_kernel(s2.as_raw(), 300_000);
+        let held = Arc::clone(&owned);
+        s2.launch(move || drop(held)).unwrap();
+        let _event = ctx.create_event().unwrap().record(&s2).unwrap();
+        session.sim.inject_task_failure(s1.as_raw(), 507_899);
+        session.sim.sleep_kernel(s1.as_raw(), 1_000);
+        // Everything is dropped here, in reverse order.
+    }
+    assert_eq!(
+        Arc::strong_count(&owned),
+        1,
+        "the dropped host function was not freed"
+    );
+    assert_no_findings(&session.finish());
+    assert_eq!(
+        support::sim::Sim::open(&support::simulator_path()).live_objects(),
+        0
+    );
+}

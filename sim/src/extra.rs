@@ -45,6 +45,8 @@ pub struct Extra {
     pub streams: HashMap<u64, StreamExtra>,
     /// S6: contexts stopped by a failed task of a STOP_ON_FAILURE stream, with the code.
     pub stopped: HashMap<u64, i32>,
+    /// S6: events whose record a stop dropped, with the code their next synchronize reports.
+    pub failed_records: HashMap<u64, i32>,
     /// Tasks (by id) that fail with the code when their body has run (P5 timeouts).
     pub task_fail: HashMap<u64, i32>,
     /// Injected failures armed on any stream (fast path of [`intercept`]).
@@ -71,6 +73,7 @@ impl Extra {
             soc_name,
             streams: HashMap::new(),
             stopped: HashMap::new(),
+            failed_records: HashMap::new(),
             task_fail: HashMap::new(),
             injected: 0,
         }
@@ -88,13 +91,24 @@ pub fn round_timeout(us: u64) -> Option<u64> {
     us.checked_next_multiple_of(OP_TIMEOUT_INTERVAL_US)
 }
 
-/// The failure code every synchronize of `sid` reports while its context is stopped (S6).
-pub fn stop_code(rt: &Rt, sid: u64) -> Option<i32> {
+/// S6: a task issued on a stream of a stopped context would never run: the issuing call
+/// fails with 107023 (`ACL_ERROR_RT_STREAM_ABORT`) instead of queueing it silently.
+pub fn refuse_if_stopped(rt: &Rt, sid: u64) -> Result<(), i32> {
     if rt.extra.stopped.is_empty() {
+        return Ok(());
+    }
+    match rt.streams.get(&sid) {
+        Some(s) if rt.extra.stopped.contains_key(&s.ctx) => Err(code::RT_STREAM_ABORT),
+        _ => Ok(()),
+    }
+}
+
+/// S6: the code an event synchronize reports once because a stop dropped the event's record.
+pub fn take_failed_record(rt: &mut Rt, eid: u64) -> Option<i32> {
+    if rt.extra.failed_records.is_empty() {
         return None;
     }
-    let ctx = rt.streams.get(&sid)?.ctx;
-    rt.extra.stopped.get(&ctx).copied()
+    rt.extra.failed_records.remove(&eid)
 }
 
 /// A task of `sid` failed asynchronously with `code`: the next synchronize reports it (S2);
@@ -115,11 +129,13 @@ pub fn task_failed(rt: &mut Rt, sid: u64, code: i32) {
         return;
     }
     rt.extra.stopped.insert(ctx, code);
-    for s in rt.streams.values() {
-        if s.ctx == ctx
-            && let Some(cv) = s.cv.as_ref()
-        {
-            cv.signal();
+    // Each stream of the context reports the failure once, at its next synchronize.
+    for s in rt.streams.values_mut() {
+        if s.ctx == ctx {
+            s.async_error.get_or_insert(code);
+            if let Some(cv) = s.cv.as_ref() {
+                cv.signal();
+            }
         }
     }
     rt.progress += 1;
@@ -159,6 +175,9 @@ pub fn intercept(rt: &mut Rt, sid: u64) -> bool {
         let Some(t) = s.tasks.pop_front() else {
             return false;
         };
+        if let TaskKind::Record { ev } = t.kind {
+            rt.extra.failed_records.insert(ev, code);
+        }
         exec::release_task(rt, sid, &t, false);
         rt.extra.task_fail.remove(&t.id);
         rt.progress += 1;

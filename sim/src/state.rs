@@ -26,6 +26,7 @@ pub mod code {
     pub const RT_STREAM_NO_CB_REG: i32 = 107015;
     pub const RT_WAIT_TIMEOUT: i32 = 107019;
     pub const RT_TASK_TIMEOUT: i32 = 107020;
+    pub const RT_STREAM_ABORT: i32 = 107023;
     pub const RT_FEATURE_NOT_SUPPORT: i32 = 207000;
     pub const RT_MEMORY_ALLOCATION: i32 = 207001;
     pub const RT_NO_STREAM_RESOURCE: i32 = 207008;

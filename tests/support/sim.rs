@@ -138,6 +138,15 @@ impl Sim {
     }
 
     /// Disarms every injected fault (`aclsimClearFaults`).
+    /// `aclsimInjectTaskFailure`: the next copy, memset, kernel or host function executed on
+    /// the raw stream fails asynchronously with `code`.
+    pub fn inject_task_failure(&self, stream: *mut c_void, code: i32) {
+        let f: unsafe extern "C" fn(*mut c_void, i32) -> i32 =
+            self.symbol("aclsimInjectTaskFailure");
+        // SAFETY: a live stream (the simulator checks the handle), an integer code.
+        assert_eq!(unsafe { f(stream, code) }, 0, "aclsimInjectTaskFailure");
+    }
+
     pub fn clear_faults(&self) {
         let f: unsafe extern "C" fn() = self.symbol("aclsimClearFaults");
         // SAFETY: no arguments.

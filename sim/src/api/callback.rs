@@ -116,6 +116,7 @@ pub extern "C" fn aclrtLaunchCallback(
             _ => return Err(code::INVALID_PARAM), // C5
         };
         let sid = stream_for(rt, stream as usize, true)?; // D6
+        crate::extra::refuse_if_stopped(rt, sid)?; // S6
         let thread = rt
             .streams
             .get(&sid)

@@ -228,12 +228,6 @@ fn sync_device(timeout: Option<i32>, name: &str) -> R {
             err.get_or_insert(e);
         }
     }
-    // S6: a stopped context keeps reporting its failure.
-    if err.is_none() {
-        err = targets
-            .iter()
-            .find_map(|sid| crate::extra::stop_code(rt, *sid));
-    }
     match err {
         Some(e) => Err(e),
         None => Ok(()),

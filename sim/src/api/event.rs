@@ -105,6 +105,7 @@ pub extern "C" fn aclrtRecordEvent(event: *mut c_void, stream: *mut c_void) -> i
         let rt = rt_of(&mut g)?;
         let eid = rt.event_id(event as usize)?;
         let sid = stream_for(rt, stream as usize, true)?; // D6
+        crate::extra::refuse_if_stopped(rt, sid)?; // S6
         let unreset = rt
             .events
             .get(&eid)
@@ -136,6 +137,7 @@ pub extern "C" fn aclrtResetEvent(event: *mut c_void, stream: *mut c_void) -> i3
         let rt = rt_of(&mut g)?;
         let eid = rt.event_id(event as usize)?;
         let sid = stream_for(rt, stream as usize, true)?; // D6
+        crate::extra::refuse_if_stopped(rt, sid)?; // S6
         let e = rt.events.get(&eid).ok_or(code::RT_PARAM_INVALID)?;
         if e.plain {
             // E4 (current CANN): only ACL_EVENT_SYNC events are reset; resetting a plain
@@ -194,16 +196,22 @@ fn sync_event(event: *mut c_void, timeout: Option<i32>, name: &str) -> R {
         .collect();
     let deadline = timeout.map(|d| Instant::now() + d);
     let what = format!("{name}({:#x})", eh(eid));
+    // A record dropped meanwhile (S6, S8) lowers `records_issued`: never wait for it.
     host_wait(&mut g, deadline, &targets, &what, move |rt| {
         rt.events
             .get(&eid)
-            .is_none_or(|e| e.records_finished >= target)
+            .is_none_or(|e| e.records_finished >= target.min(e.records_issued))
     })
     .map_err(|e| match e {
         WaitEnd::Timeout => code::RT_EVENT_SYNC_TIMEOUT, // E6
         WaitEnd::Deadlock => code::RT_INTERNAL_ERROR,
         WaitEnd::Gone => code::UNINITIALIZE,
-    })
+    })?;
+    // S6: the record this event waited for was dropped by a stop: reported once.
+    match crate::extra::take_failed_record(rt_of(&mut g)?, eid) {
+        Some(code) => Err(code),
+        None => Ok(()),
+    }
 }
 
 #[unsafe(no_mangle)]

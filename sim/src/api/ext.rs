@@ -29,6 +29,7 @@ pub extern "C" fn aclsimLaunchKernel(
         let mut g = enter("aclsimLaunchKernel", Call::Action)?;
         let rt = rt_of(&mut g)?;
         let sid = stream_for(rt, stream as usize, true)?;
+        crate::extra::refuse_if_stopped(rt, sid)?; // S6
         if bufferCount > 0 && buffers.is_null() {
             return Err(code::INVALID_PARAM);
         }

@@ -38,6 +38,7 @@ pub extern "C" fn aclrtLaunchHostFunc(
         let mut g = enter("aclrtLaunchHostFunc", Call::Action)?;
         let rt = rt_of(&mut g)?;
         let sid = stream_for(rt, stream as usize, true)?; // D6
+        crate::extra::refuse_if_stopped(rt, sid)?; // S6
         if let Some(t) = rt.streams.get(&sid).and_then(|s| s.subscriber) {
             rt.report(
                 "C10",

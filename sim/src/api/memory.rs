@@ -310,6 +310,7 @@ pub extern "C" fn aclrtMemcpyAsync(
         let mut g = enter("aclrtMemcpyAsync", Call::Action)?;
         let rt = rt_of(&mut g)?;
         let sid = stream_for(rt, stream as usize, true)?;
+        crate::extra::refuse_if_stopped(rt, sid)?; // S6
         let allocs = check_copy(
             rt,
             "aclrtMemcpyAsync",
@@ -366,6 +367,7 @@ pub extern "C" fn aclrtMemsetAsync(
         let mut g = enter("aclrtMemsetAsync", Call::Action)?;
         let rt = rt_of(&mut g)?;
         let sid = stream_for(rt, stream as usize, true)?;
+        crate::extra::refuse_if_stopped(rt, sid)?; // S6
         let allocs = check_set(rt, "aclrtMemsetAsync", devPtr as usize, maxCount, count)?;
         check_stream_device(rt, "aclrtMemsetAsync", sid, &allocs)?;
         exec::enqueue(

@@ -76,10 +76,10 @@ fn sync_stream(stream: *mut c_void, timeout: Option<i32>, name: &str) -> R {
         WaitEnd::Gone => code::UNINITIALIZE,
     })?;
     let rt = rt_of(&mut g)?;
-    // S2, P3, P5; S6: every synchronize of a stopped context reports the failure.
+    // S2, P3, P5, S6: an asynchronous failure is reported once.
     match rt.streams.get_mut(&sid).and_then(|s| s.async_error.take()) {
         Some(e) => Err(e),
-        None => crate::extra::stop_code(rt, sid).map_or(Ok(()), Err),
+        None => Ok(()),
     }
 }
 
@@ -104,6 +104,7 @@ pub extern "C" fn aclrtStreamWaitEvent(stream: *mut c_void, event: *mut c_void) 
         let rt = rt_of(&mut g)?;
         let eid = rt.event_id(event as usize)?;
         let sid = stream_for(rt, stream as usize, true)?; // D6
+        crate::extra::refuse_if_stopped(rt, sid)?; // S6
         let e = rt.events.get(&eid).ok_or(code::RT_PARAM_INVALID)?;
         if !e.plain && e.flags & ACL_EVENT_SYNC == 0 {
             return Err(code::RT_FEATURE_NOT_SUPPORT); // E7

@@ -2012,8 +2012,10 @@ static void s6_failure_mode_codes_and_continue_on_failure(void) {
 }
 
 /* S6 (stream failure mode sample): STOP on s1; the first failed task on s1 stops every
- * stream of the context: s2's pending memset is dropped, tasks issued afterwards too, and
- * every synchronize reports the failure. Another context is unaffected. */
+ * stream of the context: s2's pending memset and record are dropped, each stream's next
+ * synchronize reports the failure once, the event whose record was dropped reports it once,
+ * and tasks issued afterwards are refused with 107023 (never queued silently). Another
+ * context is unaffected. */
 static void s6_stop_on_failure_stops_every_stream_of_the_context(void) {
     setup();
     aclrtStream s1, s2;
@@ -2023,20 +2025,33 @@ static void s6_stop_on_failure_stops_every_stream_of_the_context(void) {
     unsigned char *d1, *d2;
     OK(aclrtMalloc((void **)&d1, 16, ACL_MEM_MALLOC_HUGE_FIRST));
     OK(aclrtMalloc((void **)&d2, 16, ACL_MEM_MALLOC_HUGE_FIRST));
-    OK(aclsimLaunchKernel(s2, 100000, NULL, NULL, NULL, 0)); /* running when s1 fails */
+    aclrtEvent ev;
+    OK(aclrtCreateEventWithFlag(&ev, ACL_EVENT_SYNC));
+    OK(aclsimLaunchKernel(s2, 400000, NULL, NULL, NULL, 0)); /* running when s1 fails */
     OK(aclrtMemsetAsync(d2, 16, 7, 16, s2));                  /* pending: dropped */
+    OK(aclrtRecordEvent(ev, s2));                             /* pending: dropped */
+    /* s1 fails only after its first kernel (200 ms), so the memset behind is issued first. */
+    OK(aclsimLaunchKernel(s1, 200000, NULL, NULL, NULL, 0));
+    sleep_ms(20);
     OK(aclsimInjectTaskFailure(s1, 507899));
     OK(aclsimLaunchKernel(s1, 1000, NULL, NULL, NULL, 0)); /* fails */
     OK(aclrtMemsetAsync(d1, 16, 5, 16, s1));               /* dropped */
     CHECK(aclrtSynchronizeStream(s1), 507899);
     CHECK(aclrtSynchronizeStream(s2), 507899);
     ASSERT(d1[0] == 0 && d2[0] == 0);
-    /* Issued afterwards: dropped too; every synchronize keeps reporting the failure. */
-    OK(aclrtMemsetAsync(d2, 16, 9, 16, s2));
-    CHECK(aclrtSynchronizeStream(s2), 507899);
-    CHECK(aclrtSynchronizeStream(s1), 507899);
-    CHECK(aclrtSynchronizeDevice(), 507899);
+    /* Reported once per stream and once by the event whose record was dropped. */
+    OK(aclrtSynchronizeStream(s1));
+    OK(aclrtSynchronizeStream(s2));
+    OK(aclrtSynchronizeDevice());
+    CHECK(aclrtSynchronizeEvent(ev), 507899);
+    OK(aclrtSynchronizeEvent(ev));
+    /* Issued afterwards: refused at the call, nothing queued. */
+    CHECK(aclrtMemsetAsync(d2, 16, 9, 16, s2), 107023);
+    CHECK(aclrtRecordEvent(ev, s1), 107023);
+    CHECK(aclsimLaunchKernel(s1, 10, NULL, NULL, NULL, 0), 107023);
+    OK(aclrtSynchronizeStream(s2));
     ASSERT(d2[0] == 0);
+    OK(aclrtDestroyEvent(ev));
     aclrtStreamStatus st;
     OK(aclrtStreamQuery(s2, &st));
     ASSERT(st == ACL_STREAM_STATUS_COMPLETE);
