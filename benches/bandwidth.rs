@@ -73,7 +73,7 @@ fn bandwidth(c: &mut Criterion, ctx: &Context<'_>) {
 fn all(c: &mut Criterion) {
     let acl = Acl::init().unwrap();
     assert!(
-        acl.api().is_simulator(),
+        acl.simulator().is_some(),
         "these numbers are meant for the simulator"
     );
     let device = acl.set_device(0).unwrap();

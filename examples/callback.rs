@@ -17,7 +17,7 @@ fn main() -> Result<(), Error> {
     println!(
         "loaded {} (simulator: {})",
         acl.api().path().display(),
-        acl.api().is_simulator()
+        acl.simulator().is_some()
     );
     let device = acl.set_device(0)?;
     let ctx = device.create_context()?;

@@ -13,7 +13,7 @@ fn main() -> Result<(), Error> {
     println!(
         "loaded {} (simulator: {})",
         acl.api().path().display(),
-        acl.api().is_simulator()
+        acl.simulator().is_some()
     );
     let device = acl.set_device(0)?; // D1
     let ctx = device.create_context()?; // D2

@@ -12,7 +12,7 @@ use ascend_typestate::{Acl, Error};
 fn main() -> Result<(), Error> {
     let acl = Acl::init()?;
     let api = acl.api();
-    let kind = if api.is_simulator() {
+    let kind = if acl.simulator().is_some() {
         "the CPU simulator"
     } else {
         "the AscendCL runtime"

@@ -50,9 +50,9 @@ fn main() -> Result<(), Error> {
     println!(
         "loaded {} (simulator: {})",
         api.path().display(),
-        api.is_simulator()
+        acl.simulator().is_some()
     );
-    if !api.is_simulator() {
+    if acl.simulator().is_none() {
         println!("the kernel of this example is simulated: run it without an Ascend runtime");
         return Ok(());
     }

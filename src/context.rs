@@ -20,7 +20,6 @@
 //! stale through the raw [`result`](crate::result) layer (`set_current_context`, which is
 //! `unsafe`); the runtime then answers 107003, a typed error.
 
-use std::cell::Cell;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::sync::Mutex;
@@ -28,46 +27,29 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::error::Result;
 use crate::event::{Created, Event};
+use crate::result::current;
 use crate::runtime::{Failed, release_on_drop, report_drop_error};
 use crate::stream::{Stream, StreamConfig};
 use crate::sys::bindings::{ACL_EVENT_SYNC, ACL_STOP_ON_FAILURE};
 use crate::sys::loader::Api;
 use crate::sys::{aclrtContext, aclrtEvent, aclrtStream};
 
-thread_local! {
-    /// The id of the context this crate last made current on this thread (0: unknown).
-    static CURRENT: Cell<u64> = const { Cell::new(0) };
-}
-
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-
-/// The cache value meaning "this thread is running a host callback" (C8).
-const INSIDE_CALLBACK: u64 = u64::MAX;
 
 /// Marks the calling thread as running a host callback, until `leave_callback` (C8).
 pub(crate) fn enter_callback() -> u64 {
-    CURRENT.with(|c| c.replace(INSIDE_CALLBACK))
+    current::replace(current::INSIDE_CALLBACK)
 }
 
 /// Ends `enter_callback`, restoring the cache value it returned.
 pub(crate) fn leave_callback(previous: u64) {
-    CURRENT.with(|c| c.set(previous));
-}
-
-/// Forgets which context is current on this thread (after a runtime call that changes it
-/// behind the cache: `aclrtSetDevice`, `aclrtResetDevice`, `aclrtDestroyContext`).
-pub(crate) fn forget_current() {
-    CURRENT.with(|c| {
-        if c.get() != INSIDE_CALLBACK {
-            c.set(0);
-        }
-    });
+    current::replace(previous);
 }
 
 /// [`Error::InsideCallback`](crate::Error::InsideCallback) when called from a host callback
 /// (C8), for the typed calls that do not bind a context first.
 pub(crate) fn refuse_inside_callback() -> Result<()> {
-    if CURRENT.with(Cell::get) == INSIDE_CALLBACK {
+    if current::get() == current::INSIDE_CALLBACK {
         Err(crate::Error::InsideCallback)
     } else {
         Ok(())
@@ -150,7 +132,7 @@ impl<'dev> Context<'dev> {
         device_contexts.fetch_add(1, Ordering::Relaxed);
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         // aclrtCreateContext made it current on this thread (D2).
-        CURRENT.with(|c| c.set(id));
+        current::replace(id);
         Ok(Context {
             raw,
             id,
@@ -177,17 +159,17 @@ impl<'dev> Context<'dev> {
     /// Whether this crate made this context current on the calling thread last (D6).
     #[inline(always)]
     pub(crate) fn is_bound(&self) -> bool {
-        CURRENT.with(Cell::get) == self.id
+        current::get() == self.id
     }
 
     #[cold]
     fn bind_slow(&self) -> Result<()> {
-        if CURRENT.with(Cell::get) == INSIDE_CALLBACK {
+        if current::get() == current::INSIDE_CALLBACK {
             return Err(crate::Error::InsideCallback);
         }
         // SAFETY: `self.raw` is live: it is destroyed only by consuming `self`.
         unsafe { self.api.set_current_context(self.raw)? };
-        CURRENT.with(|c| c.set(self.id));
+        current::replace(self.id);
         Ok(())
     }
 
@@ -471,7 +453,7 @@ impl<'dev> Context<'dev> {
         self.try_destroy_deferred(Finished::All)?;
         // SAFETY: `self.raw` is live and this is its only destruction (the value is consumed).
         let result = unsafe { self.api.destroy_context(self.raw) };
-        forget_current();
+        current::forget();
         if result.is_ok() {
             self.device_contexts.fetch_sub(1, Ordering::Release);
         }

@@ -67,7 +67,7 @@ impl<'acl> Device<'acl> {
         unsafe { api.set_device(id)? };
         LIVE_DEVICES.fetch_add(1, Ordering::Relaxed);
         // aclrtSetDevice made the device's default context current on this thread.
-        context::forget_current();
+        crate::result::current::forget();
         Ok(Device {
             api,
             id,
@@ -88,7 +88,7 @@ impl<'acl> Device<'acl> {
     }
 
     /// `aclGetDeviceCapability` (D8): one property of this device.
-    /// [`Error::Unsupported`](crate::Error::Unsupported) on runtimes that lack it.
+    /// [`Error::Unsupported`] on runtimes that lack it.
     pub fn capability(&self, capability: DeviceCapability) -> Result<i64> {
         use crate::sys::bindings as b;
         let info = match capability {
@@ -111,7 +111,7 @@ impl<'acl> Device<'acl> {
         // so unless one was leaked), so no stream, event or buffer on it is either, and the
         // value is consumed or being dropped, so this is its only reset (D3).
         let result = unsafe { self.api.reset_device(self.id) };
-        context::forget_current();
+        crate::result::current::forget();
         if result.is_ok() {
             LIVE_DEVICES.fetch_sub(1, Ordering::Release);
         }

@@ -16,7 +16,7 @@
 //!   `&Stream`, which has no `launch`.
 //! * The closures are `FnOnce() + Send + 'static` and receive nothing: no handle to call
 //!   the runtime with (C8); a handle smuggled in is refused with
-//!   [`Error::InsideCallback`](crate::Error::InsideCallback). A panic is caught at the FFI
+//!   [`Error::InsideCallback`]. A panic is caught at the FFI
 //!   boundary and reported by [`HostFnStream::take_panics`] (and by `Drop`).
 //! * Nothing launched is lost or run twice: each closure is queued once and removed by the
 //!   only run of the trampoline; closures whose task the runtime dropped (S6, S8) are

@@ -20,7 +20,16 @@ use std::ffi::{CString, c_char};
 
 use crate::error::{Error, Result};
 use crate::runtime::Acl;
-use crate::sys::loader::SimulatorTable;
+use std::ffi::c_void;
+use std::marker::PhantomData;
+
+use bytemuck::Pod;
+
+use crate::memory::{AsyncScope, Location, MemoryMut, PendingDevice, Source};
+use crate::runtime::report_drop_error;
+use crate::stream::Stream;
+use crate::sys::loader::Api;
+use crate::sys::{aclError, aclrtStream};
 
 /// One finding of the simulator's protocol checker.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,15 +43,17 @@ pub struct Finding {
 /// Access to the simulator's checker (see the [module docs](self)).
 #[derive(Clone, Copy)]
 pub struct Simulator<'a> {
-    table: &'a SimulatorTable,
+    table: SimulatorTable,
+    _acl: PhantomData<&'a Acl>,
 }
 
 impl Acl {
     /// The simulator's extension API, when the loaded runtime is the simulator.
     pub fn simulator(&self) -> Option<Simulator<'static>> {
-        self.api_static()
-            .simulator()
-            .map(|table| Simulator { table })
+        SimulatorTable::of(self.api_static()).map(|table| Simulator {
+            table,
+            _acl: PhantomData,
+        })
     }
 }
 
@@ -75,6 +86,12 @@ impl Simulator<'_> {
             });
         }
         out
+    }
+
+    /// The version of the simulator's extension API (`aclsimApiVersion`).
+    pub fn api_version(&self) -> u32 {
+        // SAFETY: no arguments.
+        unsafe { (self.table.aclsimApiVersion)() }
     }
 
     /// Forgets every finding.
@@ -154,4 +171,208 @@ impl Simulator<'_> {
 fn c_text(bytes: &[u8]) -> String {
     let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
     String::from_utf8_lossy(&bytes[..end]).into_owned()
+}
+
+impl<'scope, 'env> AsyncScope<'scope, 'env> {
+    /// A synthetic kernel, on the simulator only (`aclsimLaunchKernel`): after `duration`,
+    /// `output[i] = f(input[i])` for each element of `input`, run by `stream` in order with its
+    /// other tasks. Both must be device memory of this context's device; `input` may be the
+    /// [`Pending`](crate::memory::Pending) result of an earlier copy of the scope. The returned [`Pending`](crate::memory::Pending) is
+    /// `output`, for later copies.
+    ///
+    /// `f` is a plain function (it captures nothing), applied element by element to device
+    /// memory the way a kernel would: no Rust reference to device memory is ever formed.
+    /// It runs on the simulator's thread like a host callback: the crate's calls return
+    /// [`Error::InsideCallback`] there (C8). If it panics, the output is left partly written
+    /// and the panic goes to the [drop-error handler](crate::set_drop_error_handler) as
+    /// [`Error::CallbackPanicked`]. On the vendor runtime this is [`Error::Unsupported`].
+    pub fn simulated_map<T, D, S>(
+        &'scope self,
+        stream: &'scope Stream<'_>,
+        duration: std::time::Duration,
+        input: S,
+        output: &'scope mut D,
+        f: fn(T) -> T,
+    ) -> Result<PendingDevice<'scope, T>>
+    where
+        T: Pod,
+        D: MemoryMut<T> + ?Sized,
+        S: Source<'scope, T>,
+    {
+        let sim = SimulatorTable::of(self.ctx.api()).ok_or(Error::Unsupported {
+            symbol: "aclsimLaunchKernel",
+        })?;
+        if S::LOCATION != Location::Device || D::LOCATION != Location::Device {
+            return Err(Error::InvalidArgument(
+                "a kernel reads and writes device memory",
+            ));
+        }
+        if input.len() > output.len() {
+            return Err(Error::InvalidArgument(
+                "the kernel's input is longer than its output",
+            ));
+        }
+        self.ctx.check_device(output.device_id())?;
+        self.ctx.check_device(input.device_id())?;
+        self.use_stream(stream)?;
+        self.after_writer(&input, stream)?;
+        let out_ptr = output.as_mut_ptr();
+        let written = self.written_by(stream, output);
+        let job = Box::new(MapJob::<T> {
+            input: input.as_ptr().cast(),
+            output: out_ptr.cast(),
+            len: input.len(),
+            f,
+        });
+        // An empty view may point one past its buffer: name only non-empty buffers.
+        let all = [input.as_ptr().cast_mut(), out_ptr];
+        let buffers: &[*mut c_void] = if input.is_empty() { &[] } else { &all };
+        let user_data = Box::into_raw(job).cast::<c_void>();
+        let micros = u64::try_from(duration.as_micros()).unwrap_or(u64::MAX);
+        // SAFETY: `stream` is live and its context current; both buffers are device memory
+        // borrowed until the scope synchronises `stream`; `run_map::<T>` matches the job's
+        // type and frees it on its only run.
+        let code = unsafe {
+            (sim.aclsimLaunchKernel)(
+                stream.as_raw(),
+                micros,
+                Some(run_map::<T>),
+                user_data,
+                buffers.as_ptr(),
+                buffers.len(),
+            )
+        };
+        if let Err(code) = crate::error::check(code) {
+            // SAFETY: not enqueued, so the job is still ours alone.
+            drop(unsafe { Box::from_raw(user_data.cast::<MapJob<T>>()) });
+            return Err(Error::Runtime {
+                call: "aclsimLaunchKernel",
+                code,
+            });
+        }
+        Ok(PendingDevice(written))
+    }
+}
+
+/// A synthetic kernel's work: `output[i] = f(input[i])`.
+struct MapJob<T> {
+    input: *const T,
+    output: *mut T,
+    len: usize,
+    f: fn(T) -> T,
+}
+
+/// The simulator calls this once, on the stream's worker, when the stream reaches the task.
+unsafe extern "C" fn run_map<T: Pod>(user_data: *mut c_void, _b: *const *mut c_void, _n: usize) {
+    // SAFETY: `user_data` is the `MapJob<T>` boxed by `simulated_map`, run once.
+    let job = unsafe { Box::from_raw(user_data.cast::<MapJob<T>>()) };
+    // The function runs on the runtime's own thread, like a callback: C8 for every entry
+    // point of the crate it might reach through a `static`.
+    let previous = crate::context::enter_callback();
+    let run = || {
+        for i in 0..job.len {
+            // SAFETY: both ranges are device memory of at least `len` elements, borrowed by
+            // the scope until the stream is synchronised; unaligned access keeps any `Pod`
+            // valid.
+            unsafe {
+                let value = job.input.add(i).read_unaligned();
+                job.output.add(i).write_unaligned((job.f)(value));
+            }
+        }
+    };
+    // Never unwind into the simulator's C ABI.
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run));
+    if let Err(panic) = outcome {
+        let first = crate::callback::panic_message(panic.as_ref());
+        // Not dropped: a payload whose own `Drop` panics would unwind into C (abort).
+        std::mem::forget(panic);
+        // Reported, never lost (the output is then partly written); still marked as a
+        // callback, so that the handler cannot reach the runtime from this thread (C8).
+        report_drop_error(
+            "a simulated kernel's function (it panicked; its output is incomplete)",
+            Err(Error::CallbackPanicked { count: 1, first }),
+        );
+    }
+    crate::context::leave_callback(previous);
+}
+
+/// A synthetic kernel body of the simulator (`aclsimKernelFn`).
+type SimKernelFn = unsafe extern "C" fn(*mut c_void, *const *mut c_void, usize);
+
+/// The simulator's extension API (`sim/include/aclsim.h`), resolved when the loaded library
+/// is the simulator. The vendor runtime has none of these symbols.
+#[allow(non_snake_case)]
+#[derive(Clone, Copy)]
+pub(crate) struct SimulatorTable {
+    /// `aclsimApiVersion`.
+    pub aclsimApiVersion: unsafe extern "C" fn() -> u32,
+    /// `aclsimLaunchKernel`.
+    pub aclsimLaunchKernel: unsafe extern "C" fn(
+        aclrtStream,
+        u64,
+        Option<SimKernelFn>,
+        *mut c_void,
+        *const *mut c_void,
+        usize,
+    ) -> aclError,
+    /// `aclsimFindingCount`.
+    pub aclsimFindingCount: unsafe extern "C" fn() -> usize,
+    /// `aclsimGetFinding`.
+    pub aclsimGetFinding:
+        unsafe extern "C" fn(usize, *mut c_char, usize, *mut c_char, usize) -> aclError,
+    /// `aclsimClearFindings`.
+    pub aclsimClearFindings: unsafe extern "C" fn(),
+    /// `aclsimLiveObjectCount`.
+    pub aclsimLiveObjectCount: unsafe extern "C" fn() -> usize,
+    /// `aclsimInjectFaultAt` (`None` in simulator builds that predate it).
+    pub aclsimInjectFaultAt:
+        Option<unsafe extern "C" fn(*const c_char, aclError, u32, u32) -> aclError>,
+    /// `aclsimClearFaults` (`None` in simulator builds that predate it).
+    pub aclsimClearFaults: Option<unsafe extern "C" fn()>,
+    /// `aclsimCallCount` (`None` in simulator builds that predate it).
+    pub aclsimCallCount: Option<unsafe extern "C" fn(*const c_char) -> u64>,
+    /// `aclsimResetCallCounts` (`None` in simulator builds that predate it).
+    pub aclsimResetCallCounts: Option<unsafe extern "C" fn()>,
+}
+
+impl SimulatorTable {
+    /// The simulator's extension API in the library `api` was loaded from, if it is the
+    /// simulator (the vendor runtime has none of these symbols).
+    pub(crate) fn of(api: &Api) -> Option<SimulatorTable> {
+        // SAFETY: a library exporting the `aclsim*` names is the simulator, whose symbols
+        // have the prototypes of sim/include/aclsim.h; the library is never unloaded.
+        unsafe { SimulatorTable::resolve(api.library()) }
+    }
+
+    /// # Safety
+    /// If `library` exports these names, they have the prototypes of `aclsim.h`.
+    unsafe fn resolve(library: &libloading::Library) -> Option<SimulatorTable> {
+        macro_rules! get {
+            ($name:ident) => {
+                // SAFETY: the caller's contract; the table lives beside the library.
+                *unsafe { library.get(concat!(stringify!($name), "\0").as_bytes()) }.ok()?
+            };
+        }
+        // Newer extensions: a simulator without them is still recognised.
+        macro_rules! optional {
+            ($name:ident) => {
+                // SAFETY: as above.
+                unsafe { library.get(concat!(stringify!($name), "\0").as_bytes()) }
+                    .ok()
+                    .map(|symbol| *symbol)
+            };
+        }
+        Some(SimulatorTable {
+            aclsimApiVersion: get!(aclsimApiVersion),
+            aclsimLaunchKernel: get!(aclsimLaunchKernel),
+            aclsimFindingCount: get!(aclsimFindingCount),
+            aclsimGetFinding: get!(aclsimGetFinding),
+            aclsimClearFindings: get!(aclsimClearFindings),
+            aclsimLiveObjectCount: get!(aclsimLiveObjectCount),
+            aclsimInjectFaultAt: optional!(aclsimInjectFaultAt),
+            aclsimClearFaults: optional!(aclsimClearFaults),
+            aclsimCallCount: optional!(aclsimCallCount),
+            aclsimResetCallCounts: optional!(aclsimResetCallCounts),
+        })
+    }
 }

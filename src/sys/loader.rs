@@ -39,85 +39,11 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
-use std::ffi::{c_char, c_void};
-
-use super::{FunctionTable, aclError, aclrtStream};
+use super::FunctionTable;
 use crate::error::{LoadError, TriedPath};
 
 /// The library file name of the AscendCL runtime (and of the simulator).
 pub const LIBRARY_NAME: &str = "libascendcl.so";
-/// A synthetic kernel body of the simulator (`aclsimKernelFn`).
-pub type SimKernelFn = unsafe extern "C" fn(*mut c_void, *const *mut c_void, usize);
-
-/// The simulator's extension API (`sim/include/aclsim.h`), resolved when the loaded library
-/// is the simulator. The vendor runtime has none of these symbols.
-#[allow(non_snake_case)]
-#[derive(Clone, Copy)]
-pub struct SimulatorTable {
-    /// `aclsimApiVersion`.
-    pub aclsimApiVersion: unsafe extern "C" fn() -> u32,
-    /// `aclsimLaunchKernel`.
-    pub aclsimLaunchKernel: unsafe extern "C" fn(
-        aclrtStream,
-        u64,
-        Option<SimKernelFn>,
-        *mut c_void,
-        *const *mut c_void,
-        usize,
-    ) -> aclError,
-    /// `aclsimFindingCount`.
-    pub aclsimFindingCount: unsafe extern "C" fn() -> usize,
-    /// `aclsimGetFinding`.
-    pub aclsimGetFinding:
-        unsafe extern "C" fn(usize, *mut c_char, usize, *mut c_char, usize) -> aclError,
-    /// `aclsimClearFindings`.
-    pub aclsimClearFindings: unsafe extern "C" fn(),
-    /// `aclsimLiveObjectCount`.
-    pub aclsimLiveObjectCount: unsafe extern "C" fn() -> usize,
-    /// `aclsimInjectFaultAt` (`None` in simulator builds that predate it).
-    pub aclsimInjectFaultAt:
-        Option<unsafe extern "C" fn(*const c_char, aclError, u32, u32) -> aclError>,
-    /// `aclsimClearFaults` (`None` in simulator builds that predate it).
-    pub aclsimClearFaults: Option<unsafe extern "C" fn()>,
-    /// `aclsimCallCount` (`None` in simulator builds that predate it).
-    pub aclsimCallCount: Option<unsafe extern "C" fn(*const c_char) -> u64>,
-    /// `aclsimResetCallCounts` (`None` in simulator builds that predate it).
-    pub aclsimResetCallCounts: Option<unsafe extern "C" fn()>,
-}
-
-impl SimulatorTable {
-    /// # Safety
-    /// If `library` exports these names, they have the prototypes of `aclsim.h`.
-    unsafe fn resolve(library: &libloading::Library) -> Option<SimulatorTable> {
-        macro_rules! get {
-            ($name:ident) => {
-                // SAFETY: the caller's contract; the table lives beside the library.
-                *unsafe { library.get(concat!(stringify!($name), "\0").as_bytes()) }.ok()?
-            };
-        }
-        // Newer extensions: a simulator without them is still recognised.
-        macro_rules! optional {
-            ($name:ident) => {
-                // SAFETY: as above.
-                unsafe { library.get(concat!(stringify!($name), "\0").as_bytes()) }
-                    .ok()
-                    .map(|symbol| *symbol)
-            };
-        }
-        Some(SimulatorTable {
-            aclsimApiVersion: get!(aclsimApiVersion),
-            aclsimLaunchKernel: get!(aclsimLaunchKernel),
-            aclsimFindingCount: get!(aclsimFindingCount),
-            aclsimGetFinding: get!(aclsimGetFinding),
-            aclsimClearFindings: get!(aclsimClearFindings),
-            aclsimLiveObjectCount: get!(aclsimLiveObjectCount),
-            aclsimInjectFaultAt: optional!(aclsimInjectFaultAt),
-            aclsimClearFaults: optional!(aclsimClearFaults),
-            aclsimCallCount: optional!(aclsimCallCount),
-            aclsimResetCallCounts: optional!(aclsimResetCallCounts),
-        })
-    }
-}
 /// The environment variable naming the runtime library to load.
 pub const LIBRARY_ENV: &str = "ASCEND_ACL_LIB";
 
@@ -246,7 +172,6 @@ pub struct Api {
     pub(crate) table: FunctionTable,
     path: PathBuf,
     source: &'static str,
-    simulator: Option<SimulatorTable>,
     /// Never closed (see the type's docs), so `table`'s pointers stay valid for the life of
     /// the process.
     _library: std::mem::ManuallyDrop<libloading::Library>,
@@ -290,13 +215,10 @@ impl Api {
                     // SAFETY: the library is an AscendCL runtime (same reasoning), and the
                     // table is stored beside the library, which is never unloaded.
                     let table = unsafe { FunctionTable::resolve(&library, &candidate.path)? };
-                    // SAFETY: the `aclsim*` symbols have the prototypes of sim/include/aclsim.h.
-                    let simulator = unsafe { SimulatorTable::resolve(&library) };
                     return Ok(Api {
                         table,
                         path: candidate.path,
                         source: candidate.source,
-                        simulator,
                         _library: std::mem::ManuallyDrop::new(library),
                     });
                 }
@@ -320,15 +242,9 @@ impl Api {
         self.source
     }
 
-    /// Whether the loaded library is this project's CPU simulator (it exports the `aclsim*`
-    /// extension API) rather than the vendor runtime.
-    pub fn is_simulator(&self) -> bool {
-        self.simulator.is_some()
-    }
-
-    /// The simulator's extension API, when the loaded library is the simulator.
-    pub fn simulator(&self) -> Option<&SimulatorTable> {
-        self.simulator.as_ref()
+    /// The loaded library, for symbols outside the runtime's table (the simulator's).
+    pub(crate) fn library(&self) -> &libloading::Library {
+        &self._library
     }
 
     /// Whether the loaded library provides `symbol` (required ones always do).

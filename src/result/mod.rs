@@ -1,0 +1,124 @@
+//! The thin result layer: one method on [`Api`] per C function, returning [`Result`].
+//!
+//! Each method does exactly one runtime call and turns its `aclError` into
+//! [`Error::Runtime`] naming the call. Every method that creates, changes or releases
+//! runtime state is `unsafe`: besides handles and pointers the runtime cannot check, such a
+//! call can break what the typed API relies on (P1, P2, D3, D6, E1-E9, C8, M1, M2), and the
+//! raw layer is reachable without a live [`Acl`](crate::Acl) through
+//! [`load_global`](crate::sys::loader::load_global). Only pure queries are safe. Each
+//! `# Safety` section states the contract; [the common part](#safety-of-the-raw-layer) is
+//! below. The typestate API lowers onto these methods, and its types are what make those
+//! contracts hold.
+//!
+//! # Safety of the raw layer
+//!
+//! Every `unsafe` method requires, beyond its own section: the call does not invalidate or
+//! contradict a handle of the typed API (it does not initialise or finalize the runtime
+//! behind a live [`Acl`](crate::Acl), reset a device, or destroy, re-record, wait on or
+//! reset a typed handle's object), and it is not made from a host callback or a simulated
+//! kernel (C8). Objects it creates are the caller's to release (D3).
+//!
+//! ```no_run
+//! use ascend_typestate::sys::loader::{load_global, LoadOptions};
+//! let api = load_global(&LoadOptions::default())?;
+//! // SAFETY: no `Acl` lives in this program: the raw calls own the runtime; `stream` is
+//! // created in this thread's current context and destroyed once.
+//! unsafe {
+//!     api.init(None)?;
+//!     api.set_device(0)?;
+//!     let stream = api.create_stream()?;
+//!     api.synchronize_stream(stream)?;
+//!     api.destroy_stream(stream)?;
+//! }
+//! // SAFETY: nothing created on the device or in the runtime is used afterwards.
+//! unsafe {
+//!     api.reset_device(0)?;
+//!     api.finalize()?;
+//! }
+//! # Ok::<(), ascend_typestate::Error>(())
+//! ```
+
+use std::ffi::{CStr, c_void};
+use std::ptr;
+
+use crate::error::{AclError, Error, Result};
+use crate::sys::bindings::{
+    ACL_ERROR_FAILURE, ACL_PKG_VERSION_MAX_SIZE, ACL_STREAM_STATUS_COMPLETE, aclDeviceInfo,
+    aclrtCallbackBlockType, aclrtEventRecordedStatus, aclrtMemAttr, aclrtMemMallocPolicy,
+    aclrtMemcpyKind, aclrtRunMode, aclrtStreamStatus,
+};
+use crate::sys::loader::Api;
+use crate::sys::{aclError, aclrtCallback, aclrtContext, aclrtEvent, aclrtHostFunc, aclrtStream};
+
+/// Maps a raw return value of `call` to a `Result`.
+#[inline(always)]
+fn check(call: &'static str, code: aclError) -> Result<()> {
+    if code == 0 {
+        Ok(())
+    } else {
+        Err(runtime_error(call, code))
+    }
+}
+
+/// The error of a failed call, built out of line: a call site is then the C call, a test
+/// and a branch.
+#[cold]
+#[inline(never)]
+fn runtime_error(call: &'static str, code: aclError) -> Error {
+    Error::Runtime {
+        call,
+        code: AclError::from_code(code),
+    }
+}
+
+/// Calls a required function of the table: `call!(self, aclrtFoo(a, b))`.
+macro_rules! call {
+    ($api:expr, $name:ident($($arg:expr),* $(,)?)) => {
+        check(stringify!($name), ($api.table.$name)($($arg),*))
+    };
+}
+
+/// An optional function of the table, or [`Error::Unsupported`] when the runtime lacks it.
+macro_rules! optional {
+    ($api:expr, $name:ident) => {
+        match $api.table.$name {
+            Some(function) => function,
+            None => {
+                return Err(Error::Unsupported {
+                    symbol: stringify!($name),
+                })
+            }
+        }
+    };
+}
+
+/// Copies a NUL-terminated string the runtime returned; `None` for NULL.
+///
+/// # Safety
+/// `text` is NULL or points to a NUL-terminated string that stays valid during the call.
+unsafe fn copy_c_string(text: *const std::ffi::c_char) -> Option<String> {
+    if text.is_null() {
+        return None;
+    }
+    // SAFETY: the caller's contract: non-NULL and NUL-terminated.
+    let text = unsafe { CStr::from_ptr(text) };
+    Some(text.to_string_lossy().into_owned())
+}
+
+/// Calls an optional function, or returns [`Error::Unsupported`] when the runtime lacks it.
+macro_rules! call_optional {
+    ($api:expr, $name:ident($($arg:expr),* $(,)?)) => {
+        match $api.table.$name {
+            Some(function) => check(stringify!($name), function($($arg),*)),
+            None => Err(Error::Unsupported { symbol: stringify!($name) }),
+        }
+    };
+}
+
+mod callback;
+pub(crate) mod current;
+mod device;
+mod event;
+mod memory;
+mod process;
+mod stream;
