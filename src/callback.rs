@@ -333,6 +333,9 @@ impl<'ctx> ReportThread<'ctx> {
         if let Err(e) = self.alive() {
             return Err(Failed::new(e, stream));
         }
+        if let Err(e) = stream.context().claim(context::USES_CALLBACKS) {
+            return Err(Failed::new(e, stream));
+        }
         // Counted first: a subscription must never exist uncounted (`stop` reads it).
         self.shared.subscriptions.fetch_add(1, Ordering::AcqRel);
         let subscribed = stream.bind().and_then(|()| {

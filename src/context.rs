@@ -23,7 +23,7 @@
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 
 use crate::error::Result;
 use crate::event::{Created, Event};
@@ -35,6 +35,11 @@ use crate::sys::loader::Api;
 use crate::sys::{aclrtContext, aclrtEvent, aclrtStream};
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// [`Context::claim`]: a stream of the context was subscribed for callbacks (C1).
+pub(crate) const USES_CALLBACKS: u8 = 1;
+/// [`Context::claim`]: a stream of the context stops it on failure (S6).
+pub(crate) const STOPS_ON_FAILURE: u8 = 2;
 
 /// Marks the calling thread as running a host callback, until `leave_callback` (C8).
 pub(crate) fn enter_callback() -> u64 {
@@ -104,6 +109,9 @@ pub struct Context<'dev> {
     children: AtomicUsize,
     /// The device's count of live contexts: this one is in it until destroyed (D3).
     device_contexts: &'dev AtomicUsize,
+    /// What the context's streams are used for that excludes the other (S6): 0 nothing yet,
+    /// [`USES_CALLBACKS`] or [`STOPS_ON_FAILURE`]. Sticky for the context's life.
+    exclusive_use: AtomicU8,
     /// The sequence number of the next deferred entry.
     deferred_seq: AtomicU64,
     /// How many entries `deferred` has: lets a synchronisation skip the lock when empty.
@@ -143,6 +151,7 @@ impl<'dev> Context<'dev> {
             device_contexts,
             deferred_seq: AtomicU64::new(0),
             deferred_len: AtomicUsize::new(0),
+            exclusive_use: AtomicU8::new(0),
             _device: PhantomData,
         })
     }
@@ -209,6 +218,9 @@ impl<'dev> Context<'dev> {
         if config == StreamConfig::new() {
             return self.create_stream();
         }
+        if config.stops_on_failure() {
+            self.claim(STOPS_ON_FAILURE)?;
+        }
         self.bind()?;
         let (priority, flags) = (u32::from(config.raw_priority()), config.raw_flags());
         // SAFETY: a new stream in this (bound) context, owned by the returned value (D3).
@@ -224,6 +236,23 @@ impl<'dev> Context<'dev> {
             };
         }
         Ok(stream)
+    }
+
+    /// Claims the context for callbacks or for stop-on-failure streams, which exclude each
+    /// other (S6): a stop drops the context's pending tasks, callbacks included, and a
+    /// callback the runtime dropped never runs, so unsubscribing (which waits for every
+    /// launched callback, C1) would wait forever. Use another context for the other.
+    pub(crate) fn claim(&self, used_for: u8) -> Result<()> {
+        match self
+            .exclusive_use
+            .compare_exchange(0, used_for, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => Ok(()),
+            Err(current) if current == used_for => Ok(()),
+            Err(_) => Err(crate::Error::InvalidArgument(
+                "one context cannot have both subscribed streams and stop-on-failure streams (S6, C1): use two contexts",
+            )),
+        }
     }
 
     /// `aclrtGetMemInfo(attr, &free, &total)` (D8): the free and total bytes of this

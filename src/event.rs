@@ -607,6 +607,25 @@ fn release_after_failed_reset<'t>(
         std::mem::forget(event);
         return Err(WaitError::Destroyed(error));
     }
+    // A wait that ended without its record (dropped by a stop, S6) leaves the record
+    // possibly pending on another stream: wait for it too (E9). Its error (the stop's) is
+    // reported once; a second synchronisation tells a stream that cannot be waited for.
+    let api = event.ctx.api();
+    // SAFETY: the event is live (owned here).
+    let record_done = event
+        .ctx
+        .bind()
+        .and_then(|()| unsafe { api.synchronize_event(event.raw) })
+        .or_else(|first| {
+            report_drop_error("Waited (its record's error)", Err(first));
+            // SAFETY: as above.
+            unsafe { api.synchronize_event(event.raw) }
+        });
+    if let Err(e) = record_done {
+        report_drop_error("Waited (event leaked: its record cannot be waited for)", Err(e));
+        std::mem::forget(event);
+        return Err(WaitError::Destroyed(error));
+    }
     if let Err(failed) = Failed::release_or_give_back(event, Event::release) {
         let (release_error, event) = failed.into_parts();
         report_drop_error("Waited (release after a failed reset)", Err(release_error));

@@ -18,16 +18,18 @@
 //!   the runtime with (C8); a handle smuggled in is refused with
 //!   [`Error::InsideCallback`]. A panic is caught at the FFI
 //!   boundary and reported by [`HostFnStream::take_panics`] (and by `Drop`).
-//! * Nothing launched is lost or run twice: each closure is queued once and removed by the
-//!   only run of the trampoline; closures whose task the runtime dropped (S6, S8) are
-//!   dropped after the stream is seen done.
+//! * Nothing launched is lost or run twice: each closure is registered under a ticket
+//!   (the runtime gets the ticket, not a pointer) and removed by the only run of the
+//!   trampoline; closures whose task the runtime dropped (S6, S8), or failed without
+//!   running, are freed once the stream is seen done.
 
 use std::any::Any;
-use std::collections::VecDeque;
+use std::collections::HashMap;
 use std::ffi::c_void;
 use std::mem::ManuallyDrop;
 use std::ops::Deref;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::context;
@@ -37,22 +39,39 @@ use crate::stream::Stream;
 
 type Body = Box<dyn FnOnce() + Send + 'static>;
 
-/// What a stream's trampolines share with it.
+/// One launched host function, until its only run or until its task is known dropped.
+struct Launched {
+    body: Body,
+    stream: Arc<Shared>,
+}
+
+/// Every launched host function not yet run, by a process-unique number. The runtime gets
+/// the number as `args`, never a pointer: a trampoline finds its own closure whatever
+/// happened to the other tasks (a task that fails without running leaves its entry, which
+/// the stream frees once it is seen done), and nothing is ever dereferenced twice.
+static LAUNCHED: Mutex<Option<HashMap<u64, Launched>>> = Mutex::new(None);
+static NEXT_TICKET: AtomicU64 = AtomicU64::new(1);
+
+/// What a stream's host functions share with it.
 #[derive(Default)]
 struct Shared {
-    /// Launched closures not yet run, in issue order: a stream runs its tasks in order (S1)
-    /// and one host function at a time, so each run takes the front one.
-    queue: Mutex<VecDeque<Body>>,
+    /// Launched closures not yet run or freed.
+    pending: AtomicUsize,
     /// Messages of closures that panicked, not yet taken.
     panics: Mutex<Vec<String>>,
 }
 
-/// Locks, ignoring poisoning: the data stays consistent (pushes and pops only), and the
+/// Locks, ignoring poisoning: the data stays consistent (inserts and removes only), and the
 /// trampoline must never panic across the C ABI.
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Takes the entry of `ticket` out of the registry, if it is still there.
+fn take(ticket: u64) -> Option<Launched> {
+    lock(&LAUNCHED).as_mut()?.remove(&ticket)
 }
 
 /// A [`Stream`] on which host functions can be launched (C10); see the
@@ -95,14 +114,11 @@ impl<'ctx> Deref for HostFnStream<'ctx> {
     }
 }
 
-/// The C entry point of every host function. `args` is one strong count of the stream's
-/// `Shared`, given up by `launch`.
+/// The C entry point of every host function. `args` is the ticket of its closure.
 unsafe extern "C" fn trampoline(args: *mut c_void) {
-    // SAFETY: `launch` passed `Arc::into_raw` of a `Shared` as `args`, once per launched
-    // task, and the runtime calls this once per task: this takes back that count.
-    let shared = unsafe { Arc::from_raw(args.cast_const().cast::<Shared>()) };
-    let body = lock(&shared.queue).pop_front();
-    let Some(body) = body else { return };
+    let Some(Launched { body, stream }) = take(args as usize as u64) else {
+        return;
+    };
     let previous = context::enter_callback();
     let outcome = catch_unwind(AssertUnwindSafe(body));
     context::leave_callback(previous);
@@ -110,8 +126,9 @@ unsafe extern "C" fn trampoline(args: *mut c_void) {
         let message = panic_message(payload.as_ref());
         // The payload's own `Drop` could panic: it is forgotten, never dropped here.
         std::mem::forget(payload);
-        lock(&shared.panics).push(message);
+        lock(&stream.panics).push(message);
     }
+    stream.pending.fetch_sub(1, Ordering::AcqRel);
 }
 
 fn panic_message(payload: &(dyn Any + Send)) -> String {
@@ -127,32 +144,36 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
 impl<'ctx> HostFnStream<'ctx> {
     /// `aclrtLaunchHostFunc` (C10): `body` runs once on a runtime thread, after the tasks
     /// issued on the stream so far; the tasks issued later wait until it has returned.
-    /// [`Error::Unsupported`] on runtimes older than CANN 8.3.
+    /// [`Error::Unsupported`] on runtimes older than CANN 8.3. If the launch fails, `body`
+    /// is dropped (nothing it owns is lost).
     pub fn launch<F>(&self, body: F) -> Result<()>
     where
         F: FnOnce() + Send + 'static,
     {
         self.stream.bind()?;
-        lock(&self.shared.queue).push_back(Box::new(body));
-        let args = Arc::into_raw(Arc::clone(&self.shared))
-            .cast_mut()
-            .cast::<c_void>();
+        let ticket = NEXT_TICKET.fetch_add(1, Ordering::Relaxed);
+        let launched = Launched {
+            body: Box::new(body),
+            stream: Arc::clone(&self.shared),
+        };
+        lock(&LAUNCHED)
+            .get_or_insert_with(HashMap::new)
+            .insert(ticket, launched);
+        self.shared.pending.fetch_add(1, Ordering::AcqRel);
         // SAFETY: the stream is live, bound, and never subscribed (C10: see the module
-        // docs); `trampoline` takes one strong count back per run, so `args` stays valid
-        // until then; a task the runtime drops instead is accounted for by `forget_dropped`.
-        let launched = unsafe {
+        // docs); `args` is a number, not a pointer: the trampoline looks it up.
+        let result = unsafe {
             self.stream.context().api().launch_host_func(
                 self.stream.as_raw(),
                 Some(trampoline),
-                args,
+                ticket as usize as *mut c_void,
             )
         };
-        if let Err(error) = launched {
-            // Nothing was queued in the runtime: take back the closure (the last one: only
-            // this thread launches, `HostFnStream` is not `Sync`) and the count.
-            drop(lock(&self.shared.queue).pop_back());
-            // SAFETY: the count `into_raw` gave up above, which no trampoline will take.
-            unsafe { Arc::decrement_strong_count(args.cast_const().cast::<Shared>()) };
+        if let Err(error) = result {
+            // Nothing was queued: take the closure back and drop it outside the lock.
+            if take(ticket).is_some() {
+                self.shared.pending.fetch_sub(1, Ordering::AcqRel);
+            }
             return Err(error);
         }
         Ok(())
@@ -160,7 +181,7 @@ impl<'ctx> HostFnStream<'ctx> {
 
     /// How many launched closures have not run yet.
     pub fn pending(&self) -> usize {
-        lock(&self.shared.queue).len()
+        self.shared.pending.load(Ordering::Acquire)
     }
 
     /// The messages of the closures that panicked since the last call.
@@ -225,14 +246,25 @@ impl Shared {
         std::mem::take(&mut *lock(&self.panics))
     }
 
-    /// Once every task of the stream is done or dropped: the closures still queued were
-    /// dropped by the runtime (S6, S8) and will never run. Frees them and their counts.
+    /// Once every task of the stream is done or dropped: the closures still registered
+    /// belong to tasks the runtime dropped (S6, S8) or failed without running them; they
+    /// will never run. Frees them, outside the lock.
     fn forget_dropped(self: &Arc<Self>) {
-        let dropped: Vec<Body> = lock(&self.queue).drain(..).collect();
-        for _ in &dropped {
-            // SAFETY: one count `launch` gave up for a task whose trampoline never runs.
-            unsafe { Arc::decrement_strong_count(Arc::as_ptr(self)) };
+        if self.pending.load(Ordering::Acquire) == 0 {
+            return;
         }
+        let dropped: Vec<Launched> = match lock(&LAUNCHED).as_mut() {
+            Some(all) => {
+                let mine: Vec<u64> = all
+                    .iter()
+                    .filter(|(_, l)| Arc::ptr_eq(&l.stream, self))
+                    .map(|(ticket, _)| *ticket)
+                    .collect();
+                mine.into_iter().filter_map(|t| all.remove(&t)).collect()
+            }
+            None => Vec::new(),
+        };
+        self.pending.fetch_sub(dropped.len(), Ordering::AcqRel);
         drop(dropped);
     }
 

@@ -298,9 +298,13 @@ impl StreamConfig {
     }
 
     /// `ACL_STOP_ON_FAILURE` (S6): the first task of the context that fails stops every
-    /// stream of the context: no later task of it runs, and each stream's next
-    /// synchronisation reports the failure. Without it (`ACL_CONTINUE_ON_FAILURE`) the
-    /// tasks after a failed one still run.
+    /// stream of the context: its pending tasks are dropped, each stream's next
+    /// synchronisation reports the failure, and later calls that issue tasks fail with
+    /// [`AclError::RtStreamAbort`](crate::AclError::RtStreamAbort). Without it
+    /// (`ACL_CONTINUE_ON_FAILURE`) the tasks after a failed one still run. A context with
+    /// such a stream cannot subscribe streams for callbacks, nor the reverse
+    /// ([`Error::InvalidArgument`](crate::Error::InvalidArgument)): a dropped callback
+    /// would never run, and unsubscribing waits for every launched one.
     pub const fn stop_on_failure(mut self) -> StreamConfig {
         self.stop_on_failure = true;
         self

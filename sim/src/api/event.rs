@@ -64,8 +64,10 @@ pub extern "C" fn aclrtDestroyEvent(event: *mut c_void) -> i32 {
         let rt = rt_of(&mut g)?;
         let eid = rt.event_id(event as usize)?;
         let (unreset, refs) = match rt.events.get(&eid) {
-            // E4 applies to ACL_EVENT_SYNC events: a plain event is never reset.
-            Some(e) => (if e.plain { 0 } else { e.unreset_waits }, e.refs),
+            // E4 applies to ACL_EVENT_SYNC events: a plain event is never reset, and after a
+            // stop (S6) its context refuses the reset.
+            Some(e) if e.plain || rt.extra.stopped.contains_key(&e.ctx) => (0, e.refs),
+            Some(e) => (e.unreset_waits, e.refs),
             None => return Err(code::RT_PARAM_INVALID),
         };
         if unreset > 0 {

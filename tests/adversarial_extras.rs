@@ -1,0 +1,812 @@
+//! Red-team reproducers for the functions beyond the seeds (C10 host functions, S6 stop on
+//! failure, S7 stream configuration, S8 force destroy, P5 operator timeouts), kept as
+//! regression tests. Safe code only in the attacking parts. Risky ones arm a watchdog that
+//! exits the process (code 99) if the test hangs.
+
+mod support;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ascend_typestate::{AclError, CallbackMode, Error, ReportThread, StreamConfig};
+use support::sim::{Session, assert_no_findings};
+
+/// Exits the process if the test is still running after `secs` (a hang).
+struct Watchdog(Arc<AtomicBool>);
+fn watchdog(name: &'static str, secs: u64) -> Watchdog {
+    let done = Arc::new(AtomicBool::new(false));
+    let d = Arc::clone(&done);
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(secs));
+        if !d.load(Ordering::SeqCst) {
+            eprintln!("WATCHDOG: {name} still running after {secs} s: HANG");
+            std::process::exit(99);
+        }
+    });
+    Watchdog(done)
+}
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+const CHILD_ENV: &str = "ADVERSARIAL_EXTRAS_CHILD";
+
+fn live() -> usize {
+    support::sim::Sim::open(&support::simulator_path()).live_objects()
+}
+
+// ---------------------------------------------------------------------------------------
+// C10: FIFO assumption of the host-function trampoline.
+// ---------------------------------------------------------------------------------------
+
+/// A host-function task that fails asynchronously (here injected; on a board: any task
+/// failure the runtime reports for that task without calling it) leaves its closure at the
+/// front of the queue, so the NEXT host function's trampoline runs the WRONG closure: "A"
+/// runs in the slot of "B", B's closure is later dropped as if its task had been dropped.
+#[test]
+fn c10_failed_host_function_task_makes_the_next_trampoline_run_the_wrong_closure() {
+    let session = Session::start();
+    let ran = Arc::new(Mutex::new(Vec::<&'static str>::new()));
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let stream = ctx.create_stream().unwrap().with_host_functions();
+        // The next executable task of the stream (host function A) fails without running.
+        session.sim.inject_task_failure(stream.as_raw(), 507_899);
+        let (r1, r2) = (Arc::clone(&ran), Arc::clone(&ran));
+        stream.launch(move || r1.lock().unwrap().push("A")).unwrap();
+        stream.launch(move || r2.lock().unwrap().push("B")).unwrap();
+        let first = stream.synchronize();
+        println!("first synchronize: {first:?}");
+        println!(
+            "ran after the failed A and the successful B: {:?}",
+            ran.lock().unwrap()
+        );
+        println!("pending after first sync: {}", stream.pending());
+        let second = stream.synchronize();
+        println!(
+            "second synchronize: {second:?}; pending {}",
+            stream.pending()
+        );
+        stream.destroy().unwrap();
+        ctx.destroy().unwrap();
+        device.reset().unwrap();
+    }
+    let findings = session.finish();
+    println!("findings: {findings:#?}");
+    // The task of A failed (its closure must not run); the task of B ran (its closure must).
+    assert_eq!(*ran.lock().unwrap(), vec!["B"], "the wrong closure ran");
+}
+
+/// Same hole without an error being visible to the owner at the time: the first
+/// synchronize's error is consumed; later launches keep running the closure one behind.
+#[test]
+fn c10_failed_host_function_shifts_every_later_closure_by_one() {
+    let session = Session::start();
+    let ran = Arc::new(Mutex::new(Vec::<u32>::new()));
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let stream = ctx.create_stream().unwrap().with_host_functions();
+        session.sim.inject_task_failure(stream.as_raw(), 507_899);
+        let r = Arc::clone(&ran);
+        stream.launch(move || r.lock().unwrap().push(0)).unwrap();
+        // The owner sees the error, and goes on with the stream (continue-on-failure).
+        assert!(stream.synchronize().is_err());
+        for i in 1..=3 {
+            let r = Arc::clone(&ran);
+            stream.launch(move || r.lock().unwrap().push(i)).unwrap();
+            // Between launches the owner waits for its previous closure using a plain
+            // Stream synchronisation (through Deref), as any code holding &Stream does.
+            ascend_typestate::Stream::synchronize(&stream).unwrap();
+            println!("after launching {i}: ran {:?}", ran.lock().unwrap());
+        }
+        stream.destroy().unwrap();
+        ctx.destroy().unwrap();
+        device.reset().unwrap();
+    }
+    assert_no_findings(&session.finish());
+    assert_eq!(
+        *ran.lock().unwrap(),
+        vec![1, 2, 3],
+        "closures ran one behind their task"
+    );
+}
+
+/// Launch failures interleaved with running trampolines: the failed launch must take back
+/// its own closure, never one a trampoline is about to run.
+#[test]
+fn c10_failed_launches_race_with_running_trampolines() {
+    let session = Session::start();
+    let ran = Arc::new(Mutex::new(Vec::<u32>::new()));
+    let owned = Arc::new(());
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let stream = ctx.create_stream().unwrap().with_host_functions();
+        let mut expected = Vec::new();
+        for i in 0..200u32 {
+            if i % 3 == 1 {
+                session.sim.inject_fault("aclrtLaunchHostFunc", 107_000, 1);
+            }
+            let r = Arc::clone(&ran);
+            let o = Arc::clone(&owned);
+            let res = stream.launch(move || {
+                let _o = o;
+                std::thread::sleep(Duration::from_micros(50));
+                r.lock().unwrap().push(i);
+            });
+            if res.is_ok() {
+                expected.push(i);
+            }
+        }
+        stream.synchronize().unwrap();
+        assert_eq!(*ran.lock().unwrap(), expected);
+        stream.destroy().unwrap();
+        ctx.destroy().unwrap();
+        device.reset().unwrap();
+    }
+    assert_eq!(Arc::strong_count(&owned), 1);
+    assert_no_findings(&session.finish());
+    assert_eq!(live(), 0);
+}
+
+/// Moving a HostFnStream to another thread mid-flight, launching there, and dropping it
+/// there with closures pending.
+#[test]
+fn c10_move_mid_flight_and_drop_with_pending() {
+    let session = Session::start();
+    let owned = Arc::new(());
+    let ran = Arc::new(Mutex::new(Vec::<u32>::new()));
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let stream = ctx.create_stream().unwrap().with_host_functions();
+        session.sim.sleep_kernel(stream.as_raw(), 20_000);
+        for i in 0..3 {
+            let (r, o) = (Arc::clone(&ran), Arc::clone(&owned));
+            stream
+                .launch(move || {
+                    let _o = o;
+                    r.lock().unwrap().push(i)
+                })
+                .unwrap();
+        }
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let stream = stream;
+                for i in 3..6 {
+                    let (r, o) = (Arc::clone(&ran), Arc::clone(&owned));
+                    stream
+                        .launch(move || {
+                            let _o = o;
+                            r.lock().unwrap().push(i)
+                        })
+                        .unwrap();
+                }
+                // Dropped here with closures pending.
+            });
+        });
+        ctx.destroy().unwrap();
+        device.reset().unwrap();
+    }
+    assert_eq!(*ran.lock().unwrap(), (0..6).collect::<Vec<_>>());
+    assert_eq!(Arc::strong_count(&owned), 1);
+    assert_no_findings(&session.finish());
+    assert_eq!(live(), 0);
+}
+
+/// mem::forget of a HostFnStream with closures pending: no UB, the closures still run
+/// (they own their Shared through the counts); only the forgotten value leaks.
+#[test]
+fn c10_forgotten_host_fn_stream_is_not_ub() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        return;
+    }
+    // In a child process: the forgotten stream keeps its context, so the runtime cannot be
+    // finalized afterwards (D3), which would poison this process's other tests.
+    let (status, out, err) = support::child::in_child(
+        "c10_forgotten_host_fn_stream_child",
+        CHILD_ENV,
+        Duration::from_secs(30),
+    );
+    assert!(
+        status.is_some_and(|s| s.success())
+            && out.contains("ran: 3")
+            && out.contains("LiveChildren"),
+        "status {status:?}\n{out}\n{err}"
+    );
+}
+
+/// The child of `c10_forgotten_host_fn_stream_is_not_ub`: `mem::forget` of a stream with
+/// host functions pending. No UB: they all run; the context refuses to be destroyed under
+/// the leaked stream (D3).
+#[test]
+fn c10_forgotten_host_fn_stream_child() {
+    if std::env::var_os(CHILD_ENV).is_none() {
+        return;
+    }
+    let session = Session::start();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let device = session.acl().set_device(0).unwrap();
+    let ctx = device.create_context().unwrap();
+    let stream = ctx.create_stream().unwrap().with_host_functions();
+    session.sim.sleep_kernel(stream.as_raw(), 20_000);
+    for _ in 0..3 {
+        let r = Arc::clone(&ran);
+        stream
+            .launch(move || _ = r.fetch_add(1, Ordering::SeqCst))
+            .unwrap();
+    }
+    std::mem::forget(stream);
+    std::thread::sleep(Duration::from_millis(200));
+    println!("ran: {}", ran.load(Ordering::SeqCst));
+    let destroyed = ctx.destroy();
+    println!(
+        "ctx.destroy: {:?}",
+        destroyed.as_ref().err().map(|f| &f.error)
+    );
+    std::mem::forget(destroyed);
+    std::mem::forget(device);
+    std::mem::forget(session);
+}
+
+// ---------------------------------------------------------------------------------------
+// C8: handles smuggled into host functions by 'static means.
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn c8_leaked_context_and_stream_inside_host_function_are_refused() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        return;
+    }
+    // In a child process: the handles are leaked on purpose ('static), so the runtime is
+    // never finalized.
+    let (status, out, err) =
+        support::child::in_child("c8_host_function_child", CHILD_ENV, Duration::from_secs(30));
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "status {status:?}\n{out}\n{err}"
+    );
+    let lines: Vec<&str> = out.lines().filter(|l| l.starts_with("op ")).collect();
+    assert!(lines.len() >= 14, "{out}");
+    for line in lines {
+        let query = line.contains("(query)") || line.contains("dropped inside");
+        assert!(
+            query || line.contains("InsideCallback"),
+            "a runtime call inside a host function was not refused: {line}"
+        );
+    }
+    assert!(out.contains("findings: []"), "{out}");
+}
+
+/// The child of `c8_leaked_context_and_stream_inside_host_function_are_refused`.
+#[test]
+fn c8_host_function_child() {
+    if std::env::var_os(CHILD_ENV).is_none() {
+        return;
+    }
+    let mut session = Session::start();
+    let outcomes = Arc::new(Mutex::new(Vec::<String>::new()));
+    // Box::leak in safe code: a 'static Acl, Device, Context, so 'static handles exist.
+    let acl: &'static ascend_typestate::Acl = Box::leak(Box::new(session.acl.take().unwrap()));
+    let device: &'static _ = Box::leak(Box::new(acl.set_device(0).unwrap()));
+    let ctx: &'static _ = Box::leak(Box::new(device.create_context().unwrap()));
+    let outcomes2 = Arc::new(Mutex::new(Vec::<String>::new()));
+    let o2 = Arc::clone(&outcomes2);
+    let stream = ctx.create_stream().unwrap().with_host_functions();
+    let other = ctx.create_stream().unwrap(); // moved into the closure (Stream is Send)
+    let event = ctx.create_event().unwrap();
+    let host_fn_inner: Arc<Mutex<Option<ascend_typestate::HostFnStream<'static>>>> = Arc::new(
+        Mutex::new(Some(ctx.create_stream().unwrap().with_host_functions())),
+    );
+    let hfi = Arc::clone(&host_fn_inner);
+    static GLOBAL: Mutex<Option<ascend_typestate::Stream<'static>>> = Mutex::new(None);
+    *GLOBAL.lock().unwrap() = Some(ctx.create_stream().unwrap());
+    stream
+        .launch(move || {
+            let mut o = o2.lock().unwrap();
+            o.push(format!(
+                "create_stream: {:?}",
+                ctx.create_stream().map(|_| ())
+            ));
+            o.push(format!("other.synchronize: {:?}", other.synchronize()));
+            o.push(format!("other.is_complete: {:?}", other.is_complete()));
+            o.push(format!(
+                "ctx.synchronize_device: {:?}",
+                ctx.synchronize_device()
+            ));
+            o.push(format!(
+                "ctx.memory_info: {:?}",
+                ctx.memory_info(ascend_typestate::MemoryKind::Ddr)
+                    .map(|_| ())
+            ));
+            o.push(format!(
+                "alloc: {:?}",
+                ctx.alloc::<u8>(16, ascend_typestate::MallocPolicy::HugeFirst)
+                    .map(|_| ())
+            ));
+            o.push(format!(
+                "create_event: {:?}",
+                ctx.create_event().map(|_| ())
+            ));
+            o.push(format!(
+                "acl.set_op_execute_timeout: {:?}",
+                acl.set_op_execute_timeout(Duration::from_millis(1))
+            ));
+            o.push(format!(
+                "acl.op_execute_timeout (query): {:?}",
+                acl.op_execute_timeout()
+            ));
+            o.push(format!(
+                "device.create_context: {:?}",
+                device.create_context().map(|_| ())
+            ));
+            o.push(format!(
+                "ReportThread::spawn: {:?}",
+                ReportThread::spawn(ctx).map(|_| ())
+            ));
+            match event.record(&other) {
+                Ok(r) => {
+                    o.push("record: Ok".into());
+                    std::mem::forget(r);
+                }
+                Err(f) => {
+                    o.push(format!("record: {:?}", f.error));
+                    std::mem::forget(f.value);
+                }
+            }
+            let inner = hfi.lock().unwrap().take().unwrap();
+            o.push(format!(
+                "inner HostFnStream.launch: {:?}",
+                inner.launch(|| {})
+            ));
+            o.push(format!(
+                "inner HostFnStream.destroy_force: {:?}",
+                inner.destroy_force().err().map(|f| {
+                    let e = format!("{:?}", f.error);
+                    std::mem::forget(f.value);
+                    e
+                })
+            ));
+            let g = GLOBAL.lock().unwrap().take().unwrap();
+            o.push(format!(
+                "static stream destroy: {:?}",
+                g.destroy().err().map(|f| {
+                    let e = format!("{:?}", f.error);
+                    std::mem::forget(f.value);
+                    e
+                })
+            ));
+            // `other` dropped here, inside the host function: its Drop must not call the runtime.
+            drop(other);
+            o.push("other dropped inside the host function".into());
+        })
+        .unwrap();
+    stream.synchronize().unwrap();
+    for line in outcomes2.lock().unwrap().iter() {
+        println!("op {line}");
+    }
+    let _ = outcomes;
+    drop(stream);
+    let findings = session.sim.findings();
+    println!("findings: {findings:?}");
+    std::mem::forget(session);
+}
+
+// ---------------------------------------------------------------------------------------
+// S6: stop on failure.
+// ---------------------------------------------------------------------------------------
+
+/// S6 vs C1: a callback the stop dropped would never run, and unsubscribing waits for every
+/// launched callback (this hung before the two were kept to separate contexts). A context
+/// with a stop-on-failure stream refuses subscriptions, and the reverse; the stream is
+/// given back, and both work in two contexts.
+#[test]
+fn s6_c1_stop_on_failure_and_callbacks_need_separate_contexts() {
+    let _w = watchdog(
+        "s6_c1_stop_on_failure_and_callbacks_need_separate_contexts",
+        30,
+    );
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let s1 = ctx
+            .create_stream_with(StreamConfig::new().stop_on_failure())
+            .unwrap();
+        let report = ReportThread::spawn(&ctx).unwrap();
+        let plain = match report.subscribe(ctx.create_stream().unwrap()) {
+            Err(failed) => {
+                assert!(
+                    matches!(failed.error, Error::InvalidArgument(_)),
+                    "{:?}",
+                    failed.error
+                );
+                failed.value
+            }
+            Ok(_) => panic!("a subscription in a context with a stop-on-failure stream"),
+        };
+        plain.destroy().unwrap();
+        report.stop().unwrap();
+        // The other way round, in a second context.
+        let other = device.create_context().unwrap();
+        let report = ReportThread::spawn(&other).unwrap();
+        let subscribed = report.subscribe(other.create_stream().unwrap()).unwrap();
+        match other.create_stream_with(StreamConfig::new().stop_on_failure()) {
+            Err(Error::InvalidArgument(_)) => {}
+            other => panic!("a stop-on-failure stream beside a subscription: {other:?}"),
+        }
+        // Each in its own context: the stop leaves the callbacks alone.
+        let ran = Arc::new(AtomicUsize::new(0));
+        let r = Arc::clone(&ran);
+        subscribed.is_complete().unwrap(); // binds its context for the raw kernel below
+        session.sim.sleep_kernel(subscribed.as_raw(), 50_000);
+        subscribed
+            .launch(CallbackMode::Blocking, move || {
+                _ = r.fetch_add(1, Ordering::SeqCst)
+            })
+            .unwrap();
+        s1.is_complete().unwrap(); // binds its context for the raw kernel below
+        session.sim.inject_task_failure(s1.as_raw(), 507_899);
+        session.sim.sleep_kernel(s1.as_raw(), 1_000);
+        assert!(s1.synchronize().is_err());
+        subscribed.unsubscribe().unwrap().destroy().unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+        report.stop().unwrap();
+        other.destroy().unwrap();
+        s1.destroy().unwrap();
+        ctx.destroy().unwrap();
+        device.reset().unwrap();
+    }
+    assert_no_findings(&session.finish());
+    assert_eq!(live(), 0);
+}
+
+/// After a stop: launch of a host function is refused; is the closure given back?
+/// Every other typed op after the stop: errors (never a silent success), no hang, no leak.
+#[test]
+fn s6_every_typed_operation_after_a_stop() {
+    let _w = watchdog("s6_every_typed_operation_after_a_stop", 30);
+    let session = Session::start();
+    let owned = Arc::new(());
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let s1 = ctx
+            .create_stream_with(StreamConfig::new().stop_on_failure())
+            .unwrap();
+        let s2 = ctx.create_stream().unwrap();
+        let hf = ctx.create_stream().unwrap().with_host_functions();
+        let mut host = ctx.alloc_host::<u32>(16).unwrap();
+        host.fill(7);
+        let mut dev = ctx
+            .alloc::<u32>(16, ascend_typestate::MallocPolicy::HugeFirst)
+            .unwrap();
+        // Pending work on s2 and hf, dropped by the stop.
+        session.sim.sleep_kernel(s2.as_raw(), 200_000);
+        session.sim.sleep_kernel(hf.as_raw(), 200_000);
+        let o = Arc::clone(&owned);
+        hf.launch(move || drop(o)).unwrap();
+        let copy_outcome = ctx.async_scope(|scope| {
+            let _w = scope.copy(&s2, &mut dev, &*host)?;
+            session.sim.inject_task_failure(s1.as_raw(), 507_899);
+            session.sim.sleep_kernel(s1.as_raw(), 1_000);
+            Ok(())
+        });
+        println!("async scope whose copy the stop dropped: {copy_outcome:?}");
+        assert!(copy_outcome.is_err(), "a dropped copy reported as success");
+        // After the stop.
+        let o = Arc::clone(&owned);
+        println!("hf.launch: {:?}", hf.launch(move || drop(o)));
+        println!("hf.pending: {}", hf.pending());
+        let ev = ctx.create_event().unwrap();
+        let ev = match ev.record(&s2) {
+            Ok(_) => panic!("record after stop accepted"),
+            Err(f) => {
+                println!("record: {:?}", f.error);
+                f.value
+            }
+        };
+        println!(
+            "memset in scope: {:?}",
+            ctx.async_scope(|scope| {
+                scope.memset(&s2, &mut dev, 0)?;
+                Ok(())
+            })
+        );
+        println!("sync copy: {:?}", ctx.copy(&mut dev, &*host));
+        println!("s2.is_complete: {:?}", s2.is_complete());
+        println!("hf.synchronize: {:?}", hf.synchronize());
+        println!("hf.synchronize: {:?}", hf.synchronize());
+        println!("s1.synchronize: {:?}", s1.synchronize());
+        println!("s2.synchronize: {:?}", s2.synchronize());
+        println!("ctx.synchronize_device: {:?}", ctx.synchronize_device());
+        println!(
+            "create_stream after stop: {:?}",
+            ctx.create_stream().map(|s| {
+                let r = s.destroy();
+                format!("{:?}", r.err().map(|f| f.error))
+            })
+        );
+        println!(
+            "ReportThread after stop: {:?}",
+            ReportThread::spawn(&ctx).map(|r| r.stop())
+        );
+        ev.destroy().unwrap();
+        hf.destroy().map_err(|f| f.error).unwrap();
+        println!(
+            "s1.destroy_force: {:?}",
+            s1.destroy_force().err().map(|f| f.error)
+        );
+        s2.destroy().map_err(|f| f.error).unwrap();
+        drop(dev);
+        drop(host);
+        ctx.destroy().unwrap();
+        device.reset().unwrap();
+    }
+    assert_eq!(Arc::strong_count(&owned), 1);
+    assert_no_findings(&session.finish());
+    assert_eq!(live(), 0);
+}
+
+/// S6: a wait scope / wait_and_reset across the stop, then Drop-only teardown.
+#[test]
+fn s6_wait_scope_across_the_stop() {
+    let _w = watchdog("s6_wait_scope_across_the_stop", 30);
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let s1 = ctx
+            .create_stream_with(StreamConfig::new().stop_on_failure())
+            .unwrap();
+        let (a, b, c) = (
+            ctx.create_stream().unwrap(),
+            ctx.create_stream().unwrap(),
+            ctx.create_stream().unwrap(),
+        );
+        session.sim.sleep_kernel(a.as_raw(), 100_000);
+        let ev = ctx.create_event().unwrap().record(&a).unwrap();
+        let ev = ev.wait(&b, |mut w| {
+            w.also_wait(&c)?;
+            session.sim.inject_task_failure(s1.as_raw(), 507_899);
+            session.sim.sleep_kernel(s1.as_raw(), 1_000);
+            std::thread::sleep(Duration::from_millis(20));
+            w.reset()
+        });
+        match ev {
+            Ok(ev) => {
+                println!("wait scope across the stop: Ok");
+                // Record again after the stop: join b -> c needed.
+                match ev.record(&c) {
+                    Ok(r) => {
+                        println!("record after stop: Ok (!)");
+                        drop(r)
+                    }
+                    Err(f) => {
+                        println!("record after stop: {:?}", f.error);
+                        drop(f.value)
+                    }
+                }
+            }
+            Err(e) => println!("wait scope across the stop: {e:?}"),
+        }
+    }
+    assert_no_findings(&session.finish());
+    assert_eq!(live(), 0);
+}
+
+// ---------------------------------------------------------------------------------------
+// S7: create_stream_with.
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn s7_failure_mode_fault_leaks_nothing() {
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        session
+            .sim
+            .inject_fault("aclrtSetStreamFailureMode", 107_000, 1);
+        let r = ctx.create_stream_with(StreamConfig::new().stop_on_failure());
+        println!("create_stream_with (fault on the failure mode): {r:?}");
+        assert!(r.is_err());
+        drop(r);
+        for p in 0..=7u8 {
+            let cfg = StreamConfig::new()
+                .priority(p)
+                .fast_launch()
+                .fast_sync()
+                .stop_on_failure();
+            ctx.create_stream_with(cfg).unwrap().destroy().unwrap();
+        }
+        println!(
+            "priority 255: {:?}",
+            ctx.create_stream_with(StreamConfig::new().priority(255))
+        );
+        session
+            .sim
+            .inject_fault("aclrtCreateStreamWithConfig", 207_008, 1);
+        println!(
+            "create fault: {:?}",
+            ctx.create_stream_with(StreamConfig::new().priority(1))
+        );
+        ctx.destroy().unwrap();
+        device.reset().unwrap();
+    }
+    assert_no_findings(&session.finish());
+    assert_eq!(live(), 0);
+}
+
+// ---------------------------------------------------------------------------------------
+// S8: force destroy.
+// ---------------------------------------------------------------------------------------
+
+/// A join whose RECORD is on the force-destroyed stream: E recorded on a, waited+reset on b
+/// (reset pending behind a long kernel), recorded on c (join b -> c). The event is gone;
+/// then b is force-destroyed. Does c still wait for the dropped join record?
+#[test]
+fn s8_force_destroy_the_recording_side_of_a_join() {
+    let _w = watchdog("s8_force_destroy_the_recording_side_of_a_join", 30);
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let (a, b, c) = (
+            ctx.create_stream().unwrap(),
+            ctx.create_stream().unwrap(),
+            ctx.create_stream().unwrap(),
+        );
+        let ev = ctx.create_event().unwrap().record(&a).unwrap();
+        session.sim.sleep_kernel(b.as_raw(), 300_000);
+        let ev = ev.wait_and_reset(&b).unwrap();
+        // The record on c fails after its join was issued (aclrtRecordEvent: join first).
+        session
+            .sim
+            .inject_fault_at("aclrtRecordEvent", 107_000, 1, 1);
+        let ev = match ev.record(&c) {
+            Ok(_) => panic!("fault not hit"),
+            Err(f) => {
+                println!("record on c: {:?}", f.error);
+                f.value
+            }
+        };
+        // Make b look synchronised? Only by synchronising it (which passes the join).
+        println!("c.is_complete: {:?}", c.is_complete());
+        ev.destroy().unwrap();
+        b.destroy_force().map_err(|f| f.error).unwrap();
+        println!(
+            "c.synchronize_with(2s): {:?}",
+            c.synchronize_with(ascend_typestate::timeout!(2000))
+        );
+        drop((a, c));
+        ctx.destroy().unwrap();
+        device.reset().unwrap();
+    }
+    assert_no_findings(&session.finish());
+    assert_eq!(live(), 0);
+}
+
+/// Force destroy of the stream a Waited scope's also_wait stream must join into.
+#[test]
+fn s8_force_destroy_after_wait_scope_joins() {
+    let _w = watchdog("s8_force_destroy_after_wait_scope_joins", 30);
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let (a, b, c) = (
+            ctx.create_stream().unwrap(),
+            ctx.create_stream().unwrap(),
+            ctx.create_stream().unwrap(),
+        );
+        session.sim.sleep_kernel(a.as_raw(), 100_000);
+        let ev = ctx.create_event().unwrap().record(&a).unwrap();
+        session.sim.sleep_kernel(c.as_raw(), 300_000);
+        let ev = ev
+            .wait(&b, |mut w| {
+                w.also_wait(&c)?;
+                w.reset()
+            })
+            .unwrap();
+        // Reset pending on b, which waits on a join recorded on c (behind a 300 ms kernel).
+        b.synchronize_with(ascend_typestate::timeout!(5000))
+            .unwrap();
+        ev.destroy().unwrap();
+        // Nothing typed waits on c now; force it.
+        c.destroy_force().map_err(|f| f.error).unwrap();
+        a.destroy().map_err(|f| f.error).unwrap();
+        b.destroy().map_err(|f| f.error).unwrap();
+        ctx.destroy().unwrap();
+        device.reset().unwrap();
+    }
+    assert_no_findings(&session.finish());
+    assert_eq!(live(), 0);
+}
+
+/// Force destroy of a HostFnStream while a closure runs, with more queued.
+#[test]
+fn s8_force_destroy_host_fn_stream_while_a_closure_runs() {
+    let _w = watchdog("s8_force_destroy_host_fn_stream_while_a_closure_runs", 30);
+    let session = Session::start();
+    let owned = Arc::new(());
+    let ran = Arc::new(AtomicUsize::new(0));
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        for round in 0..30 {
+            let stream = ctx.create_stream().unwrap().with_host_functions();
+            for _ in 0..5 {
+                let (o, r) = (Arc::clone(&owned), Arc::clone(&ran));
+                stream
+                    .launch(move || {
+                        let _o = o;
+                        std::thread::sleep(Duration::from_micros(200 * (round % 3)));
+                        r.fetch_add(1, Ordering::SeqCst);
+                    })
+                    .unwrap();
+            }
+            std::thread::sleep(Duration::from_micros(100 * round));
+            stream.destroy_force().map_err(|f| f.error).unwrap();
+        }
+        ctx.destroy().unwrap();
+        device.reset().unwrap();
+    }
+    println!("closures run: {}", ran.load(Ordering::SeqCst));
+    assert_eq!(Arc::strong_count(&owned), 1);
+    assert_no_findings(&session.finish());
+    assert_eq!(live(), 0);
+}
+
+// ---------------------------------------------------------------------------------------
+// P5: operator execute timeout.
+// ---------------------------------------------------------------------------------------
+
+/// A kernel stopped by the timeout on the writer stream of an async-scope copy, then the
+/// pending result read on another stream (join): order kept, error reported, nothing leaks.
+#[test]
+fn p5_timed_out_kernel_inside_an_async_scope_with_a_join() {
+    let _w = watchdog("p5_timed_out_kernel_inside_an_async_scope_with_a_join", 30);
+    let session = Session::start();
+    {
+        let acl = session.acl();
+        acl.set_op_execute_timeout(Duration::from_millis(10))
+            .unwrap();
+        let device = acl.set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let (s1, s2) = (ctx.create_stream().unwrap(), ctx.create_stream().unwrap());
+        let mut host = ctx.alloc_host::<u32>(1024).unwrap();
+        host.fill(0xAB);
+        let mut d1 = ctx
+            .alloc::<u32>(1024, ascend_typestate::MallocPolicy::HugeFirst)
+            .unwrap();
+        let mut back = ctx.alloc_host::<u32>(1024).unwrap();
+        let out = ctx.async_scope(|scope| {
+            session.sim.sleep_kernel(s1.as_raw(), 200_000);
+            let w = scope.copy(&s1, &mut d1, &*host)?;
+            scope.copy(&s2, &mut *back, w)?;
+            Ok(())
+        });
+        println!("scope: {out:?}");
+        println!("back[0] = {:#x}", back[0]);
+        let ev = ctx.create_event().unwrap().record(&s1).unwrap();
+        println!("event sync: {:?}", ev.synchronize());
+        ev.destroy().unwrap();
+        acl.set_op_execute_timeout(Duration::ZERO).unwrap();
+        drop((d1, host, back));
+        s1.destroy().map_err(|f| f.error).unwrap();
+        s2.destroy().map_err(|f| f.error).unwrap();
+        ctx.destroy().unwrap();
+        device.reset().unwrap();
+    }
+    assert_no_findings(&session.finish());
+    assert_eq!(live(), 0);
+}
+
+#[allow(dead_code)]
+fn _uses(_: AclError, _: Error) {}
