@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use ascend_typestate::memory::MallocPolicy;
+use ascend_typestate::MallocPolicy;
 use ascend_typestate::{Acl, Context};
 use criterion::{
     BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,

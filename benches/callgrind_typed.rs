@@ -4,8 +4,8 @@
 //! `--toggle-collect` counts. Setup and teardown are
 //! outside it, and so is one warm-up cycle (steady state: every counted cycle re-records).
 
-use ascend_typestate::memory::{DeviceBuffer, HostBuffer, MallocPolicy};
 use ascend_typestate::{Acl, Context, Error, Event, Reset, Stream};
+use ascend_typestate::{DeviceBuffer, HostBuffer, MallocPolicy};
 
 #[path = "common/mod.rs"]
 mod common;

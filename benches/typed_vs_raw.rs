@@ -16,7 +16,7 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use ascend_typestate::memory::MallocPolicy;
+use ascend_typestate::MallocPolicy;
 use ascend_typestate::sys::bindings::ACL_EVENT_SYNC;
 use ascend_typestate::sys::loader::{Api, LoadOptions, load_global};
 use ascend_typestate::{Acl, Context, Event, ReportThread, Reset};

@@ -8,9 +8,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use ascend_typestate::callback::{CallbackMode, ReportThread};
-use ascend_typestate::memory::MallocPolicy;
+use ascend_typestate::MallocPolicy;
 use ascend_typestate::{Acl, Error};
+use ascend_typestate::{CallbackMode, ReportThread};
 
 fn main() -> Result<(), Error> {
     let acl = Acl::init()?;

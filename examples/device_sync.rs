@@ -5,7 +5,7 @@
 //! cargo run --example device_sync
 //! ```
 
-use ascend_typestate::memory::MallocPolicy;
+use ascend_typestate::MallocPolicy;
 use ascend_typestate::{Acl, Error};
 
 fn main() -> Result<(), Error> {

@@ -14,8 +14,8 @@
 
 use std::time::{Duration, Instant};
 
-use ascend_typestate::memory::{AsyncScope, DeviceBuffer, MallocPolicy};
 use ascend_typestate::{Acl, Error, Stream};
+use ascend_typestate::{AsyncScope, DeviceBuffer, MallocPolicy};
 
 const FRAMES: usize = 64;
 const FRAME_LEN: usize = 1 << 16;

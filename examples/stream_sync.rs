@@ -6,7 +6,7 @@
 //! cargo run --example stream_sync
 //! ```
 
-use ascend_typestate::memory::MallocPolicy;
+use ascend_typestate::MallocPolicy;
 use ascend_typestate::{Acl, Error};
 
 fn main() -> Result<(), Error> {

@@ -1,44 +1,4 @@
 //! Host callbacks (C1-C9): report threads, stream subscription, and `launch` only where a
-//! callback can run.
-//!
-//! # The flow (C1), in types
-//!
-//! ```text
-//!  ReportThread::spawn(&ctx)      (1) a thread loops on aclrtProcessReport, ctx current (C6)
-//!        │
-//!  report.subscribe(stream) ────► Subscribed   (2) aclrtSubscribeReport(thread, stream) (C2, C3, C7)
-//!        │                          │  (3) tasks on the stream (Subscribed derefs to Stream)
-//!        │                          │  (4) launch(mode, closure): runs once on the report thread (C5)
-//!        │                          ▼
-//!        │                  unsubscribe() ──► Stream  (5) after the stream's tasks and
-//!        │                                               callbacks are done (C1, C9)
-//!  report.stop()   (joins; does not compile while a Subscribed borrows the thread)
-//! ```
-//!
-//! * `launch` exists only on [`Subscribed`] (C5); a plain [`Stream`] has none.
-//! * `subscribe` takes the stream by value and `Subscribed` has no `subscribe`, so a stream
-//!   cannot be subscribed twice (C2).
-//! * A stream of another device than the report thread's is [`Error::DeviceMismatch`] (C3:
-//!   a run-time check, because streams carry no device brand).
-//! * More than 1024 report threads is [`Error::TooManyReportThreads`] (C4).
-//! * Callbacks are `FnOnce() + Send + 'static` closures that receive nothing: no handle to
-//!   call the runtime with (C8). A handle smuggled in anyway is refused with
-//!   [`Error::InsideCallback`] by the typed API (and flagged C8 by the simulator). A panic is
-//!   caught at the FFI boundary, never unwinds into C, and is reported by
-//!   [`ReportThread::take_panics`] and [`ReportThread::stop`].
-//! * Nothing launched is lost or run twice: each callback is boxed once and freed by the
-//!   only run of its trampoline; `unsubscribe` waits until every callback launched on the
-//!   stream has run, and `stop` does not compile while a stream is subscribed. A leaked
-//!   (`mem::forget`) [`Subscribed`] leaves its stream subscribed: `stop` then returns
-//!   [`Error::LiveChildren`] and the thread keeps serving it for the life of the process.
-//! * A failed `aclrtProcessReport` does not end the thread (callbacks may be waiting): the
-//!   loop goes on, and [`ReportThread::stop`] returns the failure.
-//! * A report thread whose `aclrtProcessReport` keeps failing cannot run callbacks: a
-//!   blocking one then holds its stream, like a kernel that never ends. `unsubscribe` gives
-//!   up with [`Error::ReportThreadFailing`]; any other wait for that stream (its
-//!   synchronisation, the device's, an event or async scope that synchronises it) waits
-//!   until the runtime recovers. Bound such waits with `synchronize_with` where a failing
-//!   runtime must not stall the host.
 
 use std::any::Any;
 use std::ffi::c_void;
@@ -214,7 +174,7 @@ unsafe impl Send for SendContext {}
 ///
 /// ```no_run
 /// # use ascend_typestate::Acl;
-/// use ascend_typestate::callback::{CallbackMode, ReportThread};
+/// use ascend_typestate::{CallbackMode, ReportThread};
 /// # let acl = Acl::init()?;
 /// # let device = acl.set_device(0)?;
 /// let ctx = device.create_context()?;
@@ -226,6 +186,47 @@ unsafe impl Send for SendContext {}
 /// report.stop()?;
 /// # Ok::<(), ascend_typestate::Error>(())
 /// ```
+///
+/// callback can run.
+///
+/// # The flow (C1), in types
+///
+/// ```text
+///  ReportThread::spawn(&ctx)      (1) a thread loops on aclrtProcessReport, ctx current (C6)
+///        │
+///  report.subscribe(stream) ────► Subscribed   (2) aclrtSubscribeReport(thread, stream) (C2, C3, C7)
+///        │                          │  (3) tasks on the stream (Subscribed derefs to Stream)
+///        │                          │  (4) launch(mode, closure): runs once on the report thread (C5)
+///        │                          ▼
+///        │                  unsubscribe() ──► Stream  (5) after the stream's tasks and
+///        │                                               callbacks are done (C1, C9)
+///  report.stop()   (joins; does not compile while a Subscribed borrows the thread)
+/// ```
+///
+/// * `launch` exists only on [`Subscribed`] (C5); a plain [`Stream`] has none.
+/// * `subscribe` takes the stream by value and `Subscribed` has no `subscribe`, so a stream
+///   cannot be subscribed twice (C2).
+/// * A stream of another device than the report thread's is [`Error::DeviceMismatch`] (C3:
+///   a run-time check, because streams carry no device brand).
+/// * More than 1024 report threads is [`Error::TooManyReportThreads`] (C4).
+/// * Callbacks are `FnOnce() + Send + 'static` closures that receive nothing: no handle to
+///   call the runtime with (C8). A handle smuggled in anyway is refused with
+///   [`Error::InsideCallback`] by the typed API (and flagged C8 by the simulator). A panic is
+///   caught at the FFI boundary, never unwinds into C, and is reported by
+///   [`ReportThread::take_panics`] and [`ReportThread::stop`].
+/// * Nothing launched is lost or run twice: each callback is boxed once and freed by the
+///   only run of its trampoline; `unsubscribe` waits until every callback launched on the
+///   stream has run, and `stop` does not compile while a stream is subscribed. A leaked
+///   (`mem::forget`) [`Subscribed`] leaves its stream subscribed: `stop` then returns
+///   [`Error::LiveChildren`] and the thread keeps serving it for the life of the process.
+/// * A failed `aclrtProcessReport` does not end the thread (callbacks may be waiting): the
+///   loop goes on, and [`ReportThread::stop`] returns the failure.
+/// * A report thread whose `aclrtProcessReport` keeps failing cannot run callbacks: a
+///   blocking one then holds its stream, like a kernel that never ends. `unsubscribe` gives
+///   up with [`Error::ReportThreadFailing`]; any other wait for that stream (its
+///   synchronisation, the device's, an event or async scope that synchronises it) waits
+///   until the runtime recovers. Bound such waits with `synchronize_with` where a failing
+///   runtime must not stall the host.
 pub struct ReportThread<'ctx> {
     ctx: &'ctx Context<'ctx>,
     thread_id: u64,

@@ -1,24 +1,4 @@
 //! Contexts, and how every call gets the right current context on its thread (D2, D6).
-//!
-//! # The binding decision (D6)
-//!
-//! The runtime keeps one current context per thread, and record, reset, wait,
-//! launch-callback and destroy on a stream outside it fail (107003). This crate **binds on
-//! each call**: every handle knows its [`Context`], and before a call that needs it the
-//! context is made current on the calling thread, unless it already is. A thread-local
-//! cache of the last context this crate made current turns that into one thread-local read
-//! and a compare (no runtime call) in the common case, so the binding costs nothing
-//! measurable while making the wrong-context error impossible, whichever thread a stream is
-//! moved to.
-//!
-//! A token type proving "this context is current" was the alternative. It would have to be
-//! `!Send`, exclusive per thread, and passed to every call, for no run-time gain over the
-//! cache; binding keeps call sites as short as the C API's.
-//!
-//! The cache identifies contexts by a process-unique number, not by the raw pointer, so a
-//! destroyed context whose address is reused is never mistaken for current. It can only go
-//! stale through the raw [`result`](crate::result) layer (`set_current_context`, which is
-//! `unsafe`); the runtime then answers 107003, a typed error.
 
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
@@ -95,7 +75,27 @@ pub(crate) enum Finished {
 /// borrows the context (D3, E0505), and no stream can be used after its context is gone.
 ///
 /// `Send + Sync`: a context may be used from several threads; each call binds it on the
-/// calling thread (see the [module docs](self)).
+/// calling thread (see the [type docs](Self)).
+///
+/// # The binding decision (D6)
+///
+/// The runtime keeps one current context per thread, and record, reset, wait,
+/// launch-callback and destroy on a stream outside it fail (107003). This crate **binds on
+/// each call**: every handle knows its [`Context`], and before a call that needs it the
+/// context is made current on the calling thread, unless it already is. A thread-local
+/// cache of the last context this crate made current turns that into one thread-local read
+/// and a compare (no runtime call) in the common case, so the binding costs nothing
+/// measurable while making the wrong-context error impossible, whichever thread a stream is
+/// moved to.
+///
+/// A token type proving "this context is current" was the alternative. It would have to be
+/// `!Send`, exclusive per thread, and passed to every call, for no run-time gain over the
+/// cache; binding keeps call sites as short as the C API's.
+///
+/// The cache identifies contexts by a process-unique number, not by the raw pointer, so a
+/// destroyed context whose address is reused is never mistaken for current. It can only go
+/// stale through the raw [`result`](crate::result) layer (`set_current_context`, which is
+/// `unsafe`); the runtime then answers 107003, a typed error.
 pub struct Context<'dev> {
     raw: aclrtContext,
     id: u64,

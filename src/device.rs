@@ -1,19 +1,4 @@
 //! Devices: `aclrtSetDevice` / `aclrtResetDevice` (D1, D3, D5).
-//!
-//! # States
-//!
-//! ```text
-//!   Acl::set_device(id) ──► Set ──create_context()──► Context (≥ 1 Context borrows it)
-//!                            ▲                              │ every Context destroyed
-//!                            └──────────────────────────────┘
-//!   Set ──reset()──► Reset (the value is consumed: no further call compiles)
-//! ```
-//!
-//! The states are carried by ownership rather than a marker parameter, because a device may
-//! hold several contexts at once: *Set* is a [`Device`] value, *Context* is a `Device` that a
-//! [`Context`] borrows, *Reset* is the device consumed by [`Device::reset`]. The borrow
-//! checker then enforces D3: `reset` takes `self`, so it does not compile while a context
-//! borrows the device (E0505), and nothing can be called on a device after reset (E0382).
 
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -41,6 +26,21 @@ use crate::sys::loader::Api;
 /// acl.finalize()?;
 /// # Ok::<(), ascend_typestate::Error>(())
 /// ```
+///
+/// # States
+///
+/// ```text
+///   Acl::set_device(id) ──► Set ──create_context()──► Context (≥ 1 Context borrows it)
+///                            ▲                              │ every Context destroyed
+///                            └──────────────────────────────┘
+///   Set ──reset()──► Reset (the value is consumed: no further call compiles)
+/// ```
+///
+/// The states are carried by ownership rather than a marker parameter, because a device may
+/// hold several contexts at once: *Set* is a [`Device`] value, *Context* is a `Device` that a
+/// [`Context`] borrows, *Reset* is the device consumed by [`Device::reset`]. The borrow
+/// checker then enforces D3: `reset` takes `self`, so it does not compile while a context
+/// borrows the device (E0505), and nothing can be called on a device after reset (E0382).
 pub struct Device<'acl> {
     api: &'static Api,
     id: i32,

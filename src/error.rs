@@ -1,15 +1,4 @@
 //! The error model.
-//!
-//! Three kinds of failure are kept apart, because a user reacts to each differently:
-//!
-//! * [`AclError`]: a code returned by the runtime (`aclError`). Every code listed in
-//!   `protocol.md` is a named variant carrying its C name, numeric value and a one-line
-//!   description; any other code is carried intact in [`AclError::Unknown`].
-//! * [`LoadError`]: the runtime library could not be loaded (not found, or a required symbol
-//!   missing). Nothing was called.
-//! * The other variants of [`Error`]: conditions this crate detects itself, before a call
-//!   reaches the runtime (an optional symbol the loaded runtime lacks, a second live
-//!   [`Acl`](crate::Acl), ...).
 
 use std::fmt;
 use std::path::PathBuf;
@@ -49,7 +38,7 @@ macro_rules! acl_error_codes {
             pub const ALL: &'static [AclError] = &[$(AclError::$variant),*];
 
             /// The error for a raw non-zero code. `0` (`ACL_SUCCESS`) is not an error and
-            /// maps to `Unknown(0)`; use [`check`] to turn a raw return value into a `Result`.
+            /// maps to `Unknown(0)`; use [`AclError::check`] to turn a raw return value into a `Result`.
             pub const fn from_code(code: i32) -> Self {
                 match code {
                     $($code => AclError::$variant,)*
@@ -135,15 +124,23 @@ impl fmt::Display for AclError {
 
 impl std::error::Error for AclError {}
 
-/// Turns a raw `aclError` into a `Result`: `0` is success, anything else an [`AclError`].
-///
-/// ```
-/// use ascend_typestate::error::{check, AclError};
-/// assert_eq!(check(0), Ok(()));
-/// assert_eq!(check(100001), Err(AclError::Uninitialize));
-/// ```
+impl AclError {
+    /// Turns a raw `aclError` into a `Result`: `0` is success, anything else an [`AclError`].
+    ///
+    /// ```
+    /// use ascend_typestate::AclError;
+    /// assert_eq!(AclError::check(0), Ok(()));
+    /// assert_eq!(AclError::check(100001), Err(AclError::Uninitialize));
+    /// ```
+    #[inline(always)]
+    pub const fn check(code: i32) -> Result<(), AclError> {
+        check(code)
+    }
+}
+
+/// [`AclError::check`], for this crate's own callers.
 #[inline(always)]
-pub const fn check(code: i32) -> Result<(), AclError> {
+pub(crate) const fn check(code: i32) -> Result<(), AclError> {
     if code == 0 {
         Ok(())
     } else {
@@ -213,6 +210,17 @@ fn format_tried(tried: &[TriedPath]) -> String {
 /// assert_eq!(e.code(), Some(AclError::RtStreamContext));
 /// assert!(e.to_string().starts_with("aclrtRecordEvent failed: ACL_ERROR_RT_STREAM_CONTEXT (107003)"));
 /// ```
+///
+/// Three kinds of failure are kept apart, because a user reacts to each differently:
+///
+/// * [`AclError`]: a code returned by the runtime (`aclError`). Every code listed in
+///   `protocol.md` is a named variant carrying its C name, numeric value and a one-line
+///   description; any other code is carried intact in [`AclError::Unknown`].
+/// * [`LoadError`]: the runtime library could not be loaded (not found, or a required symbol
+///   missing). Nothing was called.
+/// * The other variants of [`Error`]: conditions this crate detects itself, before a call
+///   reaches the runtime (an optional symbol the loaded runtime lacks, a second live
+///   [`Acl`](crate::Acl), ...).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {

@@ -1,54 +1,4 @@
 //! Events and their typestate (E1-E9).
-//!
-//! # States
-//!
-//! ```text
-//!                  record(&s)                 wait(&s2, |w| … w.reset())
-//!   ┌─────────┐ ─────────────► ┌──────────┐ ───────────────────────────► ┌───────┐
-//!   │ Created │                │ Recorded │                              │ Reset │
-//!   └─────────┘                └──────────┘ ◄───────────────────────────  └───────┘
-//!                                  │  ▲                 record(&s)
-//!       synchronize / query /      │  │
-//!       elapsed_since (E2, E8) ────┘  └── inside the wait scope the event is `Waited`:
-//!                                         more streams may wait (E3); the scope must end
-//!                                         with `reset()` (E4)
-//! ```
-//!
-//! | state | allows | leaves by |
-//! |---|---|---|
-//! | [`Created`] | `record`, `destroy` | `record` → `Recorded` |
-//! | [`Recorded`] | `synchronize`, `query`, `elapsed_since`, `wait`, `wait_and_reset`, `destroy` | `wait` scope or `wait_and_reset` → `Reset` |
-//! | [`Waited`] (scope) | `also_wait`, `reset` | `reset` → proof [`ResetDone`] → `Reset` |
-//! | [`Reset`] | `record`, `destroy` | `record` → `Recorded` |
-//!
-//! What does not compile: waiting on a *Created* or *Reset* event (E1: no `wait` method),
-//! resetting an event that was never waited (no `reset` outside a wait scope), recording a
-//! waited event before its reset (the event is moved into the scope), and ending a wait
-//! scope without `reset()` (E4: the closure must return the [`ResetDone`] proof, which only
-//! [`Waited::reset`] creates, branded with the scope's own lifetime so that a proof from
-//! another scope does not fit).
-//!
-//! A panic or an early `Err` between wait and reset still compiles: [`Event::wait`] issues
-//! the reset on that path itself (the scope's state lives in its frame, so even a
-//! `mem::forget` of the [`Waited`] value cannot skip it), and the event resource is never
-//! lost (E4).
-//!
-//! Several streams waiting on one event (E3) never see a reset overtake their wait (E5):
-//! when more than one stream waited, the reset is ordered after every wait by a join event
-//! recorded on each other waiting stream and waited on by the resetting stream.
-//!
-//! The runtime's event is a flag (a record sets it, a wait passes while it is set, a reset
-//! clears it), so re-using an event also needs order: a record or a wait issued after a
-//! reset on another stream is joined after that reset. Otherwise the new record could run
-//! before the old scope's waits and release them early, or a new wait could pass on the old
-//! record's flag. In the usual pipeline (producer records, consumer waits and resets) that
-//! is one join per cycle, on the producer; none when the same stream records and resets.
-//!
-//! Join events are fresh each time (never re-recorded) and destroyed once the stream that
-//! waited on them is synchronised (E9). A program that never synchronises keeps them alive:
-//! synchronise streams (or the device) now and then in long-running loops.
-//!
-//! Every typed event is created with `ACL_EVENT_SYNC`, so the E7 error cannot occur.
 
 use std::cell::{Cell, OnceCell, RefCell, UnsafeCell};
 use std::marker::PhantomData;
@@ -62,27 +12,27 @@ use crate::stream::Stream;
 use crate::sys::{aclrtEvent, aclrtStream};
 
 mod sealed {
-    pub trait Sealed {}
+    /// What an event's pending tasks are, by state: what `Drop`/`destroy` must wait for
+    /// before `aclrtDestroyEvent` (E9).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum PendingTask {
+        /// No task refers to the event.
+        Nothing,
+        /// A record task: wait for the event itself.
+        Record,
+        /// A reset task on the stream kept in the event (ordered after every wait on it).
+        ResetOnStream,
+    }
+
+    pub trait Sealed {
+        const PENDING: PendingTask;
+    }
 }
+
+use sealed::PendingTask;
 
 /// The state of an [`Event`]. Sealed: the states are [`Created`], [`Recorded`] and [`Reset`].
-pub trait EventState: sealed::Sealed {
-    /// What `Drop`/`destroy` must wait for before `aclrtDestroyEvent` (E9).
-    #[doc(hidden)]
-    const PENDING: Pending;
-}
-
-/// What an event's pending tasks are, by state.
-#[doc(hidden)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Pending {
-    /// No task refers to the event.
-    Nothing,
-    /// A record task: wait for the event itself.
-    Record,
-    /// A reset task on the stream kept in the event (ordered after every wait on it).
-    ResetOnStream,
-}
+pub trait EventState: sealed::Sealed {}
 
 /// *Created*: never recorded. Allows [`Event::record`] and [`Event::destroy`]; cannot be
 /// waited on (E1).
@@ -97,18 +47,18 @@ pub enum Recorded {}
 #[derive(Debug)]
 pub enum Reset {}
 
-impl sealed::Sealed for Created {}
-impl sealed::Sealed for Recorded {}
-impl sealed::Sealed for Reset {}
-impl EventState for Created {
-    const PENDING: Pending = Pending::Nothing;
+impl sealed::Sealed for Created {
+    const PENDING: PendingTask = PendingTask::Nothing;
 }
-impl EventState for Recorded {
-    const PENDING: Pending = Pending::Record;
+impl sealed::Sealed for Recorded {
+    const PENDING: PendingTask = PendingTask::Record;
 }
-impl EventState for Reset {
-    const PENDING: Pending = Pending::ResetOnStream;
+impl sealed::Sealed for Reset {
+    const PENDING: PendingTask = PendingTask::ResetOnStream;
 }
+impl EventState for Created {}
+impl EventState for Recorded {}
+impl EventState for Reset {}
 
 /// States that can be recorded: [`Created`] and [`Reset`].
 pub trait Recordable: EventState {}
@@ -145,6 +95,56 @@ impl Recordable for Reset {}
 /// event.destroy()?;
 /// # Ok::<(), ascend_typestate::Error>(())
 /// ```
+///
+/// # States
+///
+/// ```text
+///                  record(&s)                 wait(&s2, |w| … w.reset())
+///   ┌─────────┐ ─────────────► ┌──────────┐ ───────────────────────────► ┌───────┐
+///   │ Created │                │ Recorded │                              │ Reset │
+///   └─────────┘                └──────────┘ ◄───────────────────────────  └───────┘
+///                                  │  ▲                 record(&s)
+///       synchronize / query /      │  │
+///       elapsed_since (E2, E8) ────┘  └── inside the wait scope the event is `Waited`:
+///                                         more streams may wait (E3); the scope must end
+///                                         with `reset()` (E4)
+/// ```
+///
+/// | state | allows | leaves by |
+/// |---|---|---|
+/// | [`Created`] | `record`, `destroy` | `record` → `Recorded` |
+/// | [`Recorded`] | `synchronize`, `query`, `elapsed_since`, `wait`, `wait_and_reset`, `destroy` | `wait` scope or `wait_and_reset` → `Reset` |
+/// | [`Waited`] (scope) | `also_wait`, `reset` | `reset` → proof [`ResetDone`] → `Reset` |
+/// | [`Reset`] | `record`, `destroy` | `record` → `Recorded` |
+///
+/// What does not compile: waiting on a *Created* or *Reset* event (E1: no `wait` method),
+/// resetting an event that was never waited (no `reset` outside a wait scope), recording a
+/// waited event before its reset (the event is moved into the scope), and ending a wait
+/// scope without `reset()` (E4: the closure must return the [`ResetDone`] proof, which only
+/// [`Waited::reset`] creates, branded with the scope's own lifetime so that a proof from
+/// another scope does not fit).
+///
+/// A panic or an early `Err` between wait and reset still compiles: [`Event::wait`] issues
+/// the reset on that path itself (the scope's state lives in its frame, so even a
+/// `mem::forget` of the [`Waited`] value cannot skip it), and the event resource is never
+/// lost (E4).
+///
+/// Several streams waiting on one event (E3) never see a reset overtake their wait (E5):
+/// when more than one stream waited, the reset is ordered after every wait by a join event
+/// recorded on each other waiting stream and waited on by the resetting stream.
+///
+/// The runtime's event is a flag (a record sets it, a wait passes while it is set, a reset
+/// clears it), so re-using an event also needs order: a record or a wait issued after a
+/// reset on another stream is joined after that reset. Otherwise the new record could run
+/// before the old scope's waits and release them early, or a new wait could pass on the old
+/// record's flag. In the usual pipeline (producer records, consumer waits and resets) that
+/// is one join per cycle, on the producer; none when the same stream records and resets.
+///
+/// Join events are fresh each time (never re-recorded) and destroyed once the stream that
+/// waited on them is synchronised (E9). A program that never synchronises keeps them alive:
+/// synchronise streams (or the device) now and then in long-running loops.
+///
+/// Every typed event is created with `ACL_EVENT_SYNC`, so the E7 error cannot occur.
 pub struct Event<'s, S: EventState> {
     raw: aclrtEvent,
     ctx: &'s Context<'s>,
@@ -185,17 +185,17 @@ impl<'s, S: EventState> Event<'s, S> {
         let api = self.ctx.api();
         self.ctx.bind()?;
         match S::PENDING {
-            Pending::Nothing => {}
+            PendingTask::Nothing => {}
             // SAFETY: the event is live for as long as `self`.
-            Pending::Record => unsafe { api.synchronize_event(self.raw)? },
-            Pending::ResetOnStream => {}
+            PendingTask::Record => unsafe { api.synchronize_event(self.raw)? },
+            PendingTask::ResetOnStream => {}
         }
         // Every reset of the event is ordered after the waits of its scope and after the
         // previous reset (joins in `Waited::reset`), so the last resetting stream passing its
         // reset means no wait or reset refers to the event any more (E9).
         // A stream synchronised since its last reset has nothing pending.
         let pending_reset = self.reset_stream().filter(|r| r.has_reset_pending());
-        if let Some(reset_stream) = pending_reset.filter(|_| S::PENDING != Pending::Nothing) {
+        if let Some(reset_stream) = pending_reset.filter(|_| S::PENDING != PendingTask::Nothing) {
             // `'s` keeps the resetting stream alive as long as the event.
             if let Err(first) = reset_stream.synchronize() {
                 // A task of the stream failed (reported once: the second synchronisation
@@ -622,7 +622,10 @@ fn release_after_failed_reset<'t>(
             unsafe { api.synchronize_event(event.raw) }
         });
     if let Err(e) = record_done {
-        report_drop_error("Waited (event leaked: its record cannot be waited for)", Err(e));
+        report_drop_error(
+            "Waited (event leaked: its record cannot be waited for)",
+            Err(e),
+        );
         std::mem::forget(event);
         return Err(WaitError::Destroyed(error));
     }

@@ -1,27 +1,4 @@
 //! Host functions (C10): closures the runtime runs on a thread of its own, in stream order,
-//! without a report thread.
-//!
-//! ```text
-//!  stream.with_host_functions() ──► HostFnStream   (a Stream that is never subscribed, C10)
-//!                                     │  derefs to Stream: events, copies, synchronize
-//!                                     │  launch(closure): runs once the earlier tasks are
-//!                                     │  done; the later tasks wait for it
-//!                                     ├─ destroy() ──────► synchronised, then destroyed
-//!                                     └─ destroy_force() ► destroyed, pending closures dropped
-//! ```
-//!
-//! * Host functions and callbacks never share a stream (C10): `with_host_functions` takes
-//!   the [`Stream`] by value and gives no way back, and `subscribe` takes a `Stream` by
-//!   value, which a [`HostFnStream`] is not; a [`Subscribed`](crate::Subscribed) only lends
-//!   `&Stream`, which has no `launch`.
-//! * The closures are `FnOnce() + Send + 'static` and receive nothing: no handle to call
-//!   the runtime with (C8); a handle smuggled in is refused with
-//!   [`Error::InsideCallback`]. A panic is caught at the FFI
-//!   boundary and reported by [`HostFnStream::take_panics`] (and by `Drop`).
-//! * Nothing launched is lost or run twice: each closure is registered under a ticket
-//!   (the runtime gets the ticket, not a pointer) and removed by the only run of the
-//!   trampoline; closures whose task the runtime dropped (S6, S8), or failed without
-//!   running, are freed once the stream is seen done.
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -75,7 +52,7 @@ fn take(ticket: u64) -> Option<Launched> {
 }
 
 /// A [`Stream`] on which host functions can be launched (C10); see the
-/// [module docs](self).
+/// [type docs](Self).
 ///
 /// ```no_run
 /// # use ascend_typestate::Acl;
@@ -90,6 +67,30 @@ fn take(ticket: u64) -> Option<Launched> {
 /// stream.destroy()?;
 /// # Ok::<(), ascend_typestate::Error>(())
 /// ```
+///
+/// without a report thread.
+///
+/// ```text
+///  stream.with_host_functions() ──► HostFnStream   (a Stream that is never subscribed, C10)
+///                                     │  derefs to Stream: events, copies, synchronize
+///                                     │  launch(closure): runs once the earlier tasks are
+///                                     │  done; the later tasks wait for it
+///                                     ├─ destroy() ──────► synchronised, then destroyed
+///                                     └─ destroy_force() ► destroyed, pending closures dropped
+/// ```
+///
+/// * Host functions and callbacks never share a stream (C10): `with_host_functions` takes
+///   the [`Stream`] by value and gives no way back, and `subscribe` takes a `Stream` by
+///   value, which a [`HostFnStream`] is not; a [`Subscribed`](crate::Subscribed) only lends
+///   `&Stream`, which has no `launch`.
+/// * The closures are `FnOnce() + Send + 'static` and receive nothing: no handle to call
+///   the runtime with (C8); a handle smuggled in is refused with
+///   [`Error::InsideCallback`]. A panic is caught at the FFI
+///   boundary and reported by [`HostFnStream::take_panics`] (and by `Drop`).
+/// * Nothing launched is lost or run twice: each closure is registered under a ticket
+///   (the runtime gets the ticket, not a pointer) and removed by the only run of the
+///   trampoline; closures whose task the runtime dropped (S6, S8), or failed without
+///   running, are freed once the stream is seen done.
 pub struct HostFnStream<'ctx> {
     stream: Stream<'ctx>,
     shared: Arc<Shared>,

@@ -48,16 +48,16 @@
 //! * **Typed run-time errors** where the type system would cost users too much: a stream
 //!   of another device or context ([`Error::DeviceMismatch`], [`Error::ContextMismatch`]),
 //!   a second live [`Acl`] ([`Error::AlreadyInitialized`]).
-//! * **Binding on each call** (D6): see [`context`].
+//! * **Binding on each call** (D6): see [`Context`].
 //! * **Scopes that synchronise before they return** for asynchronous memory work (M1, M2):
 //!   [`Context::async_scope`] borrows every buffer for the whole scope, like
-//!   [`std::thread::scope`]; a copy's kind comes from the buffer types ([`memory`]).
+//!   [`std::thread::scope`]; a copy's kind comes from the buffer types ([`AsyncScope`]).
 //! * **A subscription type** for host callbacks (C1-C9): only [`Subscribed`] has `launch`, and
 //!   callbacks are `FnOnce() + Send + 'static` closures whose panics stop at the FFI boundary
-//!   ([`callback`]).
+//!   ([`ReportThread`]).
 //! * **Ordering the runtime's event flag** (E1, E5): a record or wait that could overtake an
 //!   earlier reset, or a read of memory another stream is still writing, is joined after it
-//!   with an internal event ([`event`], [`memory::AsyncScope::copy`]).
+//!   with an internal event ([`Event`], [`AsyncScope::copy`]).
 //!
 //! Tests of programs built on this crate run anywhere on the CPU simulator (`sim/`), whose
 //! protocol checker reports every violation the real runtime would not; see [`simulator`].
@@ -109,27 +109,35 @@
 //! where each instruction goes.
 #![warn(missing_docs)]
 
-pub mod callback;
-pub mod context;
-pub mod device;
-pub mod error;
-pub mod event;
-pub mod host_fn;
-pub mod memory;
+// The typed API: private modules, one public path per item (the re-exports below).
+mod callback;
+mod context;
+mod device;
+mod error;
+mod event;
+mod host_fn;
+mod memory;
+mod runtime;
+mod stream;
+
+// The layers below it, and the simulator's extensions: public modules of their own.
 pub mod result;
-pub mod runtime;
 pub mod simulator;
-pub mod stream;
 pub mod sys;
 
-pub use callback::{CallbackMode, ReportThread, Subscribed};
+pub use callback::{CallbackMode, MAX_REPORT_THREADS, ReportThread, Subscribed};
 pub use context::{Context, MemoryInfo, MemoryKind};
 pub use device::{Device, DeviceCapability};
-pub use error::{AclError, Error, LoadError, Result};
-pub use event::{Created, Event, Recorded, Reset, ResetDone, WaitError, Waited};
+pub use error::{AclError, Error, LoadError, Result, TriedPath};
+pub use event::{
+    Created, Event, EventState, Recordable, Recorded, Reset, ResetDone, WaitError, Waited,
+};
 pub use host_fn::HostFnStream;
-pub use memory::{AsyncScope, DeviceBuffer, HostBuffer, MallocPolicy};
-pub use runtime::{Acl, Failed, InitOptions, Timeout, set_drop_error_handler};
+pub use memory::{
+    AsyncScope, DeviceBuffer, DeviceSlice, DeviceSliceMut, HostBuffer, Location, MallocPolicy,
+    Memory, MemoryMut, Pending, PendingDevice, PendingHost, Source,
+};
+pub use runtime::{Acl, DropErrorHandler, Failed, InitOptions, Timeout, set_drop_error_handler};
 pub use stream::{Stream, StreamConfig};
 
 /// Sizes and thread-safety, pinned: a change here is a deliberate API change.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use ascend_typestate::callback::{CallbackMode, ReportThread};
+use ascend_typestate::{CallbackMode, ReportThread};
 use ascend_typestate::{Error, MallocPolicy};
 use common::{Bomb, is_child, run_child};
 use support::sim::Session;

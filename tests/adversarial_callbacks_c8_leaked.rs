@@ -12,11 +12,11 @@ use std::sync::mpsc;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-use ascend_typestate::callback::{CallbackMode, ReportThread, Subscribed};
 use ascend_typestate::{
     Acl, Context, Device, DeviceBuffer, Error, Event, HostBuffer, InitOptions, MallocPolicy,
     Recorded, Stream, timeout,
 };
+use ascend_typestate::{CallbackMode, ReportThread, Subscribed};
 
 struct Kit {
     stream: Stream<'static>,

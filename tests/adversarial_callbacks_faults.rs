@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use ascend_typestate::callback::{CallbackMode, ReportThread};
 use ascend_typestate::{Acl, Error, InitOptions};
+use ascend_typestate::{CallbackMode, ReportThread};
 
 const CASE_ENV: &str = "RED_FAULT_CASE";
 

@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
-use ascend_typestate::callback::{CallbackMode, ReportThread, Subscribed};
 use ascend_typestate::{Acl, Error, InitOptions};
+use ascend_typestate::{CallbackMode, ReportThread, Subscribed};
 use common::{is_child, run_child};
 
 fn parent(name: &str) {

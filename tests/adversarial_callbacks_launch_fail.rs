@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use ascend_typestate::Error;
-use ascend_typestate::callback::{CallbackMode, ReportThread};
+use ascend_typestate::{CallbackMode, ReportThread};
 use common::{Bomb, is_child, run_child};
 use support::sim::Session;
 

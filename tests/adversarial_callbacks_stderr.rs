@@ -8,7 +8,7 @@ mod support;
 
 use std::time::Duration;
 
-use ascend_typestate::callback::{CallbackMode, ReportThread};
+use ascend_typestate::{CallbackMode, ReportThread};
 use ascend_typestate::{Error, MallocPolicy};
 use common::{is_child, run_child};
 use support::sim::Session;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use ascend_typestate::callback::{CallbackMode, MAX_REPORT_THREADS, ReportThread};
+use ascend_typestate::{CallbackMode, MAX_REPORT_THREADS, ReportThread};
 use ascend_typestate::{Error, MallocPolicy};
 use support::sim::{Session, assert_no_findings};
 

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use ascend_typestate::Error;
-use ascend_typestate::callback::{CallbackMode, ReportThread};
+use ascend_typestate::{CallbackMode, ReportThread};
 use support::sim::Session;
 
 static REPORTED: AtomicUsize = AtomicUsize::new(0);

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use ascend_typestate::memory::MallocPolicy;
+use ascend_typestate::MallocPolicy;
 use ascend_typestate::{Acl, Context, Error, InitOptions, Result};
 
 const CHILD_ENV: &str = "RED_MEMORY_FAULTS_CHILD";

@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-use ascend_typestate::callback::{CallbackMode, ReportThread};
 use ascend_typestate::{Acl, Context, Error, InitOptions};
+use ascend_typestate::{CallbackMode, ReportThread};
 use common::{is_child, run_child};
 
 fn parent(name: &str) {

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use ascend_typestate::callback::{CallbackMode, ReportThread};
 use ascend_typestate::{Acl, Context, InitOptions, MallocPolicy, timeout};
+use ascend_typestate::{CallbackMode, ReportThread};
 use common::run_child_env;
 
 const OP: &str = "ROUND3_OP";

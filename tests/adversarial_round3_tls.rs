@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use ascend_typestate::callback::{CallbackMode, ReportThread, Subscribed};
 use ascend_typestate::{Acl, Context, InitOptions};
+use ascend_typestate::{CallbackMode, ReportThread, Subscribed};
 use common::{is_child, run_child};
 
 fn parent(name: &str) {

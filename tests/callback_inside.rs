@@ -6,8 +6,8 @@ mod support;
 
 use std::sync::mpsc;
 
-use ascend_typestate::callback::{CallbackMode, ReportThread};
 use ascend_typestate::{Acl, Context, Error, InitOptions};
+use ascend_typestate::{CallbackMode, ReportThread};
 
 #[test]
 fn a_runtime_call_from_inside_a_callback_is_refused_c8() {

@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use ascend_typestate::error::{TriedPath, check};
+use ascend_typestate::TriedPath;
 use ascend_typestate::{AclError, Error, LoadError};
 
 const PROTOCOL: &str = include_str!("../docs/protocol.md");
@@ -160,7 +160,7 @@ fn named_variants_round_trip() {
     for &e in AclError::ALL {
         assert!(!matches!(e, AclError::Unknown(_)), "{e:?} in ALL");
         assert_eq!(AclError::from_code(e.code()), e, "{e:?}");
-        assert_eq!(check(e.code()), Err(e));
+        assert_eq!(AclError::check(e.code()), Err(e));
         assert!(e.c_name().starts_with("ACL_ERROR_"), "{e:?}");
         assert!(
             !e.description().trim().is_empty(),
@@ -195,7 +195,7 @@ fn unknown_codes_are_carried_intact() {
         let e = AclError::from_code(code);
         assert_eq!(e, AclError::Unknown(code));
         assert_eq!(e.code(), code);
-        assert_eq!(check(code), Err(AclError::Unknown(code)));
+        assert_eq!(AclError::check(code), Err(AclError::Unknown(code)));
         assert!(!e.description().is_empty());
         let shown = e.to_string();
         assert!(shown.contains(&code.to_string()), "{shown}");
@@ -211,7 +211,7 @@ fn unknown_codes_are_carried_intact() {
 
 #[test]
 fn success_is_not_an_error() {
-    assert_eq!(check(0), Ok(()));
+    assert_eq!(AclError::check(0), Ok(()));
     assert!(!AclError::ALL.iter().any(|e| e.code() == 0));
 }
 

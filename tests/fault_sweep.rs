@@ -35,10 +35,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use ascend_typestate::callback::{CallbackMode, ReportThread};
-use ascend_typestate::memory::MallocPolicy;
+use ascend_typestate::MallocPolicy;
 use ascend_typestate::sys::{OPTIONAL_SYMBOLS, REQUIRED_SYMBOLS};
 use ascend_typestate::{Acl, Error, InitOptions, Result, timeout};
+use ascend_typestate::{CallbackMode, ReportThread};
 use support::sim::Sim;
 
 /// How long one case may run. The clean program takes tens of milliseconds; a case that

@@ -33,8 +33,8 @@ mod support;
 use std::fmt;
 use std::time::Duration;
 
-use ascend_typestate::memory::{DeviceSlice, DeviceSliceMut, Location, Pending};
 use ascend_typestate::{Context, DeviceBuffer, Error, HostBuffer, MallocPolicy, Stream};
+use ascend_typestate::{DeviceSlice, DeviceSliceMut, Location, Pending};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use support::sim::Session;

@@ -5,7 +5,7 @@
 mod support;
 
 use ascend_typestate::Error;
-use ascend_typestate::callback::{MAX_REPORT_THREADS, ReportThread};
+use ascend_typestate::{MAX_REPORT_THREADS, ReportThread};
 use support::sim::{Session, assert_no_findings};
 
 #[test]

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use ascend_typestate::Error;
-use ascend_typestate::callback::{CallbackMode, ReportThread};
+use ascend_typestate::{CallbackMode, ReportThread};
 use support::sim::{Session, assert_no_findings};
 
 /// A kernel body that adds one to the `AtomicUsize` its user data points at.

@@ -4,7 +4,7 @@
 
 mod support;
 
-use ascend_typestate::memory::{DeviceBuffer, MallocPolicy};
+use ascend_typestate::{DeviceBuffer, MallocPolicy};
 use ascend_typestate::{Error, Event, Reset};
 use support::sim::{Session, assert_no_findings};
 

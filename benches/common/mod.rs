@@ -9,12 +9,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
-use ascend_typestate::memory::{AsyncScope, DeviceBuffer, HostBuffer};
 use ascend_typestate::sys::bindings::{
     ACL_CALLBACK_BLOCK, ACL_EVENT_SYNC, ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEMCPY_HOST_TO_DEVICE,
 };
 use ascend_typestate::sys::loader::Api;
 use ascend_typestate::sys::{aclrtContext, aclrtEvent, aclrtStream};
+use ascend_typestate::{AsyncScope, DeviceBuffer, HostBuffer};
 use ascend_typestate::{CallbackMode, Error, Event, Reset, Stream, Subscribed};
 
 /// Bytes of the small copy of sequence (b).

@@ -262,9 +262,9 @@ unsafe impl<T: Pod> Sync for DeviceSliceMut<'_, T> {}
 macro_rules! device_memory {
     ($ty:ident<$($lt:lifetime),*>, $ptr:expr, $device:expr) => {
         impl<$($lt,)* T: Pod> sealed::Sealed for $ty<$($lt,)* T> {}
-        // SAFETY: the pointer is device memory valid for `len` elements for as long as the
+        // Contract (sealed trait): the pointer is device memory valid for `len` elements for as long as the
         // value (and the buffer it borrows) lives.
-        unsafe impl<$($lt,)* T: Pod> Memory<T> for $ty<$($lt,)* T> {
+        impl<$($lt,)* T: Pod> Memory<T> for $ty<$($lt,)* T> {
             const LOCATION: Location = Location::Device;
             fn as_ptr(&self) -> *const c_void {
                 let f: fn(&Self) -> *const c_void = $ptr;
@@ -287,8 +287,8 @@ device_memory!(DeviceBuffer<'ctx>, |b| b.ptr.as_ptr().cast_const(), |b| b
 device_memory!(DeviceSlice<'a>, |s| s.ptr, |s| s.device);
 device_memory!(DeviceSliceMut<'a>, |s| s.ptr.cast_const(), |s| s.device);
 
-// SAFETY: exclusively borrowed device memory may be written for its length.
-unsafe impl<T: Pod> MemoryMut<T> for DeviceBuffer<'_, T> {
+// Contract (sealed trait): exclusively borrowed device memory may be written for its length.
+impl<T: Pod> MemoryMut<T> for DeviceBuffer<'_, T> {
     type Written<'scope> = PendingDevice<'scope, T>;
     fn written(pending: Pending<'_, T>, _: sealed::Token) -> PendingDevice<'_, T> {
         PendingDevice(pending)
@@ -297,8 +297,8 @@ unsafe impl<T: Pod> MemoryMut<T> for DeviceBuffer<'_, T> {
         self.ptr.as_ptr()
     }
 }
-// SAFETY: as above; the view holds the buffer's exclusive borrow.
-unsafe impl<T: Pod> MemoryMut<T> for DeviceSliceMut<'_, T> {
+// Contract (sealed trait): as above; the view holds the buffer's exclusive borrow.
+impl<T: Pod> MemoryMut<T> for DeviceSliceMut<'_, T> {
     type Written<'scope> = PendingDevice<'scope, T>;
     fn written(pending: Pending<'_, T>, _: sealed::Token) -> PendingDevice<'_, T> {
         PendingDevice(pending)
@@ -342,8 +342,8 @@ impl<T: Pod> DerefMut for HostBuffer<'_, T> {
 }
 
 impl<T: Pod> sealed::Sealed for HostBuffer<'_, T> {}
-// SAFETY: host memory valid for `len` elements while borrowed.
-unsafe impl<T: Pod> Memory<T> for HostBuffer<'_, T> {
+// Contract (sealed trait): host memory valid for `len` elements while borrowed.
+impl<T: Pod> Memory<T> for HostBuffer<'_, T> {
     const LOCATION: Location = Location::Host;
     fn as_ptr(&self) -> *const c_void {
         self.ptr.as_ptr().cast_const()
@@ -355,8 +355,8 @@ unsafe impl<T: Pod> Memory<T> for HostBuffer<'_, T> {
         None
     }
 }
-// SAFETY: exclusively borrowed host memory; `T: Pod` accepts any bytes.
-unsafe impl<T: Pod> MemoryMut<T> for HostBuffer<'_, T> {
+// Contract (sealed trait): exclusively borrowed host memory; `T: Pod` accepts any bytes.
+impl<T: Pod> MemoryMut<T> for HostBuffer<'_, T> {
     type Written<'scope> = PendingHost<'scope, T>;
     fn written(pending: Pending<'_, T>, _: sealed::Token) -> PendingHost<'_, T> {
         PendingHost(pending)

@@ -1,53 +1,4 @@
 //! Device and host memory, and copies that cannot outlive their buffers (M1, M2).
-//!
-//! * [`DeviceBuffer`]: `aclrtMalloc` / `aclrtFree`, with the [`MallocPolicy`] as a typed
-//!   choice. Device memory cannot be read or written from the host except by a copy.
-//! * [`HostBuffer`]: page-locked host memory, `aclrtMallocHost` / `aclrtFreeHost`; it
-//!   dereferences to a slice.
-//! * Ordinary Rust slices (`[T]`) are host memory too.
-//!
-//! Element types are [`bytemuck::Pod`]: a copy writes raw bytes into them.
-//!
-//! # Kinds and counts (M1)
-//!
-//! The `aclrtMemcpyKind` is derived from the buffer types at compile time ([`Location`] of
-//! source and destination), so a wrong kind cannot be written. `destMax` is always the
-//! destination's size and `count` the source's; a source larger than its destination is a
-//! typed [`Error::InvalidArgument`] before any call (take a [`DeviceBuffer::slice`] or a
-//! sub-slice to copy part of a buffer).
-//!
-//! # Asynchronous copies (M1, M2)
-//!
-//! `aclrtMemcpyAsync` returns before the copy runs. Asynchronous copies and memsets exist
-//! only inside [`Context::async_scope`], which borrows every buffer it is given for the whole
-//! scope and synchronises every stream it used before it returns, on every path, panics
-//! included (like [`std::thread::scope`] joins its threads). So, at compile time:
-//! reading the destination or writing/dropping the source while the copy is pending does not
-//! compile, and neither does freeing device memory a pending task uses. No guard value is
-//! involved: leaking one (`mem::forget`) cannot end the borrow early.
-//!
-//! A copy returns its destination as a [`PendingDevice`] or [`PendingHost`] source, so later
-//! copies and kernels of the same scope can consume it with a compile-time kind; when they
-//! run on another stream than the copy, the library orders them after it with an event join
-//! (E2, E3), so a two-stream pipeline never reads stale data.
-//!
-//! ```no_run
-//! # use ascend_typestate::{Acl, memory::MallocPolicy};
-//! # let acl = Acl::init()?;
-//! # let device = acl.set_device(0)?;
-//! let ctx = device.create_context()?;
-//! let stream = ctx.create_stream()?;
-//! let input = vec![1.0f32; 1024];
-//! let mut output = vec![0.0f32; 1024];
-//! let mut on_device = ctx.alloc::<f32>(1024, MallocPolicy::HugeFirst)?;
-//! ctx.async_scope(|scope| {
-//!     scope.copy(&stream, &mut on_device, &input)?;      // H2D, derived from the types
-//!     Ok(())
-//! })?;                                                    // synchronised here (M1)
-//! ctx.copy(&mut output[..], &on_device)?;                 // D2H, synchronous
-//! assert_eq!(input, output);
-//! # Ok::<(), ascend_typestate::Error>(())
-//! ```
 
 use std::cell::Cell;
 use std::ffi::c_void;
@@ -125,14 +76,12 @@ mod sealed {
     pub struct Token;
 }
 
-/// Memory a copy can read: `T` elements at a [`Location`]. Sealed.
-///
-/// # Safety
-/// Implemented only in this crate (sealed): `as_ptr` is valid for reads of
+/// Memory a copy can read: `T` elements at a [`Location`]. Sealed: implemented only in this
+/// crate, whose copies rely on its contract: `as_ptr` is valid for reads of
 /// `len() * size_of::<T>()` bytes at `LOCATION` for as long as the value is borrowed, and
 /// that product is at most `isize::MAX` (it is the size of an allocation), so computing it
 /// cannot overflow.
-pub unsafe trait Memory<T: Pod>: sealed::Sealed {
+pub trait Memory<T: Pod>: sealed::Sealed {
     /// Where the memory lives; decides the copy kind at compile time.
     const LOCATION: Location;
     /// The first byte.
@@ -147,24 +96,24 @@ pub unsafe trait Memory<T: Pod>: sealed::Sealed {
     fn device_id(&self) -> Option<i32>;
 }
 
-/// Memory a copy can write. Sealed.
-///
-/// # Safety
-/// Implemented only in this crate (sealed): as [`Memory`], for writes, through an exclusive borrow.
-pub unsafe trait MemoryMut<T: Pod>: Memory<T> {
+/// Memory a copy can write. Sealed, with the contract of [`Memory`], for writes, through an
+/// exclusive borrow.
+pub trait MemoryMut<T: Pod>: Memory<T> {
     /// What an asynchronous copy into this memory returns: a source for later copies of the
     /// same scope, of the same location ([`PendingHost`] or [`PendingDevice`]), so that
     /// their kind is known at compile time too.
     type Written<'scope>: Source<'scope, T> + Into<Pending<'scope, T>>;
     /// The first byte, for writing.
     fn as_mut_ptr(&mut self) -> *mut c_void;
-    #[doc(hidden)]
+    /// Wraps the result of a task writing this memory (crate-internal: the token that the
+    /// call needs can only be made by this crate, so a `Pending` of one location can never
+    /// be passed off as the other).
     fn written(pending: Pending<'_, T>, _: sealed::Token) -> Self::Written<'_>;
 }
 
 impl<T: Pod> sealed::Sealed for [T] {}
-// SAFETY: a slice is valid for its length, and borrowed host memory is host memory.
-unsafe impl<T: Pod> Memory<T> for [T] {
+// Contract (sealed trait): a slice is valid for its length, and borrowed host memory is host memory.
+impl<T: Pod> Memory<T> for [T] {
     const LOCATION: Location = Location::Host;
     fn as_ptr(&self) -> *const c_void {
         <[T]>::as_ptr(self).cast()
@@ -176,9 +125,9 @@ unsafe impl<T: Pod> Memory<T> for [T] {
         None
     }
 }
-// SAFETY: an exclusively borrowed slice may be written for its length; `T: Pod` accepts any
+// Contract (sealed trait): an exclusively borrowed slice may be written for its length; `T: Pod` accepts any
 // bytes.
-unsafe impl<T: Pod> MemoryMut<T> for [T] {
+impl<T: Pod> MemoryMut<T> for [T] {
     type Written<'scope> = PendingHost<'scope, T>;
     fn written(pending: Pending<'_, T>, _: sealed::Token) -> PendingHost<'_, T> {
         PendingHost(pending)
@@ -189,8 +138,8 @@ unsafe impl<T: Pod> MemoryMut<T> for [T] {
 }
 
 impl<T: Pod> sealed::Sealed for Vec<T> {}
-// SAFETY: as for the slice it holds.
-unsafe impl<T: Pod> Memory<T> for Vec<T> {
+// Contract (sealed trait): as for the slice it holds.
+impl<T: Pod> Memory<T> for Vec<T> {
     const LOCATION: Location = Location::Host;
     fn as_ptr(&self) -> *const c_void {
         self.as_slice().as_ptr().cast()
@@ -202,8 +151,8 @@ unsafe impl<T: Pod> Memory<T> for Vec<T> {
         None
     }
 }
-// SAFETY: as for the slice it holds (the length does not change).
-unsafe impl<T: Pod> MemoryMut<T> for Vec<T> {
+// Contract (sealed trait): as for the slice it holds (the length does not change).
+impl<T: Pod> MemoryMut<T> for Vec<T> {
     type Written<'scope> = PendingHost<'scope, T>;
     fn written(pending: Pending<'_, T>, _: sealed::Token) -> PendingHost<'_, T> {
         PendingHost(pending)

@@ -290,6 +290,55 @@ pending_source!(PendingDevice, Location::Device);
 ///
 /// Neither `Send` nor `Sync`: it is used by the thread that opened it, which is the thread
 /// that synchronises its streams.
+///
+/// * [`DeviceBuffer`]: `aclrtMalloc` / `aclrtFree`, with the [`MallocPolicy`] as a typed
+///   choice. Device memory cannot be read or written from the host except by a copy.
+/// * [`HostBuffer`]: page-locked host memory, `aclrtMallocHost` / `aclrtFreeHost`; it
+///   dereferences to a slice.
+/// * Ordinary Rust slices (`[T]`) are host memory too.
+///
+/// Element types are [`bytemuck::Pod`]: a copy writes raw bytes into them.
+///
+/// # Kinds and counts (M1)
+///
+/// The `aclrtMemcpyKind` is derived from the buffer types at compile time ([`Location`] of
+/// source and destination), so a wrong kind cannot be written. `destMax` is always the
+/// destination's size and `count` the source's; a source larger than its destination is a
+/// typed [`Error::InvalidArgument`] before any call (take a [`DeviceBuffer::slice`] or a
+/// sub-slice to copy part of a buffer).
+///
+/// # Asynchronous copies (M1, M2)
+///
+/// `aclrtMemcpyAsync` returns before the copy runs. Asynchronous copies and memsets exist
+/// only inside [`Context::async_scope`], which borrows every buffer it is given for the whole
+/// scope and synchronises every stream it used before it returns, on every path, panics
+/// included (like [`std::thread::scope`] joins its threads). So, at compile time:
+/// reading the destination or writing/dropping the source while the copy is pending does not
+/// compile, and neither does freeing device memory a pending task uses. No guard value is
+/// involved: leaking one (`mem::forget`) cannot end the borrow early.
+///
+/// A copy returns its destination as a [`PendingDevice`] or [`PendingHost`] source, so later
+/// copies and kernels of the same scope can consume it with a compile-time kind; when they
+/// run on another stream than the copy, the library orders them after it with an event join
+/// (E2, E3), so a two-stream pipeline never reads stale data.
+///
+/// ```no_run
+/// # use ascend_typestate::{Acl, memory::MallocPolicy};
+/// # let acl = Acl::init()?;
+/// # let device = acl.set_device(0)?;
+/// let ctx = device.create_context()?;
+/// let stream = ctx.create_stream()?;
+/// let input = vec![1.0f32; 1024];
+/// let mut output = vec![0.0f32; 1024];
+/// let mut on_device = ctx.alloc::<f32>(1024, MallocPolicy::HugeFirst)?;
+/// ctx.async_scope(|scope| {
+///     scope.copy(&stream, &mut on_device, &input)?;      // H2D, derived from the types
+///     Ok(())
+/// })?;                                                    // synchronised here (M1)
+/// ctx.copy(&mut output[..], &on_device)?;                 // D2H, synchronous
+/// assert_eq!(input, output);
+/// # Ok::<(), ascend_typestate::Error>(())
+/// ```
 pub struct AsyncScope<'scope, 'env: 'scope> {
     pub(crate) ctx: &'env Context<'env>,
     /// The first stream the scope used: the usual case, kept out of the vector so that a

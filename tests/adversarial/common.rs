@@ -201,7 +201,7 @@ pub fn isolated_with(child: Child, body: impl FnOnce()) {
 /// The drop-error handler's reports while a value lives: `(what, format!("{error:?}"))`.
 /// The handler is process-wide: use it in a child (one test per process).
 pub struct Reports {
-    previous: ascend_typestate::runtime::DropErrorHandler,
+    previous: ascend_typestate::DropErrorHandler,
 }
 
 static REPORTS: Mutex<Vec<(&'static str, String)>> = Mutex::new(Vec::new());

@@ -63,7 +63,7 @@ pub mod sim;
 /// handler is put back when it is dropped). The handler is process-wide: use it inside a
 /// `Session` (one test at a time) or in a test binary of its own.
 pub struct DropErrors {
-    previous: ascend_typestate::runtime::DropErrorHandler,
+    previous: ascend_typestate::DropErrorHandler,
 }
 
 static DROP_ERRORS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());

@@ -5,7 +5,7 @@
 
 use std::ffi::c_void;
 
-use ascend_typestate::memory::{Location, MallocPolicy, Source};
+use ascend_typestate::{Location, MallocPolicy, Source};
 use ascend_typestate::{Acl, Error};
 
 pub struct Forged(*const c_void);

@@ -4,7 +4,7 @@
 // would then be wrong): E0061 without the token, and the token's type is private.
 // Twin: ui-tests/pass/m1_forged_pending_location.rs asks `Pending::host`, which checks.
 
-use ascend_typestate::memory::{MallocPolicy, MemoryMut, Pending};
+use ascend_typestate::{MallocPolicy, MemoryMut, Pending};
 use ascend_typestate::{Acl, Error};
 
 fn program(acl: &Acl) -> Result<(), Error> {

@@ -1,6 +1,6 @@
 // M1: twin of ui-tests/fail/m1_foreign_source.rs, the same program in the legal order; it compiles.
 
-use ascend_typestate::memory::MallocPolicy;
+use ascend_typestate::MallocPolicy;
 use ascend_typestate::{Acl, Error};
 
 fn program(acl: &Acl) -> Result<(), Error> {

@@ -1,7 +1,7 @@
 // M1: twin of ui-tests/fail/m1_forged_pending_location.rs: `Pending::host` checks the
 // location (here `None`: the result is device memory), so it compiles.
 
-use ascend_typestate::memory::{MallocPolicy, Pending};
+use ascend_typestate::{MallocPolicy, Pending};
 use ascend_typestate::{Acl, Error};
 
 fn program(acl: &Acl) -> Result<(), Error> {
