@@ -186,6 +186,12 @@ fn release_task(rt: &mut Rt, sid: u64, t: &Task, executed: bool) {
 
 /// Pops the head task of `sid` after it ran, releases it and wakes host waiters.
 fn complete_front(rt: &mut Rt, sid: u64) {
+    complete_front_from(rt, sid, None);
+}
+
+/// [`complete_front`] of a wait released by the record task `released_by` (the trace draws
+/// an arrow from that record to the end of the wait).
+fn complete_front_from(rt: &mut Rt, sid: u64, released_by: Option<u64>) {
     let Some(t) = rt.streams.get_mut(&sid).and_then(|s| s.tasks.pop_front()) else {
         return;
     };
@@ -193,14 +199,7 @@ fn complete_front(rt: &mut Rt, sid: u64) {
         let name = task_name(rt, &t);
         let now = Instant::now();
         let start = t.started.unwrap_or(now);
-        let flow_from = match &t.kind {
-            TaskKind::Wait { ev, .. } => rt
-                .events
-                .get(ev)
-                .and_then(|e| e.last_record)
-                .map(|(tid, _)| tid),
-            _ => None,
-        };
+        let flow_from = released_by;
         let t0 = rt.t0;
         if let Some(tr) = rt.trace.as_mut() {
             tr.span(
@@ -461,7 +460,13 @@ fn step(rt: &mut Rt, sid: u64) -> Step {
                 if let Some(s) = rt.streams.get_mut(&sid) {
                     s.blocked_on = None;
                 }
-                complete_front(rt, sid);
+                // The record that set the flag (or made the count) released this wait.
+                let by = rt
+                    .events
+                    .get(&op_ev)
+                    .and_then(|e| e.last_record)
+                    .map(|(record, _)| record);
+                complete_front_from(rt, sid, by);
                 return Step::Continue;
             }
             if let Some(to) = timeout {

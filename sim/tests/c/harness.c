@@ -1583,6 +1583,35 @@ static void trace_ping_pong(void) {
     teardown_clean();
 }
 
+/* One plain event recorded after a 1 ms kernel releases waits that two streams issued
+ * before it ran (their wait slices start early: the arrow must still go forward, to the end
+ * of each wait), then a wait issued after the record already ran. */
+static void trace_fan_out(void) {
+    setup();
+    aclrtStream a, b, c;
+    OK(aclrtCreateStream(&a));
+    OK(aclrtCreateStream(&b));
+    OK(aclrtCreateStream(&c));
+    aclrtEvent e;
+    OK(aclrtCreateEvent(&e));
+    for (int i = 0; i < 2; i++) {
+        OK(aclsimLaunchKernel(a, 1000, NULL, NULL, NULL, 0));
+        OK(aclrtRecordEvent(e, a));
+        OK(aclrtStreamWaitEvent(b, e));
+        OK(aclrtStreamWaitEvent(c, e));
+        OK(aclrtSynchronizeStream(b));
+        OK(aclrtSynchronizeStream(c));
+        OK(aclrtStreamWaitEvent(b, e)); /* the record already ran */
+        OK(aclrtSynchronizeStream(b));
+    }
+    OK(aclrtSynchronizeStream(a));
+    OK(aclrtDestroyEvent(e));
+    OK(aclrtDestroyStream(a));
+    OK(aclrtDestroyStream(b));
+    OK(aclrtDestroyStream(c));
+    teardown_clean();
+}
+
 /* ---- Stress -------------------------------------------------------------------------- */
 
 #define STRESS_THREADS 4
@@ -1772,6 +1801,7 @@ static const struct tcase cases[] = {
     T(m1_async_task_on_another_devices_stream_returns_100000),
     T(check_disabled_by_env_keeps_error_codes),
     T(trace_ping_pong),
+    T(trace_fan_out),
     T(stress_many_streams_events_threads),
     T(race_destroy_stream_vs_finalize_no_crash),
     T(race_destroy_stream_vs_reset_device_no_crash),
