@@ -661,11 +661,13 @@ pub enum WaitEnd {
 /// Blocks the host until `done` holds. `deadline` None waits forever, with the deadlock
 /// watchdog: when nothing in the runtime progressed for `deadlock_after` and the target
 /// streams provably cannot finish, a finding (E1/E5/C1) is made and `Deadlock` returned.
+/// `what` names the blocked call in that finding; it is called only then, so a wait that
+/// ends normally formats nothing.
 pub fn host_wait(
     g: &mut PGuard<'_, Global>,
     deadline: Option<Instant>,
     targets: &[u64],
-    what: &str,
+    what: impl Fn() -> String,
     done: impl Fn(&Rt) -> bool,
 ) -> Result<(), WaitEnd> {
     let me = self_id();
@@ -695,7 +697,8 @@ pub fn host_wait(
                         rt.report(
                             rule,
                             format!(
-                                "deadlock: {what} can never return: {msg}; the call returns 507000"
+                                "deadlock: {} can never return: {msg}; the call returns 507000",
+                                what()
                             ),
                         );
                         return Err(WaitEnd::Deadlock);

@@ -143,6 +143,7 @@ cases!(
     m2_free_with_wrong_pair_is_flagged,
     m1_async_task_on_another_devices_stream_returns_100000,
     stress_many_streams_events_threads,
+    perf_synchronize_loop,
     race_destroy_stream_vs_finalize_no_crash,
     race_destroy_stream_vs_reset_device_no_crash,
     race_destroy_context_vs_finalize_no_crash,

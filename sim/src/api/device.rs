@@ -149,10 +149,9 @@ fn sync_device(timeout: Option<i32>, name: &str) -> R {
         .map(|(k, _)| *k)
         .collect();
     let deadline = timeout.map(|d| Instant::now() + d);
-    let t2 = targets.clone();
-    let what = format!("{name}() on device {dev}");
-    host_wait(&mut g, deadline, &targets, &what, move |rt| {
-        t2.iter().all(|sid| {
+    let what = || format!("{name}() on device {dev}");
+    host_wait(&mut g, deadline, &targets, what, |rt| {
+        targets.iter().all(|sid| {
             rt.streams
                 .get(sid)
                 .is_none_or(|s| s.tasks.is_empty() && s.cb_outstanding == 0)

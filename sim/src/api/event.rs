@@ -193,8 +193,8 @@ fn sync_event(event: *mut c_void, timeout: Option<i32>, name: &str) -> R {
         .map(|(k, _)| *k)
         .collect();
     let deadline = timeout.map(|d| Instant::now() + d);
-    let what = format!("{name}({:#x})", eh(eid));
-    host_wait(&mut g, deadline, &targets, &what, move |rt| {
+    let what = || format!("{name}({:#x})", eh(eid));
+    host_wait(&mut g, deadline, &targets, what, move |rt| {
         rt.events
             .get(&eid)
             .is_none_or(|e| e.records_finished >= target)

@@ -27,8 +27,8 @@ pub extern "C" fn aclrtDestroyStream(stream: *mut c_void) -> i32 {
         // S4: the pending tasks and callbacks are waited for (with the deadlock watchdog),
         // then the stream is destroyed. A wait that can never end is diagnosed like a
         // synchronize: the call returns 507000 and the stream stays.
-        let what = format!("aclrtDestroyStream({:#x})", sh(sid));
-        host_wait(&mut g, None, &[sid], &what, move |rt| {
+        let what = || format!("aclrtDestroyStream({:#x})", sh(sid));
+        host_wait(&mut g, None, &[sid], what, move |rt| {
             rt.streams
                 .get(&sid)
                 .is_none_or(|s| s.dead || (s.tasks.is_empty() && s.cb_outstanding == 0))
@@ -63,9 +63,9 @@ fn sync_stream(stream: *mut c_void, timeout: Option<i32>, name: &str) -> R {
     let rt = rt_of(&mut g)?;
     let sid = stream_for(rt, stream as usize, true)?;
     let deadline = timeout.map(|d| Instant::now() + d);
-    let what = format!("{name}({:#x})", sh(sid));
+    let what = || format!("{name}({:#x})", sh(sid));
     // S2: every task done, and every callback launched before the call has run (C5).
-    host_wait(&mut g, deadline, &[sid], &what, move |rt| {
+    host_wait(&mut g, deadline, &[sid], what, move |rt| {
         rt.streams
             .get(&sid)
             .is_none_or(|s| s.tasks.is_empty() && s.cb_outstanding == 0)

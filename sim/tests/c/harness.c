@@ -1734,6 +1734,34 @@ static void race_destroy_stream_vs_reset_device_no_crash(void) { teardown_race(0
 static void race_destroy_context_vs_finalize_no_crash(void) { teardown_race(1, 1); }
 static void race_destroy_context_vs_reset_device_no_crash(void) { teardown_race(1, 0); }
 
+/* ---- Cost of a synchronize (callgrind) ----------------------------------------------------- */
+
+/* N (env ACLSIM_SYNC_LOOP, default 1000) synchronizations of an idle stream, of the device
+ * and of a completed event: the per-call work of the host waits. Measured under callgrind
+ * with --toggle-collect=sync_loop (sim/README.md); as a test it only checks the codes. */
+__attribute__((noinline)) static void sync_loop(aclrtStream s, aclrtEvent e, int n) {
+    for (int i = 0; i < n; i++) {
+        OK(aclrtSynchronizeStream(s));
+        OK(aclrtSynchronizeDevice());
+        OK(aclrtSynchronizeEvent(e));
+    }
+}
+static void perf_synchronize_loop(void) {
+    const char *env = getenv("ACLSIM_SYNC_LOOP");
+    int n = env ? atoi(env) : 1000;
+    setup();
+    aclrtStream s;
+    aclrtEvent e;
+    OK(aclrtCreateStream(&s));
+    OK(aclrtCreateEvent(&e));
+    OK(aclrtRecordEvent(e, s));
+    sync_loop(s, e, 1); /* warm-up, outside nothing: the first call creates lazy state */
+    sync_loop(s, e, n);
+    OK(aclrtDestroyEvent(e));
+    OK(aclrtDestroyStream(s));
+    teardown_clean();
+}
+
 struct tcase {
     const char *name;
     void (*fn)(void);
@@ -1803,6 +1831,7 @@ static const struct tcase cases[] = {
     T(trace_ping_pong),
     T(trace_fan_out),
     T(stress_many_streams_events_threads),
+    T(perf_synchronize_loop),
     T(race_destroy_stream_vs_finalize_no_crash),
     T(race_destroy_stream_vs_reset_device_no_crash),
     T(race_destroy_context_vs_finalize_no_crash),
