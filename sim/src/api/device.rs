@@ -81,6 +81,7 @@ pub extern "C" fn aclrtResetDevice(deviceId: i32) -> i32 {
             rt.contexts.remove(c);
         }
         rt.events.retain(|_, e| !ctxs.contains(&e.ctx));
+        rt.wake_sync_waiters(); // an event synchronize on a removed event returns
         let mem: Vec<usize> = rt
             .allocs
             .iter()
@@ -150,13 +151,20 @@ fn sync_device(timeout: Option<i32>, name: &str) -> R {
         .collect();
     let deadline = timeout.map(|d| Instant::now() + d);
     let what = || format!("{name}() on device {dev}");
-    host_wait(&mut g, deadline, &targets, what, |rt| {
-        targets.iter().all(|sid| {
-            rt.streams
-                .get(sid)
-                .is_none_or(|s| s.tasks.is_empty() && s.cb_outstanding == 0)
-        })
-    })
+    host_wait(
+        &mut g,
+        deadline,
+        Watch::Streams(&targets),
+        |_| targets.clone(),
+        what,
+        |rt| {
+            targets.iter().all(|sid| {
+                rt.streams
+                    .get(sid)
+                    .is_none_or(|s| s.tasks.is_empty() && s.cb_outstanding == 0)
+            })
+        },
+    )
     .map_err(|e| match e {
         WaitEnd::Timeout => code::RT_STREAM_SYNC_TIMEOUT,
         WaitEnd::Deadlock => code::RT_INTERNAL_ERROR,
@@ -268,6 +276,7 @@ pub extern "C" fn aclrtDestroyContext(context: *mut c_void) -> i32 {
             }
         }
         rt.contexts.remove(&id);
+        rt.wake_sync_waiters(); // an event synchronize on a removed event returns
         if CUR_CTX.with(|c| c.get()) == id {
             CUR_CTX.with(|c| c.set(0));
         }
