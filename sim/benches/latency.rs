@@ -153,6 +153,7 @@ fn event_cycles(n: u32) -> Duration {
 /// The event cycle with `idle` other streams alive (each with its parked worker).
 fn bench_idle_streams(idle: usize) -> Duration {
     let streams: Vec<_> = (0..idle).map(|_| new_stream()).collect();
+    std::thread::sleep(Duration::from_millis(200)); // their workers start and park
     let d = event_cycles(1_000);
     for s in streams {
         ok(aclrtDestroyStream(s));
@@ -368,36 +369,55 @@ fn main() {
     println!("load: {load} busy process(es)");
     ok(aclInit(std::ptr::null()));
     ok(aclrtSetDevice(0));
-    let f = bench_floor();
-    println!("floor: pthread condvar hand-off, round trip (2 hand-offs): median {f:?}");
-    let e = bench_enqueue();
-    println!("enqueue (aclsimLaunchKernel, empty task): median {e:?} per task");
-    let p = bench_ping_pong();
-    println!("two-stream event ping-pong (record/wait/reset x2): median {p:?} per round trip");
-    let c = bench_callback();
-    println!("callback round trip (launch BLOCK + synchronize): median {c:?}");
-    let (copy, memcpy) = bench_copy();
-    println!(
-        "1 MiB async copy + synchronize: median {copy:?}; host memcpy {memcpy:?} (ratio {:.2})",
-        copy.as_secs_f64() / memcpy.as_secs_f64()
-    );
-    for depth in [1_000, 16_000] {
-        let (drain, trip) = bench_queue_depth(depth);
+    // ACLSIM_BENCH_ONLY=floor,cycle,...: run only the named cases.
+    let only = std::env::var("ACLSIM_BENCH_ONLY").unwrap_or_default();
+    let run = |name: &str| only.is_empty() || only.split(',').any(|o| o == name);
+    if run("floor") {
+        let f = bench_floor();
+        println!("floor: pthread condvar hand-off, round trip (2 hand-offs): median {f:?}");
+    }
+    if run("enqueue") {
+        let e = bench_enqueue();
+        println!("enqueue (aclsimLaunchKernel, empty task): median {e:?} per task");
+    }
+    if run("pingpong") {
+        let p = bench_ping_pong();
+        println!("two-stream event ping-pong (record/wait/reset x2): median {p:?} per round trip");
+    }
+    if run("callback") {
+        let c = bench_callback();
+        println!("callback round trip (launch BLOCK + synchronize): median {c:?}");
+    }
+    if run("copy") {
+        let (copy, memcpy) = bench_copy();
         println!(
-            "queue depth {depth}: drain {drain:?} per queued wait; event round trip with them queued {trip:?}"
+            "1 MiB async copy + synchronize: median {copy:?}; host memcpy {memcpy:?} (ratio {:.2})",
+            copy.as_secs_f64() / memcpy.as_secs_f64()
         );
     }
-    for idle in [0, 1_024] {
-        let d = bench_idle_streams(idle);
+    if run("depth") {
+        for depth in [1_000, 16_000] {
+            let (drain, trip) = bench_queue_depth(depth);
+            println!(
+                "queue depth {depth}: drain {drain:?} per queued wait; event round trip with them queued {trip:?}"
+            );
+        }
+    }
+    if run("cycle") {
+        for idle in [0, 1_024] {
+            let d = bench_idle_streams(idle);
+            println!(
+                "event cycle (record, wait, reset, synchronize) with {idle} idle streams: median {d:?}"
+            );
+        }
+    }
+    if run("reporters") {
+        let (cpu, trip) = bench_report_threads(1_024, Duration::from_secs(3));
         println!(
-            "event cycle (record, wait, reset, synchronize) with {idle} idle streams: median {d:?}"
+            "1024 report threads parked: idle CPU {:.1}% of one core; callback round trip {trip:?}",
+            cpu * 100.0
         );
     }
-    let (cpu, trip) = bench_report_threads(1_024, Duration::from_secs(3));
-    println!(
-        "1024 report threads parked: idle CPU {:.1}% of one core; callback round trip {trip:?}",
-        cpu * 100.0
-    );
     ok(aclrtResetDevice(0));
     ok(aclFinalize());
     for h in &mut hogs {

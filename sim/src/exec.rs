@@ -114,6 +114,8 @@ pub fn enqueue(rt: &mut Rt, sid: u64, kind: TaskKind, allocs: Vec<usize>) -> u64
         }
         _ => {}
     }
+    let is_callback = matches!(kind, TaskKind::Callback { .. });
+    let mut at_head = false;
     if let Some(s) = rt.streams.get_mut(&sid) {
         s.tasks.push_back(Task {
             id,
@@ -122,11 +124,20 @@ pub fn enqueue(rt: &mut Rt, sid: u64, kind: TaskKind, allocs: Vec<usize>) -> u64
             allocs,
             started: None,
         });
-        if let Some(cv) = s.cv.as_ref() {
+        at_head = s.tasks.len() == 1;
+        if !(is_callback && at_head)
+            && let Some(cv) = s.cv.as_ref()
+        {
             cv.signal();
         }
     }
     rt.progress += 1;
+    if is_callback && at_head {
+        // An idle stream reaching a callback only hands it to the report thread: do it
+        // here, exactly as the worker would, and save waking the worker just for that.
+        // Its next step happens when the callback has run (or the next task is queued).
+        let _ = step(rt, sid);
+    }
     id
 }
 
@@ -193,7 +204,7 @@ fn release_task(rt: &mut Rt, sid: u64, t: &Task, executed: bool) {
 }
 
 /// Pops the head task of `sid` after it ran, releases it and wakes host waiters.
-fn complete_front(rt: &mut Rt, sid: u64) {
+pub fn complete_front(rt: &mut Rt, sid: u64) {
     complete_front_from(rt, sid, None);
 }
 

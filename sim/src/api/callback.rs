@@ -175,17 +175,27 @@ pub extern "C" fn aclrtProcessReport(timeout: i32) -> i32 {
                 ),
             );
         }
+        let mut head_done = false;
         if let Some(s) = rt.streams.get_mut(&item.stream) {
             s.cb_outstanding = s.cb_outstanding.saturating_sub(1);
-            if item.block {
-                if let Some(t) = s.tasks.front_mut()
-                    && t.id == item.task
-                {
-                    t.state = TaskState::CbDone;
-                }
-                if let Some(cv) = s.cv.as_ref() {
-                    cv.signal();
-                }
+            if item.block
+                && let Some(t) = s.tasks.front_mut()
+                && t.id == item.task
+            {
+                t.state = TaskState::CbDone;
+                head_done = true;
+            }
+        }
+        if head_done {
+            // The blocking callback task ends here (C5), not in the stream's worker: the
+            // synchronizing host is woken directly, one hand-off fewer. The worker is woken
+            // only if more tasks wait behind the callback.
+            exec::complete_front(rt, item.stream);
+            if let Some(s) = rt.streams.get(&item.stream)
+                && !s.tasks.is_empty()
+                && let Some(cv) = s.cv.as_ref()
+            {
+                cv.signal();
             }
         }
         rt.progress += 1;
