@@ -68,6 +68,7 @@ pub fn create_stream(rt: &mut Rt, ctx: u64, is_default: bool) -> Result<u64, i32
             async_error: None,
             cb_outstanding: 0,
             subscriber: None,
+            waiters: Vec::new(),
         },
     );
     if let Some(tr) = rt.trace.as_mut() {
@@ -103,7 +104,7 @@ pub fn enqueue(rt: &mut Rt, sid: u64, kind: TaskKind, allocs: Vec<usize>) -> u64
             if let Some(e) = rt.events.get_mut(ev) {
                 e.refs += 1;
                 e.unreset_waits += 1;
-                e.pending_waits.push((id, sid));
+                e.pending_waits.insert(id, sid);
             }
         }
         TaskKind::Reset { ev } => {
@@ -119,6 +120,8 @@ pub fn enqueue(rt: &mut Rt, sid: u64, kind: TaskKind, allocs: Vec<usize>) -> u64
         }
         _ => {}
     }
+    let is_callback = matches!(kind, TaskKind::Callback { .. });
+    let mut at_head = false;
     if let Some(s) = rt.streams.get_mut(&sid) {
         s.tasks.push_back(Task {
             id,
@@ -127,11 +130,20 @@ pub fn enqueue(rt: &mut Rt, sid: u64, kind: TaskKind, allocs: Vec<usize>) -> u64
             allocs,
             started: None,
         });
-        if let Some(cv) = s.cv.as_ref() {
+        at_head = s.tasks.len() == 1;
+        if !(is_callback && at_head)
+            && let Some(cv) = s.cv.as_ref()
+        {
             cv.signal();
         }
     }
     rt.progress += 1;
+    if is_callback && at_head {
+        // An idle stream reaching a callback only hands it to the report thread: do it
+        // here, exactly as the worker would, and save waking the worker just for that.
+        // Its next step happens when the callback has run (or the next task is queued).
+        let _ = step(rt, sid);
+    }
     id
 }
 
@@ -160,12 +172,16 @@ pub(crate) fn release_task(rt: &mut Rt, sid: u64, t: &Task, executed: bool) {
                     // event is as if it had never been issued.
                     e.records_issued = e.records_issued.saturating_sub(1);
                 }
+                // aclrtSynchronizeEvent waiters count finished (and issued) records (E2).
+                for w in &e.waiters {
+                    wake(*w);
+                }
             }
             Some(*ev)
         }
         TaskKind::Wait { ev, .. } => {
             if let Some(e) = rt.events.get_mut(ev) {
-                e.pending_waits.retain(|(tid, _)| *tid != t.id);
+                e.pending_waits.remove(&t.id);
             }
             Some(*ev)
         }
@@ -190,14 +206,23 @@ pub(crate) fn release_task(rt: &mut Rt, sid: u64, t: &Task, executed: bool) {
             e.refs = e.refs.saturating_sub(1);
             remove = e.destroyed && e.refs == 0;
         }
-        if remove {
-            rt.events.remove(&ev);
+        if remove && let Some(e) = rt.events.remove(&ev) {
+            // An event synchronize whose event is gone returns.
+            for w in &e.waiters {
+                wake(*w);
+            }
         }
     }
 }
 
 /// Pops the head task of `sid` after it ran, releases it and wakes host waiters.
 pub(crate) fn complete_front(rt: &mut Rt, sid: u64) {
+    complete_front_from(rt, sid, None);
+}
+
+/// [`complete_front`] of a wait released by the record task `released_by` (the trace draws
+/// an arrow from that record to the end of the wait).
+fn complete_front_from(rt: &mut Rt, sid: u64, released_by: Option<u64>) {
     let Some(t) = rt.streams.get_mut(&sid).and_then(|s| s.tasks.pop_front()) else {
         return;
     };
@@ -205,14 +230,7 @@ pub(crate) fn complete_front(rt: &mut Rt, sid: u64) {
         let name = task_name(rt, &t);
         let now = Instant::now();
         let start = t.started.unwrap_or(now);
-        let flow_from = match &t.kind {
-            TaskKind::Wait { ev, .. } => rt
-                .events
-                .get(ev)
-                .and_then(|e| e.last_record)
-                .map(|(tid, _)| tid),
-            _ => None,
-        };
+        let flow_from = released_by;
         let t0 = rt.t0;
         if let Some(tr) = rt.trace.as_mut() {
             tr.span(
@@ -228,7 +246,7 @@ pub(crate) fn complete_front(rt: &mut Rt, sid: u64) {
     }
     release_task(rt, sid, &t, true);
     rt.progress += 1;
-    HOST_CV.broadcast();
+    rt.wake_if_idle(sid);
 }
 
 /// Worker loop of stream `sid`. `cv_addr` is the address of the stream's boxed condvar,
@@ -427,7 +445,7 @@ fn step(rt: &mut Rt, sid: u64) -> Step {
                     if let Some(sub) = rt.subs.get_mut(&thread) {
                         sub.queue.push_back(item);
                     }
-                    HOST_CV.broadcast();
+                    rt.wake_reporter(thread);
                     if block {
                         if let Some(t) = rt.streams.get_mut(&sid).and_then(|s| s.tasks.front_mut())
                         {
@@ -471,13 +489,20 @@ fn step(rt: &mut Rt, sid: u64) -> Step {
     match kind_is {
         0 => {
             // Record: the hardware flag is set with a timestamp (E2, E8).
-            if let Some(e) = rt.events.get_mut(&op_ev) {
-                e.flag_set = true;
-                e.ts = Some(now);
-                e.last_record = Some((tid, sid));
-            }
-            for s in rt.streams.values_mut() {
-                if s.blocked_on == Some(op_ev) {
+            let blocked = match rt.events.get_mut(&op_ev) {
+                Some(e) => {
+                    e.flag_set = true;
+                    e.ts = Some(now);
+                    e.last_record = Some((tid, sid));
+                    std::mem::take(&mut e.blocked)
+                }
+                None => Vec::new(),
+            };
+            // Only the streams parked on this event, not every stream.
+            for b in blocked {
+                if let Some(s) = rt.streams.get_mut(&b)
+                    && s.blocked_on == Some(op_ev)
+                {
                     s.blocked_on = None;
                     if let Some(cv) = s.cv.as_ref() {
                         cv.signal();
@@ -498,7 +523,13 @@ fn step(rt: &mut Rt, sid: u64) -> Step {
                 if let Some(s) = rt.streams.get_mut(&sid) {
                     s.blocked_on = None;
                 }
-                complete_front(rt, sid);
+                // The record that set the flag (or made the count) released this wait.
+                let by = rt
+                    .events
+                    .get(&op_ev)
+                    .and_then(|e| e.last_record)
+                    .map(|(record, _)| record);
+                complete_front_from(rt, sid, by);
                 return Step::Continue;
             }
             if let Some(to) = timeout {
@@ -512,27 +543,25 @@ fn step(rt: &mut Rt, sid: u64) -> Step {
                     complete_front(rt, sid);
                     return Step::Continue;
                 }
-                if let Some(s) = rt.streams.get_mut(&sid) {
-                    s.blocked_on = Some(op_ev);
-                }
+                block_on(rt, sid, op_ev);
                 return Step::WaitFor(to - waited);
             }
-            if let Some(s) = rt.streams.get_mut(&sid) {
-                s.blocked_on = Some(op_ev);
-            }
+            block_on(rt, sid, op_ev);
             Step::Idle
         }
         _ => {
             // Reset: clears the flag. E5: a wait on another stream issued before this reset
             // that has not run yet would never end.
+            // Only waits issued before the reset (the map is ordered by task id); those of
+            // this stream already ran, since the reset is at the head of it.
             let overtaken: Vec<(u64, u64)> = rt
                 .events
                 .get(&op_ev)
                 .map(|e| {
                     e.pending_waits
-                        .iter()
-                        .filter(|(wt, ws)| *wt < tid && *ws != sid)
-                        .copied()
+                        .range(..tid)
+                        .filter(|(_, ws)| **ws != sid)
+                        .map(|(wt, ws)| (*wt, *ws))
                         .collect()
                 })
                 .unwrap_or_default();
@@ -566,6 +595,20 @@ fn step(rt: &mut Rt, sid: u64) -> Step {
             complete_front(rt, sid);
             Step::Continue
         }
+    }
+}
+
+/// Parks stream `sid` on event `ev`: the next record of `ev` wakes it.
+fn block_on(rt: &mut Rt, sid: u64, ev: u64) {
+    let Some(s) = rt.streams.get_mut(&sid) else {
+        return;
+    };
+    if s.blocked_on == Some(ev) {
+        return; // already in the event's list (a timed wait woke up early)
+    }
+    s.blocked_on = Some(ev);
+    if let Some(e) = rt.events.get_mut(&ev) {
+        e.blocked.push(sid);
     }
 }
 
@@ -607,6 +650,8 @@ pub fn kill_streams(rt: &mut Rt, ids: &[u64]) -> Vec<Reaper> {
                 drop_sub = ts.streams.is_empty();
             }
             if drop_sub {
+                // A parked aclrtProcessReport of that thread now returns 107012 (C6).
+                rt.wake_reporter(th);
                 rt.subs.remove(&th);
             }
         }
@@ -618,7 +663,7 @@ pub fn kill_streams(rt: &mut Rt, ids: &[u64]) -> Vec<Reaper> {
         }
     }
     rt.progress += 1;
-    HOST_CV.broadcast();
+    rt.wake_sync_waiters();
     out
 }
 
@@ -662,6 +707,7 @@ pub fn remove_streams(rt: &mut Rt, ids: &[u64]) {
             }
         }
     }
+    rt.wake_sync_waiters();
 }
 
 /// Kills, joins and removes streams; the lock is released while joining.
@@ -691,15 +737,118 @@ pub enum WaitEnd {
     Gone,
 }
 
+thread_local! {
+    /// This thread's condvar for host waits (synchronize, destroy stream,
+    /// aclrtProcessReport). A thread is in at most one host wait at a time, and the
+    /// thread-local lives as long as the thread, so its address can be registered.
+    static WAIT_CV: PCond = const { PCond::new() };
+}
+
+/// Runs `f` with this thread's host-wait condvar and its address (for waiter lists).
+pub fn with_wait_cv<R>(f: impl FnOnce(&PCond, usize) -> R) -> R {
+    WAIT_CV.with(|cv| f(cv, cv as *const PCond as usize))
+}
+
+/// Signals a host waiter's condvar, registered by address. Caller holds the lock.
+pub fn wake(addr: usize) {
+    // SAFETY: waiter lists only hold the address of the WAIT_CV of a thread blocked in a
+    // host wait; it removes it under the lock (held by our caller) before leaving the
+    // wait, so that thread and its thread-local are alive.
+    let cv = unsafe { &*(addr as *const PCond) };
+    cv.signal();
+}
+
+/// What a host wait waits for: who must wake it.
+pub enum Watch<'a> {
+    /// Streams becoming idle (or dying).
+    Streams(&'a [u64]),
+    /// Records of an event finishing.
+    Event(u64),
+}
+
+fn register(rt: &mut Rt, cv: usize, watch: &Watch) {
+    rt.sync_waiters.push(cv);
+    match watch {
+        Watch::Streams(ids) => {
+            for sid in ids.iter() {
+                if let Some(s) = rt.streams.get_mut(sid) {
+                    s.waiters.push(cv);
+                }
+            }
+        }
+        Watch::Event(eid) => {
+            if let Some(e) = rt.events.get_mut(eid) {
+                e.waiters.push(cv);
+            }
+        }
+    }
+}
+
+fn remove_one(v: &mut Vec<usize>, cv: usize) {
+    if let Some(i) = v.iter().position(|w| *w == cv) {
+        v.swap_remove(i);
+    }
+}
+
+fn unregister(rt: &mut Rt, cv: usize, watch: &Watch) {
+    remove_one(&mut rt.sync_waiters, cv);
+    match watch {
+        Watch::Streams(ids) => {
+            for sid in ids.iter() {
+                if let Some(s) = rt.streams.get_mut(sid) {
+                    remove_one(&mut s.waiters, cv);
+                }
+            }
+        }
+        Watch::Event(eid) => {
+            if let Some(e) = rt.events.get_mut(eid) {
+                remove_one(&mut e.waiters, cv);
+            }
+        }
+    }
+}
+
 /// Blocks the host until `done` holds. `deadline` None waits forever, with the deadlock
 /// watchdog: when nothing in the runtime progressed for `deadlock_after` and the target
-/// streams provably cannot finish, a finding (E1/E5/C1) is made and `Deadlock` returned.
+/// streams (`targets`, computed only then) provably cannot finish, a finding (E1/E5/C1)
+/// is made and `Deadlock` returned. `what` names the blocked call in that finding; it is
+/// called only then, so a wait that ends normally formats nothing. The waiter parks on
+/// its own condvar, registered per `watch`: only a change it waits for wakes it.
 pub fn host_wait(
     g: &mut PGuard<'_, Global>,
     deadline: Option<Instant>,
-    targets: &[u64],
-    what: &str,
+    watch: Watch,
+    targets: impl Fn(&Rt) -> Vec<u64>,
+    what: impl Fn() -> String,
     done: impl Fn(&Rt) -> bool,
+) -> Result<(), WaitEnd> {
+    match g.rt.as_deref() {
+        None => return Err(WaitEnd::Gone),
+        Some(rt) if done(rt) => return Ok(()),
+        Some(_) => {}
+    }
+    WAIT_CV.with(|cv| {
+        let addr = cv as *const PCond as usize;
+        if let Some(rt) = g.rt.as_deref_mut() {
+            register(rt, addr, &watch);
+        }
+        let r = wait_loop(g, cv, deadline, &targets, &what, &done);
+        // After aclFinalize (and maybe a new aclInit) there is nothing to unregister from:
+        // the lists died with the old state, and the new one never had this address.
+        if let Some(rt) = g.rt.as_deref_mut() {
+            unregister(rt, addr, &watch);
+        }
+        r
+    })
+}
+
+fn wait_loop(
+    g: &mut PGuard<'_, Global>,
+    cv: &PCond,
+    deadline: Option<Instant>,
+    targets: &dyn Fn(&Rt) -> Vec<u64>,
+    what: &dyn Fn() -> String,
+    done: &dyn Fn(&Rt) -> bool,
 ) -> Result<(), WaitEnd> {
     let me = self_id();
     let mut last_progress = u64::MAX;
@@ -717,28 +866,31 @@ pub fn host_wait(
                 if now >= d {
                     return Err(WaitEnd::Timeout);
                 }
-                (d - now).min(Duration::from_millis(100))
+                d - now
             }
             None => {
                 if rt.progress != last_progress {
                     last_progress = rt.progress;
                     since = now;
                 } else if now.duration_since(since) >= rt.deadlock_after {
-                    if let Some((rule, msg)) = diagnose(rt, targets, me) {
+                    let targets = targets(rt);
+                    if let Some((rule, msg)) = diagnose(rt, &targets, me) {
                         rt.report(
                             rule,
                             format!(
-                                "deadlock: {what} can never return: {msg}; the call returns 507000"
+                                "deadlock: {} can never return: {msg}; the call returns 507000",
+                                what()
                             ),
                         );
                         return Err(WaitEnd::Deadlock);
                     }
                     since = now;
                 }
+                // The watchdog's period: progress elsewhere does not wake this waiter.
                 Duration::from_millis(100)
             }
         };
-        HOST_CV.wait_timeout(g, step);
+        cv.wait_timeout(g, step);
     }
 }
 

@@ -139,7 +139,8 @@ pub fn task_failed(rt: &mut Rt, sid: u64, code: i32) {
         }
     }
     rt.progress += 1;
-    HOST_CV.broadcast();
+    // Rare: every synchronize waiter re-checks (the context's streams drop their tasks).
+    rt.wake_sync_waiters();
 }
 
 /// Called by a worker before it looks at the head task of `sid` (only when
@@ -181,7 +182,7 @@ pub fn intercept(rt: &mut Rt, sid: u64) -> bool {
         exec::release_task(rt, sid, &t, false);
         rt.extra.task_fail.remove(&t.id);
         rt.progress += 1;
-        HOST_CV.broadcast();
+        rt.wake_if_idle(sid);
         return true;
     }
     if !executable {

@@ -24,7 +24,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
 use calls::CallId;
-use exec::{WaitEnd, host_wait, teardown_streams};
+use exec::{WaitEnd, Watch, host_wait, teardown_streams};
 use pt::{PGuard, self_id};
 use state::*;
 

@@ -202,6 +202,9 @@ pub struct Stream {
     /// Callbacks launched and not yet run (delivered or not).
     pub cb_outstanding: u32,
     pub subscriber: Option<u64>,
+    /// Host waiters (condvar addresses, [`crate::exec::wake`]) waiting for this stream to
+    /// become idle or to die: a completion wakes only them.
+    pub waiters: Vec<usize>,
 }
 
 pub struct Event {
@@ -223,8 +226,13 @@ pub struct Event {
     pub last_record: Option<(u64, u64)>,
     /// Waits issued since the last reset was issued (E4).
     pub unreset_waits: u32,
-    /// Issued waits not yet executed: (task id, stream id) (E5).
-    pub pending_waits: Vec<(u64, u64)>,
+    /// Issued waits not yet executed: task id -> stream id (E5). Ordered, so that a
+    /// completion removes its entry in O(log n) and a reset finds the earlier ones.
+    pub pending_waits: BTreeMap<u64, u64>,
+    /// Streams whose worker is parked on a wait for this event: a record wakes only them.
+    pub blocked: Vec<u64>,
+    /// Host waiters (aclrtSynchronizeEvent) woken when a record of this event completes.
+    pub waiters: Vec<usize>,
     /// Task id of the last executed reset (E5 diagnosis).
     pub last_reset_exec: u64,
 }
@@ -253,6 +261,9 @@ pub struct ThreadSub {
     pub device: i32,
     pub streams: HashSet<u64>,
     pub queue: VecDeque<CbItem>,
+    /// The condvar of the thread while it is parked in aclrtProcessReport: woken when a
+    /// callback is queued for it, its subscription ends or the runtime is finalized.
+    pub waiter: Option<usize>,
 }
 
 pub struct Rt {
@@ -279,6 +290,9 @@ pub struct Rt {
     pub faults: Vec<Fault>,
     /// The functions beyond the seeds (P5, D8, S5-S8, C10): see `crate::extra`.
     pub extra: crate::extra::Extra,
+    /// Every thread blocked in a host wait (synchronize, destroy stream): woken on rare
+    /// changes (teardown, unsubscribe, event removal) that the targeted wakes do not cover.
+    pub sync_waiters: Vec<usize>,
 }
 
 /// An injected failure: after `skip` more calls of `call`, the next `remaining` calls return
@@ -320,6 +334,32 @@ impl Rt {
 }
 
 impl Rt {
+    /// Wakes every thread blocked in a host wait (not the report threads).
+    pub fn wake_sync_waiters(&self) {
+        for w in &self.sync_waiters {
+            crate::exec::wake(*w);
+        }
+    }
+
+    /// Wakes the host waiters of stream `sid` if it has nothing left to do (S2).
+    pub fn wake_if_idle(&self, sid: u64) {
+        if let Some(s) = self.streams.get(&sid)
+            && s.tasks.is_empty()
+            && s.cb_outstanding == 0
+        {
+            for w in &s.waiters {
+                crate::exec::wake(*w);
+            }
+        }
+    }
+
+    /// Wakes the report thread `thread` if it is parked in aclrtProcessReport.
+    pub fn wake_reporter(&self, thread: u64) {
+        if let Some(w) = self.subs.get(&thread).and_then(|s| s.waiter) {
+            crate::exec::wake(w);
+        }
+    }
+
     pub fn new_id(&mut self) -> u64 {
         let id = self.next_id;
         self.next_id += 1;

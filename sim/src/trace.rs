@@ -9,14 +9,23 @@ use std::time::Duration;
 /// Cap on recorded spans (memory bound for long runs).
 const MAX_SPANS: usize = 1_000_000;
 
+/// One executed task. Times are whole nanoseconds since `aclInit`, so that the flow
+/// arithmetic below is exact (the JSON prints microseconds with three decimals).
 pub struct Span {
     pub tid: u64,
     pub task: u64,
     pub name: String,
-    pub ts_us: f64,
-    pub dur_us: f64,
+    pub ts_ns: u64,
+    /// At least 1 ns: a zero-length slice would not enclose its flow points.
+    pub dur_ns: u64,
+    /// For a wait: the task id of the record that released it.
     pub flow_from: Option<u64>,
     pub is_record: bool,
+}
+
+/// Microseconds with three decimals, from nanoseconds (no float rounding).
+fn us(ns: u64) -> String {
+    format!("{}.{:03}", ns / 1000, ns % 1000)
 }
 
 pub struct Trace {
@@ -67,8 +76,8 @@ impl Trace {
             tid,
             task,
             name,
-            ts_us: start.as_secs_f64() * 1e6,
-            dur_us: dur.as_secs_f64() * 1e6,
+            ts_ns: u64::try_from(start.as_nanos()).unwrap_or(u64::MAX),
+            dur_ns: u64::try_from(dur.as_nanos()).unwrap_or(u64::MAX).max(1),
             flow_from,
             is_record,
         });
@@ -98,44 +107,52 @@ impl Trace {
                 ),
             );
         }
-        let mut records: HashMap<u64, (u64, f64)> = HashMap::new();
+        // Record task id -> (track, start, duration).
+        let mut records: HashMap<u64, (u64, u64, u64)> = HashMap::new();
         for s in &self.spans {
             if s.is_record {
-                records.insert(s.task, (s.tid, s.ts_us + s.dur_us));
+                records.insert(s.task, (s.tid, s.ts_ns, s.dur_ns));
             }
             push(
                 &mut o,
                 format!(
-                    "{{\"name\":\"{}\",\"cat\":\"task\",\"ph\":\"X\",\"pid\":1,\"tid\":{},\"ts\":{:.3},\"dur\":{:.3},\"args\":{{\"task\":{}}}}}",
+                    "{{\"name\":\"{}\",\"cat\":\"task\",\"ph\":\"X\",\"pid\":1,\"tid\":{},\"ts\":{},\"dur\":{},\"args\":{{\"task\":{}}}}}",
                     esc(&s.name),
                     s.tid,
-                    s.ts_us,
-                    s.dur_us.max(0.001),
+                    us(s.ts_ns),
+                    us(s.dur_ns),
                     s.task
                 ),
             );
         }
         for s in &self.spans {
             let Some(rec) = s.flow_from else { continue };
-            let Some((rtid, rts)) = records.get(&rec) else {
+            let Some(&(rtid, rts, rdur)) = records.get(&rec) else {
                 continue;
             };
-            // The arrow starts inside the record span and ends inside the wait span.
+            // Flow events bind to the slice enclosing their timestamp (the "f" end with
+            // "bp":"e"), so both ends lie inside their slices: the start in the middle of
+            // the record, the end just before the wait's release (the end of the wait
+            // slice). The wait is released only after the record ran, so the arrow goes
+            // forward in time; `max` keeps it so should the clock ever disagree.
+            let from = rts + rdur / 2;
+            let release = s.ts_ns + s.dur_ns;
+            let to = (release - 1).max(s.ts_ns).max(from);
             push(
                 &mut o,
                 format!(
-                    "{{\"name\":\"event\",\"cat\":\"flow\",\"ph\":\"s\",\"id\":{},\"pid\":1,\"tid\":{rtid},\"ts\":{:.3}}}",
+                    "{{\"name\":\"event\",\"cat\":\"flow\",\"ph\":\"s\",\"id\":{},\"pid\":1,\"tid\":{rtid},\"ts\":{}}}",
                     s.task,
-                    (rts - 0.0005).max(0.0)
+                    us(from)
                 ),
             );
             push(
                 &mut o,
                 format!(
-                    "{{\"name\":\"event\",\"cat\":\"flow\",\"ph\":\"f\",\"bp\":\"e\",\"id\":{},\"pid\":1,\"tid\":{},\"ts\":{:.3}}}",
+                    "{{\"name\":\"event\",\"cat\":\"flow\",\"ph\":\"f\",\"bp\":\"e\",\"id\":{},\"pid\":1,\"tid\":{},\"ts\":{}}}",
                     s.task,
                     s.tid,
-                    s.ts_us + s.dur_us.max(0.001) / 2.0
+                    us(to)
                 ),
             );
         }

@@ -145,6 +145,7 @@ cases!(
     m2_free_with_wrong_pair_is_flagged,
     m1_async_task_on_another_devices_stream_returns_100000,
     stress_many_streams_events_threads,
+    perf_synchronize_loop,
     race_destroy_stream_vs_finalize_no_crash,
     race_destroy_stream_vs_reset_device_no_crash,
     race_destroy_context_vs_finalize_no_crash,
@@ -256,20 +257,103 @@ fn trace_is_valid_chrome_trace_json_with_tracks_spans_and_flows() {
         assert!(e["ts"].as_f64().is_some() && e["dur"].as_f64().is_some());
         assert!(e["tid"].as_u64().is_some());
     }
-    let starts: Vec<_> = evs.iter().filter(|e| e["ph"] == "s").collect();
-    let finishes: Vec<_> = evs.iter().filter(|e| e["ph"] == "f").collect();
     assert_eq!(
-        starts.len(),
+        check_flows(evs),
         6,
         "one arrow per released wait (3 iterations x 2)"
     );
-    assert_eq!(finishes.len(), starts.len());
+}
+
+/// Parses a trace written by the harness case `case`.
+fn trace_of(case: &str) -> Vec<serde_json::Value> {
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("aclsim_{case}.json"));
+    let _ = std::fs::remove_file(&path);
+    run_case_env(
+        case,
+        &[("ACLSIM_TRACE", path.to_str().expect("utf-8 path"))],
+    );
+    let text = std::fs::read_to_string(&path).expect("trace written at aclFinalize");
+    let v: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    v["traceEvents"]
+        .as_array()
+        .expect("traceEvents array")
+        .clone()
+}
+
+/// A trace timestamp ("ts", "dur": microseconds, three decimals) in whole nanoseconds.
+fn ns(v: &serde_json::Value) -> i64 {
+    (v.as_f64().expect("numeric timestamp") * 1000.0).round() as i64
+}
+
+/// Checks every flow arrow of a trace and returns how many there are. Chrome binds a flow
+/// start ("s") to the slice enclosing its timestamp on its track, and a flow end with
+/// "bp":"e" likewise, so: each arrow starts inside exactly one `record eN` slice, ends
+/// inside exactly one `wait eN` slice of the same event on another track, at the end of
+/// that slice (where the wait was released), and never goes back in time.
+fn check_flows(evs: &[serde_json::Value]) -> usize {
+    let slices: Vec<(u64, i64, i64, &str)> = evs
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .map(|e| {
+            let ts = ns(&e["ts"]);
+            let tid = e["tid"].as_u64().expect("tid");
+            (
+                tid,
+                ts,
+                ts + ns(&e["dur"]),
+                e["name"].as_str().expect("name"),
+            )
+        })
+        .collect();
+    let enclosing = |ev: &serde_json::Value| -> (i64, i64, &str) {
+        let (tid, ts) = (ev["tid"].as_u64().expect("tid"), ns(&ev["ts"]));
+        let inside: Vec<_> = slices
+            .iter()
+            .filter(|(t, a, b, _)| *t == tid && *a <= ts && ts <= *b)
+            .collect();
+        assert_eq!(
+            inside.len(),
+            1,
+            "flow point {ev} binds to one slice: {inside:?}"
+        );
+        let (_, a, b, name) = inside[0];
+        (*a, *b, name)
+    };
+    let starts: Vec<_> = evs.iter().filter(|e| e["ph"] == "s").collect();
+    let finishes: Vec<_> = evs.iter().filter(|e| e["ph"] == "f").collect();
+    assert_eq!(finishes.len(), starts.len(), "every arrow has both ends");
     for s in &starts {
         let id = &s["id"];
-        let f = finishes
-            .iter()
-            .find(|f| &f["id"] == id)
-            .expect("matching flow end");
+        let ends: Vec<_> = finishes.iter().filter(|f| &f["id"] == id).collect();
+        assert_eq!(ends.len(), 1, "one flow end per id {id}");
+        let f = ends[0];
+        assert_eq!(f["bp"], "e", "the end binds to its enclosing slice: {f}");
         assert_ne!(s["tid"], f["tid"], "arrows go from one stream to another");
+        let (_, _, record) = enclosing(s);
+        let (_, wait_end, wait) = enclosing(f);
+        let ev = record
+            .strip_prefix("record ")
+            .expect("starts in a record slice");
+        assert_eq!(
+            wait.strip_prefix("wait "),
+            Some(ev),
+            "arrow {s} -> {f} ends in a wait on the recorded event"
+        );
+        assert!(
+            ns(&s["ts"]) <= ns(&f["ts"]),
+            "arrow goes back in time: {s} -> {f}"
+        );
+        assert!(
+            wait_end - ns(&f["ts"]) <= 1,
+            "arrow ends where the wait was released (end of its slice): {f}"
+        );
     }
+    starts.len()
+}
+
+#[test]
+fn trace_flow_arrows_go_forward_from_the_record_to_the_released_wait() {
+    let evs = trace_of("trace_fan_out");
+    // 2 iterations x (2 waits issued before the record + 1 after it).
+    assert_eq!(check_flows(&evs), 6);
 }

@@ -29,6 +29,7 @@ pub extern "C" fn aclrtSubscribeReport(threadId: u64, stream: *mut c_void) -> i3
             device: dev,
             streams: Default::default(),
             queue: Default::default(),
+            waiter: None,
         });
         ts.streams.insert(sid);
         if let Some(s) = rt.streams.get_mut(&sid) {
@@ -69,6 +70,8 @@ pub extern "C" fn aclrtUnSubscribeReport(threadId: u64, stream: *mut c_void) -> 
             remove = ts.streams.is_empty();
         }
         if remove {
+            // A parked aclrtProcessReport of that thread now returns 107012 (C6).
+            rt.wake_reporter(threadId);
             rt.subs.remove(&threadId);
         }
         if let Some(s) = rt.streams.get_mut(&sid) {
@@ -93,7 +96,7 @@ pub extern "C" fn aclrtUnSubscribeReport(threadId: u64, stream: *mut c_void) -> 
             );
         }
         rt.progress += 1;
-        HOST_CV.broadcast();
+        rt.wake_sync_waiters();
         Ok(())
     })
 }
@@ -153,26 +156,7 @@ pub extern "C" fn aclrtProcessReport(timeout: i32) -> i32 {
         }
         let deadline =
             (timeout > 0).then(|| Instant::now() + Duration::from_millis(timeout as u64));
-        let item = loop {
-            let rt = rt_of(&mut g)?;
-            let Some(ts) = rt.subs.get_mut(&me) else {
-                return Err(code::RT_THREAD_SUBSCRIBE);
-            };
-            if let Some(i) = ts.queue.pop_front() {
-                break i;
-            }
-            let step = match deadline {
-                Some(d) => {
-                    let now = Instant::now();
-                    if now >= d {
-                        return Err(code::RT_REPORT_TIMEOUT); // C6
-                    }
-                    d - now
-                }
-                None => Duration::from_millis(200),
-            };
-            HOST_CV.wait_timeout(&mut g, step);
-        };
+        let item = park_for_callback(&mut g, me, deadline)?;
         let panicked = g.unlocked(|| {
             IN_CALLBACK.with(|c| c.set(true));
             let r = catch_unwind(AssertUnwindSafe(|| {
@@ -193,21 +177,70 @@ pub extern "C" fn aclrtProcessReport(timeout: i32) -> i32 {
                 ),
             );
         }
+        let mut head_done = false;
         if let Some(s) = rt.streams.get_mut(&item.stream) {
             s.cb_outstanding = s.cb_outstanding.saturating_sub(1);
-            if item.block {
-                if let Some(t) = s.tasks.front_mut()
-                    && t.id == item.task
-                {
-                    t.state = TaskState::CbDone;
-                }
-                if let Some(cv) = s.cv.as_ref() {
-                    cv.signal();
-                }
+            if item.block
+                && let Some(t) = s.tasks.front_mut()
+                && t.id == item.task
+            {
+                t.state = TaskState::CbDone;
+                head_done = true;
+            }
+        }
+        if head_done {
+            // The blocking callback task ends here (C5), not in the stream's worker: the
+            // synchronizing host is woken directly, one hand-off fewer. The worker is woken
+            // only if more tasks wait behind the callback.
+            exec::complete_front(rt, item.stream);
+            if let Some(s) = rt.streams.get(&item.stream)
+                && !s.tasks.is_empty()
+                && let Some(cv) = s.cv.as_ref()
+            {
+                cv.signal();
             }
         }
         rt.progress += 1;
-        HOST_CV.broadcast();
+        rt.wake_if_idle(item.stream);
         Ok(())
+    })
+}
+
+/// Takes the next callback queued for thread `me`, parked on this thread's condvar until
+/// one is queued, the subscription ends (107012), the runtime is finalized (100001) or
+/// the deadline passes (507012). Nothing else wakes it: an idle report thread costs no CPU.
+fn park_for_callback(
+    g: &mut PGuard<'static, Global>,
+    me: u64,
+    deadline: Option<Instant>,
+) -> Result<CbItem, i32> {
+    exec::with_wait_cv(|cv, addr| {
+        let r = loop {
+            let rt = rt_of(g)?;
+            let Some(ts) = rt.subs.get_mut(&me) else {
+                break Err(code::RT_THREAD_SUBSCRIBE);
+            };
+            if let Some(i) = ts.queue.pop_front() {
+                break Ok(i);
+            }
+            ts.waiter = Some(addr);
+            match deadline {
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        break Err(code::RT_REPORT_TIMEOUT); // C6
+                    }
+                    cv.wait_timeout(g, d - now);
+                }
+                None => cv.wait(g),
+            }
+        };
+        // Unregister (a new runtime after aclFinalize never saw this address).
+        if let Some(ts) = g.rt.as_deref_mut().and_then(|rt| rt.subs.get_mut(&me))
+            && ts.waiter == Some(addr)
+        {
+            ts.waiter = None;
+        }
+        r
     })
 }

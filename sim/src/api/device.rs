@@ -76,14 +76,22 @@ fn reset_device(name: &str, deviceId: i32, force: bool) -> R {
             .collect();
         if !targets.is_empty() {
             let t2 = targets.clone();
-            let what = format!("{name}({deviceId}) waiting for the default context's tasks");
-            let r = host_wait(&mut g, None, &targets, &what, move |rt| {
-                t2.iter().all(|sid| {
-                    rt.streams
-                        .get(sid)
-                        .is_none_or(|s| s.dead || (s.tasks.is_empty() && s.cb_outstanding == 0))
-                })
-            });
+            let t3 = targets.clone();
+            let what = || format!("{name}({deviceId}) waiting for the default context's tasks");
+            let r = host_wait(
+                &mut g,
+                None,
+                Watch::Streams(&targets),
+                move |_| t3.clone(),
+                what,
+                move |rt| {
+                    t2.iter().all(|sid| {
+                        rt.streams
+                            .get(sid)
+                            .is_none_or(|s| s.dead || (s.tasks.is_empty() && s.cb_outstanding == 0))
+                    })
+                },
+            );
             if let Err(WaitEnd::Gone) = r {
                 return Err(code::UNINITIALIZE);
             }
@@ -136,6 +144,7 @@ fn release_device(mut g: PGuard<'static, Global>, name: &str, deviceId: i32) -> 
             rt.contexts.remove(c);
         }
         rt.events.retain(|_, e| !ctxs.contains(&e.ctx));
+        rt.wake_sync_waiters(); // an event synchronize on a removed event returns
         let mem: Vec<usize> = rt
             .allocs
             .iter()
@@ -204,15 +213,21 @@ fn sync_device(timeout: Option<i32>, name: &str) -> R {
         .map(|(k, _)| *k)
         .collect();
     let deadline = timeout.map(|d| Instant::now() + d);
-    let t2 = targets.clone();
-    let what = format!("{name}() on device {dev}");
-    host_wait(&mut g, deadline, &targets, &what, move |rt| {
-        t2.iter().all(|sid| {
-            rt.streams
-                .get(sid)
-                .is_none_or(|s| s.tasks.is_empty() && s.cb_outstanding == 0)
-        })
-    })
+    let what = || format!("{name}() on device {dev}");
+    host_wait(
+        &mut g,
+        deadline,
+        Watch::Streams(&targets),
+        |_| targets.clone(),
+        what,
+        |rt| {
+            targets.iter().all(|sid| {
+                rt.streams
+                    .get(sid)
+                    .is_none_or(|s| s.tasks.is_empty() && s.cb_outstanding == 0)
+            })
+        },
+    )
     .map_err(|e| match e {
         WaitEnd::Timeout => code::RT_STREAM_SYNC_TIMEOUT,
         WaitEnd::Deadlock => code::RT_INTERNAL_ERROR,
@@ -324,6 +339,7 @@ pub extern "C" fn aclrtDestroyContext(context: *mut c_void) -> i32 {
             }
         }
         rt.contexts.remove(&id);
+        rt.wake_sync_waiters(); // an event synchronize on a removed event returns
         if CUR_CTX.with(|c| c.get()) == id {
             CUR_CTX.with(|c| c.set(0));
         }

@@ -27,7 +27,9 @@ fn create_event(event: *mut *mut c_void, flags: u32, plain: bool, name: &str) ->
             ts: None,
             last_record: None,
             unreset_waits: 0,
-            pending_waits: Vec::new(),
+            pending_waits: Default::default(),
+            blocked: Vec::new(),
+            waiters: Vec::new(),
             last_reset_exec: 0,
         },
     );
@@ -185,25 +187,34 @@ fn sync_event(event: *mut c_void, timeout: Option<i32>, name: &str) -> R {
     let rt = rt_of(&mut g)?;
     let eid = rt.event_id(event as usize)?;
     let target = rt.events.get(&eid).map_or(0, |e| e.records_issued);
-    // E2: the streams holding the records issued so far.
-    let targets: Vec<u64> = rt
-        .streams
-        .iter()
-        .filter(|(_, s)| {
-            s.tasks
-                .iter()
-                .any(|t| matches!(t.kind, TaskKind::Record { ev } if ev == eid))
-        })
-        .map(|(k, _)| *k)
-        .collect();
+    // E2: the streams holding the records not finished yet. Only the deadlock diagnosis
+    // needs them: computed then, not on every call (a scan of every queued task).
+    let targets = move |rt: &Rt| -> Vec<u64> {
+        rt.streams
+            .iter()
+            .filter(|(_, s)| {
+                s.tasks
+                    .iter()
+                    .any(|t| matches!(t.kind, TaskKind::Record { ev } if ev == eid))
+            })
+            .map(|(k, _)| *k)
+            .collect()
+    };
     let deadline = timeout.map(|d| Instant::now() + d);
-    let what = format!("{name}({:#x})", eh(eid));
     // A record dropped meanwhile (S6, S8) lowers `records_issued`: never wait for it.
-    host_wait(&mut g, deadline, &targets, &what, move |rt| {
-        rt.events
-            .get(&eid)
-            .is_none_or(|e| e.records_finished >= target.min(e.records_issued))
-    })
+    let what = || format!("{name}({:#x})", eh(eid));
+    host_wait(
+        &mut g,
+        deadline,
+        Watch::Event(eid),
+        targets,
+        what,
+        move |rt| {
+            rt.events
+                .get(&eid)
+                .is_none_or(|e| e.records_finished >= target.min(e.records_issued))
+        },
+    )
     .map_err(|e| match e {
         WaitEnd::Timeout => code::RT_EVENT_SYNC_TIMEOUT, // E6
         WaitEnd::Deadlock => code::RT_INTERNAL_ERROR,

@@ -61,6 +61,7 @@ pub extern "C" fn aclInit(configPath: *const c_char) -> i32 {
             progress: 0,
             faults: Vec::new(),
             extra: crate::extra::Extra::from_env(),
+            sync_waiters: Vec::new(),
         }));
         Ok(())
     })
@@ -117,6 +118,12 @@ pub extern "C" fn aclFinalize() -> i32 {
             );
         }
         let ids: Vec<u64> = rt.streams.keys().copied().collect();
+        // Every parked host waiter and report thread returns (100001 for the latter).
+        for sub in rt.subs.values() {
+            if let Some(w) = sub.waiter {
+                exec::wake(w);
+            }
+        }
         let reapers = exec::kill_streams(rt, &ids);
         let Some(mut rt) = g.rt.take() else {
             return Err(code::UNINITIALIZE);

@@ -1583,6 +1583,35 @@ static void trace_ping_pong(void) {
     teardown_clean();
 }
 
+/* One plain event recorded after a 1 ms kernel releases waits that two streams issued
+ * before it ran (their wait slices start early: the arrow must still go forward, to the end
+ * of each wait), then a wait issued after the record already ran. */
+static void trace_fan_out(void) {
+    setup();
+    aclrtStream a, b, c;
+    OK(aclrtCreateStream(&a));
+    OK(aclrtCreateStream(&b));
+    OK(aclrtCreateStream(&c));
+    aclrtEvent e;
+    OK(aclrtCreateEvent(&e));
+    for (int i = 0; i < 2; i++) {
+        OK(aclsimLaunchKernel(a, 1000, NULL, NULL, NULL, 0));
+        OK(aclrtRecordEvent(e, a));
+        OK(aclrtStreamWaitEvent(b, e));
+        OK(aclrtStreamWaitEvent(c, e));
+        OK(aclrtSynchronizeStream(b));
+        OK(aclrtSynchronizeStream(c));
+        OK(aclrtStreamWaitEvent(b, e)); /* the record already ran */
+        OK(aclrtSynchronizeStream(b));
+    }
+    OK(aclrtSynchronizeStream(a));
+    OK(aclrtDestroyEvent(e));
+    OK(aclrtDestroyStream(a));
+    OK(aclrtDestroyStream(b));
+    OK(aclrtDestroyStream(c));
+    teardown_clean();
+}
+
 /* ---- Stress -------------------------------------------------------------------------- */
 
 #define STRESS_THREADS 4
@@ -2305,6 +2334,34 @@ static void aclsim_inject_task_failure_and_new_names(void) {
     teardown_clean();
 }
 
+/* ---- Cost of a synchronize (callgrind) ----------------------------------------------------- */
+
+/* N (env ACLSIM_SYNC_LOOP, default 1000) synchronizations of an idle stream, of the device
+ * and of a completed event: the per-call work of the host waits. Measured under callgrind
+ * with --toggle-collect=sync_loop (sim/README.md); as a test it only checks the codes. */
+__attribute__((noinline)) static void sync_loop(aclrtStream s, aclrtEvent e, int n) {
+    for (int i = 0; i < n; i++) {
+        OK(aclrtSynchronizeStream(s));
+        OK(aclrtSynchronizeDevice());
+        OK(aclrtSynchronizeEvent(e));
+    }
+}
+static void perf_synchronize_loop(void) {
+    const char *env = getenv("ACLSIM_SYNC_LOOP");
+    int n = env ? atoi(env) : 1000;
+    setup();
+    aclrtStream s;
+    aclrtEvent e;
+    OK(aclrtCreateStream(&s));
+    OK(aclrtCreateEvent(&e));
+    OK(aclrtRecordEvent(e, s));
+    sync_loop(s, e, 1); /* warm-up, outside nothing: the first call creates lazy state */
+    sync_loop(s, e, n);
+    OK(aclrtDestroyEvent(e));
+    OK(aclrtDestroyStream(s));
+    teardown_clean();
+}
+
 struct tcase {
     const char *name;
     void (*fn)(void);
@@ -2372,7 +2429,9 @@ static const struct tcase cases[] = {
     T(m1_async_task_on_another_devices_stream_returns_100000),
     T(check_disabled_by_env_keeps_error_codes),
     T(trace_ping_pong),
+    T(trace_fan_out),
     T(stress_many_streams_events_threads),
+    T(perf_synchronize_loop),
     T(race_destroy_stream_vs_finalize_no_crash),
     T(race_destroy_stream_vs_reset_device_no_crash),
     T(race_destroy_context_vs_finalize_no_crash),
