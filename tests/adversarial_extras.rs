@@ -34,10 +34,6 @@ impl Drop for Watchdog {
 
 const CHILD_ENV: &str = "ADVERSARIAL_EXTRAS_CHILD";
 
-fn live() -> usize {
-    support::sim::Sim::open(&support::simulator_path()).live_objects()
-}
-
 // ---------------------------------------------------------------------------------------
 // C10: FIFO assumption of the host-function trampoline.
 // ---------------------------------------------------------------------------------------
@@ -150,8 +146,8 @@ fn c10_failed_launches_race_with_running_trampolines() {
         device.reset().unwrap();
     }
     assert_eq!(Arc::strong_count(&owned), 1);
+    assert_eq!(session.sim.live_objects(), 0, "leaked runtime objects");
     assert_no_findings(&session.finish());
-    assert_eq!(live(), 0);
 }
 
 /// Moving a HostFnStream to another thread mid-flight, launching there, and dropping it
@@ -195,8 +191,8 @@ fn c10_move_mid_flight_and_drop_with_pending() {
     }
     assert_eq!(*ran.lock().unwrap(), (0..6).collect::<Vec<_>>());
     assert_eq!(Arc::strong_count(&owned), 1);
+    assert_eq!(session.sim.live_objects(), 0, "leaked runtime objects");
     assert_no_findings(&session.finish());
-    assert_eq!(live(), 0);
 }
 
 /// mem::forget of a HostFnStream with closures pending: no UB, the closures still run
@@ -462,8 +458,8 @@ fn s6_c1_stop_on_failure_and_callbacks_need_separate_contexts() {
         ctx.destroy().unwrap();
         device.reset().unwrap();
     }
+    assert_eq!(session.sim.live_objects(), 0, "leaked runtime objects");
     assert_no_findings(&session.finish());
-    assert_eq!(live(), 0);
 }
 
 /// After a stop: launch of a host function is refused; is the closure given back?
@@ -549,8 +545,8 @@ fn s6_every_typed_operation_after_a_stop() {
         device.reset().unwrap();
     }
     assert_eq!(Arc::strong_count(&owned), 1);
+    assert_eq!(session.sim.live_objects(), 0, "leaked runtime objects");
     assert_no_findings(&session.finish());
-    assert_eq!(live(), 0);
 }
 
 /// S6: a wait scope / wait_and_reset across the stop, then Drop-only teardown.
@@ -596,8 +592,8 @@ fn s6_wait_scope_across_the_stop() {
             Err(e) => println!("wait scope across the stop: {e:?}"),
         }
     }
+    assert_eq!(session.sim.live_objects(), 0, "leaked runtime objects");
     assert_no_findings(&session.finish());
-    assert_eq!(live(), 0);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -639,8 +635,8 @@ fn s7_failure_mode_fault_leaks_nothing() {
         ctx.destroy().unwrap();
         device.reset().unwrap();
     }
+    assert_eq!(session.sim.live_objects(), 0, "leaked runtime objects");
     assert_no_findings(&session.finish());
-    assert_eq!(live(), 0);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -688,8 +684,8 @@ fn s8_force_destroy_the_recording_side_of_a_join() {
         ctx.destroy().unwrap();
         device.reset().unwrap();
     }
+    assert_eq!(session.sim.live_objects(), 0, "leaked runtime objects");
     assert_no_findings(&session.finish());
-    assert_eq!(live(), 0);
 }
 
 /// Force destroy of the stream a Waited scope's also_wait stream must join into.
@@ -725,8 +721,8 @@ fn s8_force_destroy_after_wait_scope_joins() {
         ctx.destroy().unwrap();
         device.reset().unwrap();
     }
+    assert_eq!(session.sim.live_objects(), 0, "leaked runtime objects");
     assert_no_findings(&session.finish());
-    assert_eq!(live(), 0);
 }
 
 /// Force destroy of a HostFnStream while a closure runs, with more queued.
@@ -759,8 +755,8 @@ fn s8_force_destroy_host_fn_stream_while_a_closure_runs() {
     }
     println!("closures run: {}", ran.load(Ordering::SeqCst));
     assert_eq!(Arc::strong_count(&owned), 1);
+    assert_eq!(session.sim.live_objects(), 0, "leaked runtime objects");
     assert_no_findings(&session.finish());
-    assert_eq!(live(), 0);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -804,8 +800,8 @@ fn p5_timed_out_kernel_inside_an_async_scope_with_a_join() {
         ctx.destroy().unwrap();
         device.reset().unwrap();
     }
+    assert_eq!(session.sim.live_objects(), 0, "leaked runtime objects");
     assert_no_findings(&session.finish());
-    assert_eq!(live(), 0);
 }
 
 #[allow(dead_code)]

@@ -79,11 +79,8 @@ fn force_destroy_drops_pending_tasks_without_waiting_s8() {
         ctx.destroy().unwrap();
         device.reset().unwrap();
     }
+    assert_eq!(session.sim.live_objects(), 0, "leaked runtime objects");
     assert_no_findings(&session.finish());
-    assert_eq!(
-        support::sim::Sim::open(&support::simulator_path()).live_objects(),
-        0
-    );
 }
 
 /// A join event (E5) waited on by the stream that is force-destroyed: its record, on
@@ -409,9 +406,6 @@ fn dropping_everything_after_a_stop_releases_it_all_s6() {
         1,
         "the dropped host function was not freed"
     );
+    assert_eq!(session.sim.live_objects(), 0, "leaked runtime objects");
     assert_no_findings(&session.finish());
-    assert_eq!(
-        support::sim::Sim::open(&support::simulator_path()).live_objects(),
-        0
-    );
 }
