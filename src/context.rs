@@ -41,6 +41,17 @@ pub(crate) fn refuse_inside_callback() -> Result<()> {
     }
 }
 
+/// Whether a parent (runtime, device, context) may be released now: not from a callback
+/// (C8), and not while `children` handles created from it live (D3: only a leak can leave
+/// any; the parent is then kept, never released under them).
+pub(crate) fn may_release(children: usize) -> Result<()> {
+    refuse_inside_callback()?;
+    if children != 0 {
+        return Err(crate::Error::LiveChildren { count: children });
+    }
+    Ok(())
+}
+
 /// A join event to destroy once the stream that waited on it is synchronised (E9).
 #[derive(Clone, Copy)]
 struct Deferred {
@@ -236,6 +247,34 @@ impl<'dev> Context<'dev> {
             };
         }
         Ok(stream)
+    }
+
+    /// The one diagnosis of a handle of context `found` used where this context is required
+    /// (D6): [`Error::DeviceMismatch`](crate::Error::DeviceMismatch) when the devices
+    /// differ, else [`Error::ContextMismatch`](crate::Error::ContextMismatch).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn mismatch(&self, found: &Context<'_>, what: &'static str) -> crate::Error {
+        if found.device_id() != self.device_id() {
+            crate::Error::DeviceMismatch {
+                what,
+                expected: self.device_id(),
+                found: found.device_id(),
+            }
+        } else {
+            crate::Error::ContextMismatch { what }
+        }
+    }
+
+    /// [`mismatch`](Self::mismatch) unless `stream` is of this context.
+    #[inline(always)]
+    pub(crate) fn check_stream(&self, stream: &Stream<'_>, what: &'static str) -> Result<()> {
+        // Contexts cannot move while borrowed, so the same object means the same context.
+        if std::ptr::addr_eq(self, stream.context()) {
+            Ok(())
+        } else {
+            Err(self.mismatch(stream.context(), what))
+        }
     }
 
     /// Claims the context for callbacks or for stop-on-failure streams, which exclude each
@@ -472,11 +511,7 @@ impl<'dev> Context<'dev> {
     }
 
     fn release(&self) -> Result<()> {
-        refuse_inside_callback()?;
-        let count = self.children.load(Ordering::Acquire);
-        if count != 0 {
-            return Err(crate::Error::LiveChildren { count });
-        }
+        may_release(self.children.load(Ordering::Acquire))?;
         // Every stream borrowing this context is gone, so their tasks are done. A join event
         // that cannot be destroyed keeps the context (D3).
         self.try_destroy_deferred(Finished::All)?;

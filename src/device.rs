@@ -102,11 +102,7 @@ impl<'acl> Device<'acl> {
     }
 
     fn release(&self) -> Result<()> {
-        context::refuse_inside_callback()?;
-        let count = self.contexts.load(Ordering::Acquire);
-        if count != 0 {
-            return Err(Error::LiveChildren { count });
-        }
+        context::may_release(self.contexts.load(Ordering::Acquire))?;
         // SAFETY: no context created on the device is alive (counted above; borrows keep it
         // so unless one was leaked), so no stream, event or buffer on it is either, and the
         // value is consumed or being dropped, so this is its only reset (D3).

@@ -295,7 +295,7 @@ pub enum Error {
     /// An event used with a stream of another context of the same device. The typed API keeps
     /// each event to the streams of its own context, so one binding serves every call (D6)
     /// and every task on the event can be ordered (E5, E9).
-    #[error("context mismatch: {what} belongs to another context than the event")]
+    #[error("context mismatch: {what} belongs to another context of the same device")]
     ContextMismatch {
         /// What was checked.
         what: &'static str,

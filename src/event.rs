@@ -285,7 +285,7 @@ impl<'s, S: Recordable> Event<'s, S> {
 
 impl<'s, S: EventState> Event<'s, S> {
     fn check_stream(&self, stream: &Stream<'_>) -> Result<()> {
-        check_stream(self.ctx, stream)
+        self.ctx.check_stream(stream, "the stream")
     }
 
     /// The fast path of every call that issues a task on `stream` with this event: the
@@ -360,7 +360,7 @@ impl<'s> Event<'s, Recorded> {
     /// [`Error::DeviceMismatch`]) otherwise, before any runtime call.
     pub fn elapsed_since(&self, start: &Event<'_, Recorded>) -> Result<f32> {
         if !ptr::addr_eq(self.ctx, start.ctx) {
-            return Err(context_mismatch(self.ctx, start.ctx, "the start event"));
+            return Err(self.ctx.mismatch(start.ctx, "the start event"));
         }
         self.ctx.bind()?;
         // SAFETY: both events are live.
@@ -669,39 +669,6 @@ impl<S: EventState> std::fmt::Debug for Event<'_, S> {
     }
 }
 
-/// The typed API keeps an event to the streams of its own context (see
-/// [`Error::ContextMismatch`]); streams of another device are [`Error::DeviceMismatch`].
-#[inline]
-fn check_stream(ctx: &Context<'_>, stream: &Stream<'_>) -> Result<()> {
-    // Contexts cannot move while borrowed, so the same object means the same context.
-    if ptr::addr_eq(ctx, stream.context()) {
-        return Ok(());
-    }
-    stream_mismatch(ctx, stream)
-}
-
-#[cold]
-fn stream_mismatch(ctx: &Context<'_>, stream: &Stream<'_>) -> Result<()> {
-    if ptr::eq(ctx.as_raw(), stream.context().as_raw()) {
-        return Ok(());
-    }
-    Err(context_mismatch(ctx, stream.context(), "the stream"))
-}
-
-/// `what`, of context `found`, is used with an event of context `ctx` (D6).
-#[cold]
-fn context_mismatch(ctx: &Context<'_>, found: &Context<'_>, what: &'static str) -> Error {
-    if found.device_id() != ctx.device_id() {
-        Error::DeviceMismatch {
-            what,
-            expected: ctx.device_id(),
-            found: found.device_id(),
-        }
-    } else {
-        Error::ContextMismatch { what }
-    }
-}
-
 /// Orders `stream` after a reset issued on `reset_stream`, unless it is the same stream
 /// (stream order, S1) or `reset_stream` was synchronised since (the reset is done). The
 /// caller has bound the context.
@@ -896,7 +863,7 @@ impl<'id, 't> Waited<'id, 't> {
     /// (E5). The stream must be in the event's context.
     pub fn also_wait(&mut self, stream: &'t Stream<'_>) -> Result<()> {
         let scope = self.scope;
-        check_stream(scope.event().ctx, stream)?;
+        scope.event().ctx.check_stream(stream, "the stream")?;
         stream.bind()?;
         after_reset_on(scope.event().ctx, scope.previous_reset, stream)?;
         // SAFETY: both handles are live, the stream's context is current, and the event was

@@ -203,11 +203,7 @@ impl Acl {
     }
 
     fn release(&self) -> Result<()> {
-        context::refuse_inside_callback()?;
-        let count = crate::device::live_devices();
-        if count != 0 {
-            return Err(Error::LiveChildren { count });
-        }
+        context::may_release(crate::device::live_devices())?;
         // SAFETY: no device set through this token is alive (counted above; borrows keep it
         // so unless one was leaked), so no context, stream, event or buffer is either, and
         // the token is consumed or being dropped, so this is the only finalize (P2, D3).

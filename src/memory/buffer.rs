@@ -3,6 +3,45 @@
 use super::scope::copy_sizes;
 use super::*;
 
+/// `release`, `free`, `Drop` and `Debug` of a buffer type whose memory the raw call
+/// `$free` releases.
+macro_rules! buffer_end {
+    ($ty:ident, $free:ident, $doc:literal) => {
+        impl<'ctx, T: Pod> $ty<'ctx, T> {
+            fn release(&self) -> Result<()> {
+                self.ctx.bind()?;
+                // SAFETY: the pointer came from the matching allocation; no task uses it
+                // (async tasks exist only inside a scope, which borrows the buffer and
+                // synchronises before it ends, M2); the value is consumed or being dropped,
+                // so this is the only free.
+                unsafe { self.ctx.api().$free(self.ptr.as_ptr())? };
+                self.ctx.orphan();
+                Ok(())
+            }
+
+            #[doc = $doc]
+            pub fn free(self) -> Result<(), Failed<$ty<'ctx, T>>> {
+                Failed::release_or_give_back(self, Self::release)
+            }
+        }
+
+        impl<T: Pod> Drop for $ty<'_, T> {
+            fn drop(&mut self) {
+                release_on_drop(stringify!($ty), || self.release());
+            }
+        }
+
+        impl<T: Pod> std::fmt::Debug for $ty<'_, T> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($ty))
+                    .field("ptr", &self.ptr)
+                    .field("len", &self.len)
+                    .finish()
+            }
+        }
+    };
+}
+
 /// Device memory from `aclrtMalloc`, holding `len` elements of `T`, zeroed at allocation.
 ///
 /// # States
@@ -187,37 +226,14 @@ impl<'ctx, T: Pod> DeviceBuffer<'ctx, T> {
             _borrow: PhantomData,
         })
     }
-
-    fn release(&self) -> Result<()> {
-        self.ctx.bind()?;
-        // SAFETY: the pointer came from `aclrtMalloc`; no task uses it (async tasks exist
-        // only inside a scope, which borrows the buffer and synchronises before it ends, M2);
-        // the value is consumed or being dropped, so this is the only free.
-        unsafe { self.ctx.api().free(self.ptr.as_ptr())? };
-        self.ctx.orphan();
-        Ok(())
-    }
-
-    /// `aclrtFree` (M2). On failure the buffer is given back.
-    pub fn free(self) -> Result<(), Failed<DeviceBuffer<'ctx, T>>> {
-        Failed::release_or_give_back(self, Self::release)
-    }
 }
 
-impl<T: Pod> Drop for DeviceBuffer<'_, T> {
-    fn drop(&mut self) {
-        release_on_drop("DeviceBuffer", || self.release());
-    }
-}
-
-impl<T: Pod> std::fmt::Debug for DeviceBuffer<'_, T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DeviceBuffer")
-            .field("ptr", &self.ptr)
-            .field("len", &self.len)
-            .finish()
-    }
-}
+// How a buffer ends (M2): its only free, by `free` or by `Drop` as a fallback.
+buffer_end!(
+    DeviceBuffer,
+    free,
+    "`aclrtFree` (M2). On failure the buffer is given back."
+);
 
 fn bounds(range: impl RangeBounds<usize>, len: usize) -> Option<(usize, usize)> {
     let start = match range.start_bound() {
@@ -366,33 +382,8 @@ impl<T: Pod> MemoryMut<T> for HostBuffer<'_, T> {
     }
 }
 
-impl<'ctx, T: Pod> HostBuffer<'ctx, T> {
-    fn release(&self) -> Result<()> {
-        self.ctx.bind()?;
-        // SAFETY: from `aclrtMallocHost`, used by no pending task (M2, as for device
-        // buffers), freed once.
-        unsafe { self.ctx.api().free_host(self.ptr.as_ptr())? };
-        self.ctx.orphan();
-        Ok(())
-    }
-
-    /// `aclrtFreeHost` (M2). On failure the buffer is given back.
-    pub fn free(self) -> Result<(), Failed<HostBuffer<'ctx, T>>> {
-        Failed::release_or_give_back(self, Self::release)
-    }
-}
-
-impl<T: Pod> Drop for HostBuffer<'_, T> {
-    fn drop(&mut self) {
-        release_on_drop("HostBuffer", || self.release());
-    }
-}
-
-impl<T: Pod> std::fmt::Debug for HostBuffer<'_, T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HostBuffer")
-            .field("ptr", &self.ptr)
-            .field("len", &self.len)
-            .finish()
-    }
-}
+buffer_end!(
+    HostBuffer,
+    free_host,
+    "`aclrtFreeHost` (M2). On failure the buffer is given back."
+);

@@ -132,32 +132,6 @@ impl Drop for SynchronizeOnUnwind<'_, '_, '_> {
     }
 }
 
-/// A [`Pending`] result of a scope of another context, read in this one (D6): no join can
-/// order the read after its write across contexts.
-#[cold]
-#[inline(never)]
-fn written_elsewhere(writer: &Context<'_>, ctx: &Context<'_>) -> Error {
-    if writer.device_id() != ctx.device_id() {
-        Error::DeviceMismatch {
-            what: "a pending result (written by a scope of another device)",
-            expected: ctx.device_id(),
-            found: writer.device_id(),
-        }
-    } else {
-        Error::ContextMismatch {
-            what: "a pending result (written by a scope of another context)",
-        }
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn stream_of_other_context() -> Error {
-    Error::ContextMismatch {
-        what: "the stream of an async scope",
-    }
-}
-
 pub(super) fn copy_sizes<T>(dst_len: usize, src_len: usize) -> Result<(usize, usize)> {
     if src_len > dst_len {
         return Err(Error::InvalidArgument(
@@ -323,7 +297,7 @@ pending_source!(PendingDevice, Location::Device);
 /// (E2, E3), so a two-stream pipeline never reads stale data.
 ///
 /// ```no_run
-/// # use ascend_typestate::{Acl, memory::MallocPolicy};
+/// # use ascend_typestate::{Acl, MallocPolicy};
 /// # let acl = Acl::init()?;
 /// # let device = acl.set_device(0)?;
 /// let ctx = device.create_context()?;
@@ -363,9 +337,10 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
         stream: &Stream<'_>,
     ) -> Result<()> {
         match source.writer() {
-            Some((_, writer_ctx)) if !ptr::addr_eq(writer_ctx, self.ctx) => {
-                Err(written_elsewhere(writer_ctx, self.ctx))
-            }
+            Some((_, writer_ctx)) if !ptr::addr_eq(writer_ctx, self.ctx) => Err(self.ctx.mismatch(
+                writer_ctx,
+                "a pending result (written by a scope of another context)",
+            )),
             Some((writer, _)) if writer != stream.as_raw() => {
                 self.ctx.join_streams(writer, stream.as_raw())
             }
@@ -394,9 +369,8 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
     /// that the scope synchronises it before it ends (M1).
     #[inline(always)]
     pub(crate) fn use_stream(&self, stream: &'scope Stream<'_>) -> Result<()> {
-        if !ptr::addr_eq(stream.context(), self.ctx) {
-            return Err(stream_of_other_context());
-        }
+        self.ctx
+            .check_stream(stream, "the stream of an async scope")?;
         stream.bind()?;
         self.remember(stream);
         Ok(())
@@ -431,9 +405,8 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
         }
         self.ctx.check_device(dst_device)?;
         self.ctx.check_device(src_device)?;
-        if !ptr::addr_eq(stream.context(), self.ctx) {
-            return Err(stream_of_other_context());
-        }
+        self.ctx
+            .check_stream(stream, "the stream of an async scope")?;
         stream.bind()
     }
 
