@@ -499,17 +499,19 @@ fn step(rt: &mut Rt, sid: u64) -> Step {
                 None => Vec::new(),
             };
             // Only the streams parked on this event, not every stream.
+            let mut released = Vec::with_capacity(blocked.len());
             for b in blocked {
                 if let Some(s) = rt.streams.get_mut(&b)
                     && s.blocked_on == Some(op_ev)
                 {
                     s.blocked_on = None;
-                    if let Some(cv) = s.cv.as_ref() {
-                        cv.signal();
-                    }
+                    released.push(b);
                 }
             }
             complete_front(rt, sid);
+            for b in released {
+                run_released(rt, b);
+            }
             Step::Continue
         }
         1 => {
@@ -594,6 +596,58 @@ fn step(rt: &mut Rt, sid: u64) -> Step {
             }
             complete_front(rt, sid);
             Step::Continue
+        }
+    }
+}
+
+thread_local! {
+    /// How deep [`run_released`] is nested on this thread (a record it runs may release
+    /// more streams).
+    static INLINE_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// A stream whose wait a record just released: its leading event tasks (the wait, then
+/// resets, records and waits that are already satisfied) take no time, so the releasing
+/// thread runs them itself instead of handing them to the stream's worker, which costs two
+/// thread wake-ups per hop of an event ping-pong. The worker is woken only for what is left
+/// (a copy, a kernel, a callback, a wait still blocked). Same order and semantics: the
+/// global lock is held throughout, and each task runs at the head of its stream.
+fn run_released(rt: &mut Rt, sid: u64) {
+    let depth = INLINE_DEPTH.with(|d| d.get());
+    if depth < 8 {
+        INLINE_DEPTH.with(|d| d.set(depth + 1));
+        loop {
+            let event_task = rt.streams.get(&sid).is_some_and(|s| {
+                !s.stop
+                    && !s.dead
+                    && s.blocked_on.is_none()
+                    && s.tasks.front().is_some_and(|t| {
+                        t.state == TaskState::Queued
+                            && matches!(
+                                t.kind,
+                                TaskKind::Record { .. }
+                                    | TaskKind::Wait { .. }
+                                    | TaskKind::Reset { .. }
+                            )
+                    })
+            });
+            if !event_task || !matches!(step(rt, sid), Step::Continue) {
+                break;
+            }
+        }
+        INLINE_DEPTH.with(|d| d.set(depth));
+    }
+    if let Some(s) = rt.streams.get(&sid) {
+        // Parked again on an untimed wait: the next record handles it; else the worker.
+        let parked = s.blocked_on.is_some()
+            && s.tasks
+                .front()
+                .is_some_and(|t| matches!(t.kind, TaskKind::Wait { timeout: None, .. }));
+        if !s.tasks.is_empty()
+            && !parked
+            && let Some(cv) = s.cv.as_ref()
+        {
+            cv.signal();
         }
     }
 }
