@@ -20,8 +20,13 @@
 # divides the totals as counted, variation included.
 #
 # Usage: scripts/callgrind.sh [--check] [N]   (default N=1000 cycles per workload)
-#        --check: exit 1 if a whole-program ratio with identical simulator work exceeds
-#        1.01 (issue 7's goal), so that CI catches a change that costs instructions.
+#        --check: exit 1 if the typed API's own instructions per cycle exceed the raw
+#        program's by more than the budget of the workload (BUDGET below: deterministic for a
+#        compiler, so CI catches any change that costs instructions), or if a whole-program
+#        ratio with identical simulator work exceeds 1.02. The ratio alone is no gate: it
+#        shrinks as the typed code gets cheaper, but grows as the simulator gets faster (it
+#        runs far fewer instructions per call than the vendor runtime), so a faster
+#        simulator, not a costlier API, would fail it.
 # Env:   CARGO_TARGET_DIR               (default <repo>/target)
 #        CALLGRIND_RUNS=2               how many times to run everything (stability)
 #
@@ -115,6 +120,11 @@ mean() { echo "$((($1 + $2) / 2))"; }
 total_ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.4f", a / b}'; }
 
 worst=0
+# Instructions per cycle the typed API may add to the raw program's own, per workload
+# (measured at 117, 97 and 51 when the budgets were set).
+declare -A BUDGET=([events]=125 [events_direct]=105 [copies]=60)
+over=""
+added_report=""
 row() { # run work typed_lib typed_rt raw_lib raw_rt
   last="$(ratio "$3" "$5" "$(mean "$4" "$6")")"
   printf '%-4s %-13s %8s %8s %9s %9s %10s %10s\n' "$1" "$2" "$(per "$3")" "$(per "$5")" \
@@ -146,8 +156,15 @@ for run in $(seq 1 "$runs"); do
       *) read -r ml mr < <(host "m-$w-$run" "$raw" "$w" "$n") ;;
     esac
     row "$run" "$w" "$tl" "$tr" "$ml" "$mr"
+    added=$(($(per "$tl") - $(per "$ml")))
+    added_report+="$(printf '%-4s %-13s %8s %8s' "$run" "$w" "$added" "${BUDGET[$w]}")"$'\n'
+    if ((added > BUDGET[$w])); then over+=" $w($added>${BUDGET[$w]})"; fi
   done
 done
+echo
+echo "Instructions the typed API adds per cycle (typed minus raw, host thread) and the budget:"
+printf '%-4s %-13s %8s %8s\n' run work added budget
+printf '%s' "$added_report"
 echo
 echo "Whole program, every thread (the simulator's workers included):"
 header
@@ -171,9 +188,13 @@ for j in "${joins[@]}"; do
 done
 if [ "$check" = 1 ]; then
   echo
-  if awk -v w="$worst" 'BEGIN {exit !(w > 1.01)}'; then
-    echo "callgrind.sh: FAILED: a whole-program ratio with identical simulator work is $worst (> 1.01)"
+  if [ -n "$over" ]; then
+    echo "callgrind.sh: FAILED: the typed API adds more instructions than its budget:$over"
     exit 1
   fi
-  echo "callgrind.sh: ok: whole-program ratios with identical simulator work <= $worst (goal: <= 1.01)"
+  if awk -v w="$worst" 'BEGIN {exit !(w > 1.02)}'; then
+    echo "callgrind.sh: FAILED: a whole-program ratio with identical simulator work is $worst (> 1.02)"
+    exit 1
+  fi
+  echo "callgrind.sh: ok: within the budgets; whole-program ratios with identical simulator work <= $worst"
 fi

@@ -327,7 +327,7 @@ impl<'dev> Context<'dev> {
 
     /// `aclrtSynchronizeDeviceWithTimeout` (D4): [`Error::Unsupported`](crate::Error::Unsupported)
     /// on runtimes that lack it.
-    pub fn synchronize_device_with_timeout(&self, timeout: crate::Timeout) -> Result<()> {
+    pub fn synchronize_device_with(&self, timeout: crate::Timeout) -> Result<()> {
         self.bind()?;
         let before = self.deferred_seq.load(Ordering::Acquire);
         // SAFETY: as in `synchronize_device`; `Timeout` holds only -1 or > 0.

@@ -735,7 +735,9 @@ impl<'t> WaitScope<'t> {
     #[inline(always)]
     unsafe fn take_event(&self) -> Event<'t, Reset> {
         // SAFETY: the caller's contract: taken once, never used again.
-        unsafe { ManuallyDrop::take(&mut *self.event.get()) }
+        let event = unsafe { &mut *self.event.get() };
+        // SAFETY: as above.
+        unsafe { ManuallyDrop::take(event) }
     }
 }
 
@@ -839,7 +841,9 @@ impl Drop for ResetOnUnwind<'_, '_> {
         // SAFETY: the body has unwound (its `Waited`, the only other reference into the
         // scope, is gone), and `wait` is unwinding too: the event is released once, here,
         // and the scope is not used afterwards (it has no `Drop`).
-        unsafe { ManuallyDrop::drop(&mut *scope.event.get()) };
+        let event = unsafe { &mut *scope.event.get() };
+        // SAFETY: as above.
+        unsafe { ManuallyDrop::drop(event) };
     }
 }
 
@@ -929,9 +933,11 @@ impl std::fmt::Display for WaitError<'_> {
     }
 }
 
+/// Transparent, like [`Failed`]: it displays as its error and has that error's source, so
+/// an error chain does not repeat the message.
 impl std::error::Error for WaitError<'_> {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(self.error())
+        std::error::Error::source(self.error())
     }
 }
 

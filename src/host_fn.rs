@@ -201,7 +201,10 @@ impl<'ctx> HostFnStream<'ctx> {
     fn into_parts(self) -> (Stream<'ctx>, Arc<Shared>) {
         let this = ManuallyDrop::new(self);
         // SAFETY: each field is read once out of a value that is never used or dropped again.
-        unsafe { (std::ptr::read(&this.stream), std::ptr::read(&this.shared)) }
+        let stream = unsafe { std::ptr::read(&this.stream) };
+        // SAFETY: as above.
+        let shared = unsafe { std::ptr::read(&this.shared) };
+        (stream, shared)
     }
 
     /// Synchronises, then destroys the stream (S4). Panics nobody took are reported to the

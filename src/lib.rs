@@ -108,6 +108,11 @@
 //! instructions with identical simulator work. README.md, "Benchmarks", has the numbers and
 //! where each instruction goes.
 #![warn(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(
+    clippy::undocumented_unsafe_blocks,
+    clippy::multiple_unsafe_ops_per_block
+)]
 
 // The typed API: private modules, one public path per item (the re-exports below).
 mod callback;

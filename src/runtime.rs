@@ -330,7 +330,8 @@ impl<T> Failed<T> {
         }
     }
 
-    /// Splits into the error and the value.
+    /// Splits into the error and the value (a moved-out field pattern on a `let ... else`
+    /// binding keeps the borrow checker treating the whole value as live; this does not).
     pub fn into_parts(self) -> (Error, T) {
         (self.error, self.value)
     }
@@ -351,9 +352,11 @@ impl<T> fmt::Display for Failed<T> {
     }
 }
 
+/// Transparent: it displays as its error and has that error's source, so an error chain
+/// does not repeat the message.
 impl<T> std::error::Error for Failed<T> {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.error)
+        std::error::Error::source(&self.error)
     }
 }
 

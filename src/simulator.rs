@@ -274,10 +274,13 @@ unsafe extern "C" fn run_map<T: Pod>(user_data: *mut c_void, _b: *const *mut c_v
             // SAFETY: both ranges are device memory of at least `len` elements, borrowed by
             // the scope until the stream is synchronised; unaligned access keeps any `Pod`
             // valid.
-            unsafe {
-                let value = job.input.add(i).read_unaligned();
-                job.output.add(i).write_unaligned((job.f)(value));
-            }
+            let input = unsafe { job.input.add(i) };
+            // SAFETY: as above.
+            let output = unsafe { job.output.add(i) };
+            // SAFETY: as above.
+            let value = unsafe { input.read_unaligned() };
+            // SAFETY: as above.
+            unsafe { output.write_unaligned((job.f)(value)) };
         }
     };
     // Never unwind into the simulator's C ABI.

@@ -115,8 +115,8 @@ impl<'ctx> Stream<'ctx> {
         self.synchronize_in(self.ctx)
     }
 
-    /// [`synchronize`](Self::synchronize), given the stream's own context (which a caller
-    /// may already hold in a register: an async scope's).
+    /// [`synchronize`](Self::synchronize), given the stream's own context (an async scope
+    /// has it at hand).
     #[inline(always)]
     pub(crate) fn synchronize_in(&self, ctx: &Context<'_>) -> Result<()> {
         ctx.bind()?;

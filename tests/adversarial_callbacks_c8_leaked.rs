@@ -102,8 +102,8 @@ fn probe(mut kit: Kit) -> (Log, Log, Kit) {
     refused!("Context::alloc_host", s.ctx.alloc_host::<u32>(4));
     refused!("Context::synchronize_device", s.ctx.synchronize_device());
     refused!(
-        "Context::synchronize_device_with_timeout",
-        s.ctx.synchronize_device_with_timeout(timeout!(50))
+        "Context::synchronize_device_with",
+        s.ctx.synchronize_device_with(timeout!(50))
     );
     {
         let mut a = vec![0u32; 4];

@@ -293,3 +293,25 @@ fn missing_symbol_names_symbol_and_library() {
     assert!(shown.contains("aclrtCreateStream"), "{shown}");
     assert!(shown.contains("/opt/x/libascendcl.so"), "{shown}");
 }
+
+/// `Failed` and `WaitError` carry a value beside their error and are transparent: they
+/// display as the error and have its source, so an error chain never repeats the message.
+#[test]
+fn failed_is_transparent_in_error_chains() {
+    let failed = ascend_typestate::Failed {
+        error: ascend_typestate::Error::Runtime {
+            call: "aclrtRecordEvent",
+            code: AclError::RtStreamContext,
+        },
+        value: (),
+    };
+    assert_eq!(failed.to_string(), failed.error.to_string());
+    assert!(std::error::Error::source(&failed).is_none());
+    let mut chain = Vec::new();
+    let mut next: Option<&dyn std::error::Error> = Some(&failed);
+    while let Some(e) = next {
+        chain.push(e.to_string());
+        next = e.source();
+    }
+    assert_eq!(chain.len(), 1, "{chain:?}");
+}

@@ -130,7 +130,7 @@ fn program(path: &Path, fault: Option<&Fault>) -> Result<()> {
         scope.copy(&s1, &mut result, mapped)?;
         scope.copy(&s2, &mut cross, mapped)?;
         s2.synchronize_with(timeout!(1_000))?;
-        ctx.synchronize_device_with_timeout(timeout!(1_000))?;
+        ctx.synchronize_device_with(timeout!(1_000))?;
         Ok(())
     })?;
     self_check(

@@ -845,11 +845,11 @@ fn run_scope(
                             let p = pending[op].expect("legalize: a pending result");
                             match p.location() {
                                 Location::Device => {
-                                    let p = p.device().expect("device");
+                                    let p = p.into_device().expect("device");
                                     with_dst!(dst, d => scope.copy(stream, d, p).map(Pending::from))
                                 }
                                 Location::Host => {
-                                    let p = p.host().expect("host");
+                                    let p = p.into_host().expect("host");
                                     with_dst!(dst, d => scope.copy(stream, d, p).map(Pending::from))
                                 }
                             }
@@ -874,7 +874,7 @@ fn run_scope(
                         }
                         Src::Pending { op, .. } => {
                             let p = pending[op].expect("legalize: a pending result");
-                            let p = p.device().expect("kernels write device memory");
+                            let p = p.into_device().expect("kernels write device memory");
                             with_dst!(dst, d =>
                                 scope.simulated_map(stream, time, p, d, f).map(Pending::from))
                         }

@@ -10,6 +10,11 @@
 //! Each entry point runs inside `catch_unwind` so a panic never crosses the C ABI (it
 //! returns 500000 instead).
 #![allow(non_snake_case)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(
+    clippy::undocumented_unsafe_blocks,
+    clippy::multiple_unsafe_ops_per_block
+)]
 
 pub mod calls;
 pub mod errmsg;

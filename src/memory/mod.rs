@@ -164,7 +164,6 @@ impl<T: Pod> MemoryMut<T> for Vec<T> {
 
 #[inline(always)]
 fn byte_len<T>(len: usize) -> Result<usize> {
-    // A `match`, not `ok_or(Error::..)`: that builds (and drops) an `Error` on every call.
     // At most `isize::MAX`, like any Rust allocation: slices over the memory are then valid,
     // and sizes computed from an allocated length cannot overflow.
     match len.checked_mul(size_of::<T>()) {

@@ -224,11 +224,11 @@ impl<'scope, T: Pod> From<PendingDevice<'scope, T>> for Pending<'scope, T> {
 
 impl<'scope, T: Pod> Pending<'scope, T> {
     /// As a device source; `None` if the copy's destination was host memory.
-    pub fn device(self) -> Option<PendingDevice<'scope, T>> {
+    pub fn into_device(self) -> Option<PendingDevice<'scope, T>> {
         (self.location == Location::Device).then_some(PendingDevice(self))
     }
     /// As a host source; `None` if the copy's destination was device memory.
-    pub fn host(self) -> Option<PendingHost<'scope, T>> {
+    pub fn into_host(self) -> Option<PendingHost<'scope, T>> {
         (self.location == Location::Host).then_some(PendingHost(self))
     }
 }
@@ -450,8 +450,8 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
     {
         let (dst_len, src_len) = (dst.len(), src.len());
         let (dst_device, src_device) = (dst.device_id(), src.device_id());
-        // Every check in one branch (`&`, not `&&`): the usual scope then inlines into its
-        // caller. The cold path finds which check failed, or binds the context (D6).
+        // One branch for all checks keeps the common path small enough to inline; the cold
+        // path finds which check failed, or binds the context (D6).
         let device = self.ctx.device_id();
         let valid = (src_len <= dst_len)
             & dst_device.is_none_or(|d| d == device)

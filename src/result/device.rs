@@ -74,8 +74,10 @@ impl Api {
     /// [`Error::Runtime`] with `ACL_ERROR_FAILURE`.
     pub fn get_soc_name(&self) -> Result<String> {
         let function = optional!(self, aclrtGetSocName);
-        // SAFETY: no argument; the runtime returns NULL or a NUL-terminated string it keeps.
-        unsafe { copy_c_string(function()) }
+        // SAFETY: no argument.
+        let name = unsafe { function() };
+        // SAFETY: the runtime returns NULL or a NUL-terminated string it keeps.
+        unsafe { copy_c_string(name) }
             .ok_or_else(|| runtime_error("aclrtGetSocName", ACL_ERROR_FAILURE as aclError))
     }
 

@@ -130,8 +130,10 @@ impl Api {
     /// runtime kept one. `None` too when the runtime lacks the function.
     pub fn recent_error_message(&self) -> Option<String> {
         let function = self.table.aclGetRecentErrMsg?;
-        // SAFETY: no argument; the text stays valid until this thread's next runtime call,
-        // and it is copied before any.
-        unsafe { copy_c_string(function()) }
+        // SAFETY: no argument.
+        let text = unsafe { function() };
+        // SAFETY: the text stays valid until this thread's next runtime call, and it is
+        // copied before any.
+        unsafe { copy_c_string(text) }
     }
 }

@@ -12,7 +12,9 @@ pub extern "C" fn aclsimApiVersion() -> u32 {
 fn buffer_at(buffers: *const *mut c_void, i: usize) -> usize {
     // SAFETY: aclsimLaunchKernel's contract: `buffers` holds `bufferCount` readable
     // pointers (checked non-NULL by the caller of this helper), and i < bufferCount.
-    unsafe { *buffers.add(i) as usize }
+    let entry = unsafe { buffers.add(i) };
+    // SAFETY: as above: entry i is readable.
+    unsafe { entry.read() as usize }
 }
 
 #[unsafe(no_mangle)]
@@ -131,10 +133,11 @@ fn copy_cstr(s: &str, buf: *mut c_char, cap: usize) {
     let bytes = s.as_bytes();
     let n = bytes.len().min(cap - 1);
     // SAFETY: the caller gives a writable buffer of `cap` bytes; we write n + 1 <= cap.
-    unsafe {
-        std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf as *mut u8, n);
-        *buf.add(n) = 0;
-    }
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf as *mut u8, n) };
+    // SAFETY: as above: byte n < cap.
+    let end = unsafe { buf.add(n) };
+    // SAFETY: as above.
+    unsafe { end.write(0) };
 }
 
 #[unsafe(no_mangle)]

@@ -67,10 +67,11 @@ fn write_version(buf: *mut c_char) {
     let n = v.len().min(PKG_VERSION_MAX_SIZE - 1);
     // SAFETY: the caller's buffer holds ACL_PKG_VERSION_MAX_SIZE bytes (P4) and is not
     // NULL (checked first); we write n + 1 <= 128 of them.
-    unsafe {
-        std::ptr::copy_nonoverlapping(v.as_ptr(), buf as *mut u8, n);
-        *buf.add(n) = 0;
-    }
+    unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), buf as *mut u8, n) };
+    // SAFETY: as above: byte n < 128.
+    let end = unsafe { buf.add(n) };
+    // SAFETY: as above.
+    unsafe { end.write(0) };
 }
 
 #[unsafe(no_mangle)]
