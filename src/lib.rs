@@ -105,7 +105,7 @@
 //! checks above: pointer and thread-local compares, about 24 instructions per runtime call,
 //! with every failure path out of line. Measured with callgrind against the same program
 //! written with raw calls (`scripts/callgrind.sh`, checked in CI): within 1.01 of its
-//! instructions with identical simulator work. README.md, "Benchmarks", has the numbers and
+//! instructions with identical simulator work. `docs/benchmarks.md` has the numbers and
 //! where each instruction goes.
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
