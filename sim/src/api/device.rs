@@ -75,23 +75,8 @@ fn reset_device(name: &str, deviceId: i32, force: bool) -> R {
             .map(|(k, _)| *k)
             .collect();
         if !targets.is_empty() {
-            let t2 = targets.clone();
-            let t3 = targets.clone();
             let what = || format!("{name}({deviceId}) waiting for the default context's tasks");
-            let r = host_wait(
-                &mut g,
-                None,
-                Watch::Streams(&targets),
-                move |_| t3.clone(),
-                what,
-                move |rt| {
-                    t2.iter().all(|sid| {
-                        rt.streams
-                            .get(sid)
-                            .is_none_or(|s| s.dead || (s.tasks.is_empty() && s.cb_outstanding == 0))
-                    })
-                },
-            );
+            let r = exec::wait_streams_idle(&mut g, None, &targets, what);
             if let Err(WaitEnd::Gone) = r {
                 return Err(code::UNINITIALIZE);
             }

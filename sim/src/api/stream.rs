@@ -28,19 +28,7 @@ pub extern "C" fn aclrtDestroyStream(stream: *mut c_void) -> i32 {
         // then the stream is destroyed. A wait that can never end is diagnosed like a
         // synchronize: the call returns 507000 and the stream stays.
         let what = || format!("aclrtDestroyStream({:#x})", sh(sid));
-        host_wait(
-            &mut g,
-            None,
-            Watch::Streams(&[sid]),
-            |_| vec![sid],
-            what,
-            move |rt| {
-                rt.streams
-                    .get(&sid)
-                    .is_none_or(|s| s.dead || (s.tasks.is_empty() && s.cb_outstanding == 0))
-            },
-        )
-        .map_err(|e| match e {
+        exec::wait_streams_idle(&mut g, None, &[sid], what).map_err(|e| match e {
             WaitEnd::Timeout | WaitEnd::Deadlock => code::RT_INTERNAL_ERROR,
             WaitEnd::Gone => code::UNINITIALIZE,
         })?;
@@ -72,19 +60,7 @@ fn sync_stream(stream: *mut c_void, timeout: Option<i32>, name: &str) -> R {
     let deadline = timeout.map(|d| Instant::now() + d);
     let what = || format!("{name}({:#x})", sh(sid));
     // S2: every task done, and every callback launched before the call has run (C5).
-    host_wait(
-        &mut g,
-        deadline,
-        Watch::Streams(&[sid]),
-        |_| vec![sid],
-        what,
-        move |rt| {
-            rt.streams
-                .get(&sid)
-                .is_none_or(|s| s.tasks.is_empty() && s.cb_outstanding == 0)
-        },
-    )
-    .map_err(|e| match e {
+    exec::wait_streams_idle(&mut g, deadline, &[sid], what).map_err(|e| match e {
         WaitEnd::Timeout => code::RT_STREAM_SYNC_TIMEOUT, // S3
         WaitEnd::Deadlock => code::RT_INTERNAL_ERROR,
         WaitEnd::Gone => code::UNINITIALIZE,

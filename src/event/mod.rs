@@ -1,0 +1,373 @@
+//! Events and their typestate (E1-E9).
+
+use std::cell::{Cell, OnceCell, RefCell, UnsafeCell};
+use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
+use std::ptr;
+
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::runtime::{Failed, Timeout, release_on_drop, report_drop_error};
+use crate::stream::Stream;
+use crate::sys::{aclrtEvent, aclrtStream};
+
+mod wait;
+
+pub use wait::{ResetDone, WaitError, Waited};
+
+mod sealed {
+    /// What an event's pending tasks are, by state: what `Drop`/`destroy` must wait for
+    /// before `aclrtDestroyEvent` (E9).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum PendingTask {
+        /// No task refers to the event.
+        Nothing,
+        /// A record task: wait for the event itself.
+        Record,
+        /// A reset task on the stream kept in the event (ordered after every wait on it).
+        ResetOnStream,
+    }
+
+    pub trait Sealed {
+        const PENDING: PendingTask;
+    }
+}
+
+use sealed::PendingTask;
+
+/// The state of an [`Event`]. Sealed: the states are [`Created`], [`Recorded`] and [`Reset`].
+pub trait EventState: sealed::Sealed {}
+
+/// *Created*: never recorded. Allows [`Event::record`] and [`Event::destroy`]; cannot be
+/// waited on (E1).
+#[derive(Debug)]
+pub enum Created {}
+/// *Recorded*: a record task was issued. Allows `synchronize`, `query`, `elapsed_since`
+/// (E2, E8), and the [`Event::wait`] scope (E3, E4).
+#[derive(Debug)]
+pub enum Recorded {}
+/// *Reset*: waited and reset (E4). Allows [`Event::record`] again and [`Event::destroy`];
+/// cannot be waited on (E1).
+#[derive(Debug)]
+pub enum Reset {}
+
+impl sealed::Sealed for Created {
+    const PENDING: PendingTask = PendingTask::Nothing;
+}
+impl sealed::Sealed for Recorded {
+    const PENDING: PendingTask = PendingTask::Record;
+}
+impl sealed::Sealed for Reset {
+    const PENDING: PendingTask = PendingTask::ResetOnStream;
+}
+impl EventState for Created {}
+impl EventState for Recorded {}
+impl EventState for Reset {}
+
+/// States that can be recorded: [`Created`] and [`Reset`].
+pub trait Recordable: EventState {}
+impl Recordable for Created {}
+impl Recordable for Reset {}
+
+/// An `ACL_EVENT_SYNC` event in state `S`, usable by streams that outlive `'s`.
+///
+/// The lifetime `'s` shrinks to the shortest of the context and every stream the event was
+/// used on, so the event must be destroyed before those streams (D3), and destroying it
+/// first waits for the tasks that refer to it (E9): the record (`Recorded`) or the reset,
+/// which is ordered after every wait (`Reset`).
+///
+/// `Send`, not `Sync`: transitions consume the event; sharing it would let two threads
+/// race on one event's state.
+///
+/// Size: three pointers (the raw event, its context for binding (D6), and the stream of its
+/// last pending task, for E9).
+///
+/// ```no_run
+/// # use ascend_typestate::Acl;
+/// # let acl = Acl::init()?;
+/// # let device = acl.set_device(0)?;
+/// # let ctx = device.create_context()?;
+/// let (s1, s2) = (ctx.create_stream()?, ctx.create_stream()?);
+/// let event = ctx.create_event()?;        // Created
+/// let event = event.record(&s1)?;         // Recorded (E2)
+/// let event = event.wait(&s2, |waited| {  // s2 waits for s1's work (E3)
+///     // ... issue work on s2 that needs s1's results ...
+///     waited.reset()                      // E4: without this line, it does not compile
+/// })?;                                    // Reset
+/// let event = event.record(&s1)?;         // and again
+/// event.synchronize()?;
+/// event.destroy()?;
+/// # Ok::<(), ascend_typestate::Error>(())
+/// ```
+///
+/// # States
+///
+/// ```text
+///                  record(&s)                 wait(&s2, |w| … w.reset())
+///   ┌─────────┐ ─────────────► ┌──────────┐ ───────────────────────────► ┌───────┐
+///   │ Created │                │ Recorded │                              │ Reset │
+///   └─────────┘                └──────────┘ ◄───────────────────────────  └───────┘
+///                                  │  ▲                 record(&s)
+///       synchronize / query /      │  │
+///       elapsed_since (E2, E8) ────┘  └── inside the wait scope the event is `Waited`:
+///                                         more streams may wait (E3); the scope must end
+///                                         with `reset()` (E4)
+/// ```
+///
+/// | state | allows | leaves by |
+/// |---|---|---|
+/// | [`Created`] | `record`, `destroy` | `record` → `Recorded` |
+/// | [`Recorded`] | `synchronize`, `query`, `elapsed_since`, `wait`, `wait_and_reset`, `destroy` | `wait` scope or `wait_and_reset` → `Reset` |
+/// | [`Waited`] (scope) | `also_wait`, `reset` | `reset` → proof [`ResetDone`] → `Reset` |
+/// | [`Reset`] | `record`, `destroy` | `record` → `Recorded` |
+///
+/// What does not compile: waiting on a *Created* or *Reset* event (E1: no `wait` method),
+/// resetting an event that was never waited (no `reset` outside a wait scope), recording a
+/// waited event before its reset (the event is moved into the scope), and ending a wait
+/// scope without `reset()` (E4: the closure must return the [`ResetDone`] proof, which only
+/// [`Waited::reset`] creates, branded with the scope's own lifetime so that a proof from
+/// another scope does not fit).
+///
+/// A panic or an early `Err` between wait and reset still compiles: [`Event::wait`] issues
+/// the reset on that path itself (the scope's state lives in its frame, so even a
+/// `mem::forget` of the [`Waited`] value cannot skip it), and the event resource is never
+/// lost (E4).
+///
+/// Several streams waiting on one event (E3) never see a reset overtake their wait (E5):
+/// when more than one stream waited, the reset is ordered after every wait by a join event
+/// recorded on each other waiting stream and waited on by the resetting stream.
+///
+/// The runtime's event is a flag (a record sets it, a wait passes while it is set, a reset
+/// clears it), so re-using an event also needs order: a record or a wait issued after a
+/// reset on another stream is joined after that reset. Otherwise the new record could run
+/// before the old scope's waits and release them early, or a new wait could pass on the old
+/// record's flag. In the usual pipeline (producer records, consumer waits and resets) that
+/// is one join per cycle, on the producer; none when the same stream records and resets.
+///
+/// Join events are fresh each time (never re-recorded) and destroyed once the stream that
+/// waited on them is synchronised (E9). A program that never synchronises keeps them alive:
+/// synchronise streams (or the device) now and then in long-running loops.
+///
+/// Every typed event is created with `ACL_EVENT_SYNC`, so the E7 error cannot occur.
+pub struct Event<'s, S: EventState> {
+    raw: aclrtEvent,
+    ctx: &'s Context<'s>,
+    /// The stream of the event's last reset, or null. Borrowed for `'s` (so it neither
+    /// moves nor drops while the event lives); a raw pointer so that the event stays `Send`
+    /// (`Stream` is not `Sync`): only its raw handle and its atomic flag are read.
+    stream: *const Stream<'s>,
+    _state: PhantomData<(S, std::cell::Cell<()>)>,
+}
+
+// SAFETY: the raw event is an opaque handle usable from any thread once its context is
+// current there, which every call ensures (D6); `Context` is `Sync`.
+unsafe impl<S: EventState> Send for Event<'_, S> {}
+
+impl<'s, S: EventState> Event<'s, S> {
+    /// Moves the fields into a value of another state without running `Drop`.
+    fn into_state<T: EventState>(self, stream: *const Stream<'s>) -> Event<'s, T> {
+        let this = ManuallyDrop::new(self);
+        Event {
+            raw: this.raw,
+            ctx: this.ctx,
+            stream,
+            _state: PhantomData,
+        }
+    }
+
+    /// The raw `aclrtEvent`, for calls this crate does not wrap.
+    pub fn as_raw(&self) -> aclrtEvent {
+        self.raw
+    }
+
+    /// The context the event was created in.
+    pub fn context(&self) -> &'s Context<'s> {
+        self.ctx
+    }
+
+    fn release(&self) -> Result<()> {
+        let api = self.ctx.api();
+        self.ctx.bind()?;
+        match S::PENDING {
+            PendingTask::Nothing => {}
+            // SAFETY: the event is live for as long as `self`.
+            PendingTask::Record => unsafe { api.synchronize_event(self.raw)? },
+            PendingTask::ResetOnStream => {}
+        }
+        // Every reset of the event is ordered after the waits of its scope and after the
+        // previous reset (joins in `Waited::reset`), so the last resetting stream passing its
+        // reset means no wait or reset refers to the event any more (E9).
+        // A stream synchronised since its last reset has nothing pending.
+        let pending_reset = self.reset_stream().filter(|r| r.has_reset_pending());
+        if let Some(reset_stream) = pending_reset.filter(|_| S::PENDING != PendingTask::Nothing) {
+            // `'s` keeps the resetting stream alive as long as the event.
+            if let Err(first) = reset_stream.synchronize() {
+                // A task of the stream failed (reported once: the second synchronisation
+                // sees the stream done). It may be a wait that ended without its event (a
+                // timeout armed through the raw layer, P3a, or a device fault), whose record
+                // may still be pending on another stream: wait for it too (E9).
+                report_drop_error("Event (an error of the stream that reset it)", Err(first));
+                reset_stream.synchronize()?;
+                // SAFETY: the event is live for as long as `self`.
+                unsafe { api.synchronize_event(self.raw)? };
+            }
+        }
+        // SAFETY: the event is live, no issued task refers to it any more (E9: waited for
+        // above), and the value is consumed or being dropped, so this is its only destruction.
+        unsafe { api.destroy_event(self.raw)? };
+        self.ctx.orphan();
+        Ok(())
+    }
+
+    /// Waits for the tasks that refer to the event (E9), then `aclrtDestroyEvent`. On failure
+    /// the event is given back in its state.
+    pub fn destroy(self) -> Result<(), Failed<Event<'s, S>>> {
+        Failed::release_or_give_back(self, Self::release)
+    }
+}
+
+impl<'s> Event<'s, Created> {
+    pub(crate) fn created(raw: aclrtEvent, ctx: &'s Context<'s>) -> Self {
+        ctx.adopt();
+        Event {
+            raw,
+            ctx,
+            stream: ptr::null(),
+            _state: PhantomData,
+        }
+    }
+}
+
+/// A created event is as good as a reset one (both can only be recorded): this lets a loop
+/// whose body leaves the event *Reset* start from a fresh event.
+///
+/// ```no_run
+/// # use ascend_typestate::{Acl, Event, Reset};
+/// # let acl = Acl::init()?;
+/// # let device = acl.set_device(0)?;
+/// # let ctx = device.create_context()?;
+/// # let (s1, s2) = (ctx.create_stream()?, ctx.create_stream()?);
+/// let mut event: Event<'_, Reset> = ctx.create_event()?.into();
+/// for _frame in 0..3 {
+///     event = event.record(&s1)?.wait(&s2, |w| w.reset())?;
+/// }
+/// # Ok::<(), ascend_typestate::Error>(())
+/// ```
+impl<'s> From<Event<'s, Created>> for Event<'s, Reset> {
+    fn from(event: Event<'s, Created>) -> Self {
+        event.into_state(ptr::null())
+    }
+}
+
+impl<'s, S: Recordable> Event<'s, S> {
+    /// `aclrtRecordEvent(event, stream)` (E2): the event completes when the tasks issued on
+    /// `stream` so far are done. On failure the event is given back unchanged.
+    #[inline(always)]
+    pub fn record<'t>(
+        self,
+        stream: &'t Stream<'_>,
+    ) -> Result<Event<'t, Recorded>, Failed<Event<'s, S>>>
+    where
+        's: 't,
+    {
+        if !self.is_ready_for(stream)
+            && let Err(e) = self.prepare_slow(stream)
+        {
+            return Err(Failed::new(e, self));
+        }
+        // SAFETY: both handles are live (borrowed), and the stream's context is current.
+        match unsafe { self.ctx.api().record_event(self.raw, stream.as_raw()) } {
+            Ok(()) => {
+                // Keep the last resetting stream: its reset may still be pending (E9).
+                let reset_stream = self.stream;
+                Ok(self.into_state(reset_stream))
+            }
+            Err(e) => Err(Failed::new(e, self)),
+        }
+    }
+}
+
+impl<'s, S: EventState> Event<'s, S> {
+    fn check_stream(&self, stream: &Stream<'_>) -> Result<()> {
+        self.ctx.check_stream(stream, "the stream")
+    }
+
+    /// The fast path of every call that issues a task on `stream` with this event: the
+    /// stream is of the event's context, that context is current (D6), and no join after
+    /// the previous reset is needed (E5). Else [`prepare_slow`](Self::prepare_slow).
+    #[inline(always)]
+    fn is_ready_for(&self, stream: &Stream<'_>) -> bool {
+        (ptr::addr_eq(self.ctx, stream.context()) & stream.is_bound())
+            && !needs_join(self.reset_stream(), stream)
+    }
+
+    /// Checks the stream, binds its context (D6) and joins it after the previous reset
+    /// (E5): what [`is_ready_for`](Self::is_ready_for) found missing.
+    #[cold]
+    #[inline(never)]
+    fn prepare_slow(&self, stream: &Stream<'_>) -> Result<()> {
+        self.check_stream(stream)?;
+        stream.bind()?;
+        self.after_previous_reset(stream)
+    }
+
+    /// Orders `stream` after the event's previous reset, if that may still be pending on
+    /// another stream. The runtime's event is a flag: a record that ran before the previous
+    /// reset would release that scope's waits early (or be cleared by the reset), and a wait
+    /// that ran before it would pass on the previous record's flag (E1, E4, E5). The caller
+    /// has bound the context.
+    #[inline]
+    fn after_previous_reset(&self, stream: &Stream<'_>) -> Result<()> {
+        after_reset_on(self.ctx, self.reset_stream(), stream)
+    }
+
+    /// The stream of the event's last reset.
+    #[inline]
+    fn reset_stream(&self) -> Option<&'s Stream<'s>> {
+        // SAFETY: a non-null pointer comes from a `&'s Stream` (see the field), borrowed for
+        // as long as the event; only its raw handle and atomic flag are used.
+        unsafe { self.stream.as_ref() }
+    }
+}
+
+impl<S: EventState> Drop for Event<'_, S> {
+    fn drop(&mut self) {
+        release_on_drop("Event", || self.release());
+    }
+}
+
+impl<S: EventState> std::fmt::Debug for Event<'_, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Event")
+            .field("raw", &self.raw)
+            .field("state", &std::any::type_name::<S>())
+            .finish()
+    }
+}
+
+/// Orders `stream` after a reset issued on `reset_stream`, unless it is the same stream
+/// (stream order, S1) or `reset_stream` was synchronised since (the reset is done). The
+/// caller has bound the context.
+#[inline]
+fn after_reset_on(
+    ctx: &Context<'_>,
+    reset_stream: Option<&Stream<'_>>,
+    stream: &Stream<'_>,
+) -> Result<()> {
+    match reset_stream {
+        Some(r) if needs_join(reset_stream, stream) => {
+            ctx.join_streams(r.as_raw(), stream.as_raw())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Whether a task on `stream` must first be joined after the reset on `reset_stream`: it is
+/// another stream, and that reset may still be pending (not synchronised since).
+#[inline(always)]
+fn needs_join(reset_stream: Option<&Stream<'_>>, stream: &Stream<'_>) -> bool {
+    match reset_stream {
+        Some(r) => r.as_raw() != stream.as_raw() && r.has_reset_pending(),
+        None => false,
+    }
+}
