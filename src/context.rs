@@ -355,14 +355,14 @@ impl<'dev> Context<'dev> {
         if let Err(error) = recorded {
             // Nothing refers to it: destroyed once `to` is synchronised, like the others.
             self.defer_destroy(to, join);
-            return Err(error);
+            return Err(error.into());
         }
         // SAFETY: as above.
         if let Err(error) = unsafe { api.stream_wait_event(to, join) } {
             // Only the record, on `from`, refers to it: destroyed once `from` is
             // synchronised (E9).
             self.defer_destroy(from, join);
-            return Err(error);
+            return Err(error.into());
         }
         // SAFETY: as above. Whether or not the reset is issued, once `to` has passed its
         // wait the record is done too: destroyed once `to` is synchronised (E9). A failed
@@ -388,7 +388,7 @@ impl<'dev> Context<'dev> {
                     .and_then(|()| unsafe { api.reset_event(join, to) })
             });
         self.defer_destroy(to, join);
-        reset
+        Ok(reset?)
     }
 
     /// The join events `stream` waited on no longer wait for its synchronisation (it was
@@ -495,7 +495,7 @@ impl<'dev> Context<'dev> {
         for error in errors {
             report_drop_error("join event", Err(error));
         }
-        first.map_or(Ok(()), Err)
+        first.map_or(Ok(()), |e| Err(e.into()))
     }
 
     /// A stream, event, buffer or report thread was created in this context.
@@ -521,7 +521,7 @@ impl<'dev> Context<'dev> {
         if result.is_ok() {
             self.device_contexts.fetch_sub(1, Ordering::Release);
         }
-        result
+        Ok(result?)
     }
 
     /// `aclrtDestroyContext` (D3). Consumes the context: does not compile while a stream or

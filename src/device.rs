@@ -98,7 +98,7 @@ impl<'acl> Device<'acl> {
         };
         // A set device's id is valid and not negative (D1).
         let id = u32::try_from(self.id).map_err(|_| Error::InvalidArgument("device id"))?;
-        self.api.get_device_capability(id, info)
+        Ok(self.api.get_device_capability(id, info)?)
     }
 
     fn release(&self) -> Result<()> {
@@ -111,7 +111,7 @@ impl<'acl> Device<'acl> {
         if result.is_ok() {
             LIVE_DEVICES.fetch_sub(1, Ordering::Release);
         }
-        result
+        Ok(result?)
     }
 
     /// `aclrtResetDevice(id)` (D1, D3). Consumes the device: does not compile while a

@@ -175,7 +175,7 @@ impl<'ctx> HostFnStream<'ctx> {
             if take(ticket).is_some() {
                 self.shared.pending.fetch_sub(1, Ordering::AcqRel);
             }
-            return Err(error);
+            return Err(error.into());
         }
         Ok(())
     }

@@ -115,7 +115,7 @@ impl Acl {
             // SAFETY: nothing was created since the init above; the token is not returned.
             let finalized = unsafe { api.finalize() };
             report_drop_error("Acl::init (finalize after a failed start)", finalized);
-            return Err(e);
+            return Err(e.into());
         }
         Ok(())
     }
@@ -127,7 +127,7 @@ impl Acl {
 
     /// `aclrtGetDeviceCount`.
     pub fn device_count(&self) -> Result<u32> {
-        self.api.get_device_count()
+        Ok(self.api.get_device_count()?)
     }
 
     /// `aclrtGetRunMode`: `true` when this process runs on the device itself (`ACL_DEVICE`,
@@ -140,21 +140,21 @@ impl Acl {
     /// (the simulator's name also starts with "Ascend"). [`Error::Unsupported`] on
     /// runtimes that lack it.
     pub fn soc_name(&self) -> Result<String> {
-        self.api.get_soc_name()
+        Ok(self.api.get_soc_name()?)
     }
 
     /// `aclsysGetVersionStr("runtime")` (P4): the version of the runtime package (the
     /// simulator's says so). [`Error::Unsupported`] on runtimes older than 2025; see
     /// [`interface_version`](Self::interface_version) for those.
     pub fn runtime_version(&self) -> Result<String> {
-        self.api.get_version_str(c"runtime")
+        Ok(self.api.get_version_str(c"runtime")?)
     }
 
     /// `aclrtGetVersion` (P4): the AscendCL interface version `(major, minor, patch)`, which
     /// older runtimes report (deprecated in newer ones, which may lack it:
     /// [`Error::Unsupported`]).
     pub fn interface_version(&self) -> Result<(i32, i32, i32)> {
-        self.api.get_version()
+        Ok(self.api.get_version()?)
     }
 
     /// `aclGetRecentErrMsg` (P4): the runtime's explanation of the calling thread's last
@@ -415,8 +415,9 @@ pub(crate) fn release_on_drop(what: &'static str, mut release: impl FnMut() -> R
     }
 }
 
-pub(crate) fn report_drop_error(what: &'static str, result: Result<()>) {
+pub(crate) fn report_drop_error<E: Into<Error>>(what: &'static str, result: Result<(), E>) {
     if let Err(error) = result {
+        let error: Error = error.into();
         let handler = *DROP_ERROR_HANDLER.read().unwrap_or_else(|p| p.into_inner());
         // A panicking handler must not unwind out of a `Drop` or a synchronisation that
         // keeps buffers borrowed (M1): catch it and say so.

@@ -210,7 +210,7 @@ impl<'ctx> Stream<'ctx> {
     pub fn is_complete(&self) -> Result<bool> {
         self.bind()?;
         // SAFETY: `self.raw` is live for as long as `self`.
-        unsafe { self.ctx.api().stream_query(self.raw) }
+        Ok(unsafe { self.ctx.api().stream_query(self.raw) }?)
     }
 
     fn release_force(&self) -> Result<()> {

@@ -191,7 +191,7 @@ fn p3_the_environment_arms_the_simulators_default_op_wait_timeout() {
             api.reset_event(event, s2).unwrap();
             let waited = api.synchronize_stream(s2);
             assert_eq!(
-                waited.as_ref().err().and_then(Error::code),
+                waited.as_ref().err().and_then(|e| e.code()),
                 Some(AclError::RtWaitTimeout),
                 "{TIMEOUT_ENV}=1 did not arm the simulator's op wait timeout: {waited:?}"
             );

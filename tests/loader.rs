@@ -14,9 +14,10 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use ascend_typestate::result::CallError;
 use ascend_typestate::sys::loader::{Api, Candidate, LoadOptions, candidates, load_global};
 use ascend_typestate::sys::{OPTIONAL_SYMBOLS, REQUIRED_SYMBOLS};
-use ascend_typestate::{AclError, Error, LoadError};
+use ascend_typestate::{AclError, LoadError};
 
 // ---- The search order (pure) -------------------------------------------------------------
 
@@ -256,7 +257,7 @@ fn stub_without_optional_symbols_loads_and_reports_unsupported_at_the_call() {
     assert!(
         matches!(
             err,
-            Error::Runtime {
+            CallError::Failed {
                 call: "aclrtSetDevice",
                 code: AclError::RtInvalidDeviceId
             }
@@ -268,7 +269,7 @@ fn stub_without_optional_symbols_loads_and_reports_unsupported_at_the_call() {
     assert!(
         matches!(
             err,
-            Error::Runtime {
+            CallError::Failed {
                 call: "aclInit",
                 code: AclError::Unknown(STUB_CODE)
             }
@@ -292,7 +293,7 @@ fn stub_without_optional_symbols_loads_and_reports_unsupported_at_the_call() {
     assert!(
         matches!(
             err,
-            Error::Unsupported {
+            CallError::Unsupported {
                 symbol: "aclrtSynchronizeDeviceWithTimeout"
             }
         ),
@@ -311,7 +312,7 @@ fn stub_without_optional_symbols_loads_and_reports_unsupported_at_the_call() {
     assert!(
         matches!(
             err,
-            Error::Unsupported {
+            CallError::Unsupported {
                 symbol: "aclrtSynchronizeEventWithTimeout"
             }
         ),
@@ -340,7 +341,7 @@ fn stub_with_optional_symbols_calls_them() {
     assert!(
         matches!(
             err,
-            Error::Runtime {
+            CallError::Failed {
                 call: "aclrtSynchronizeDeviceWithTimeout",
                 code: AclError::RtStreamSyncTimeout
             }
@@ -352,7 +353,7 @@ fn stub_with_optional_symbols_calls_them() {
     assert!(
         matches!(
             result,
-            Err(Error::Runtime {
+            Err(CallError::Failed {
                 call: "aclrtSynchronizeEventWithTimeout",
                 code: AclError::RtEventSyncTimeout
             })

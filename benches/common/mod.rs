@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
+use ascend_typestate::result::CallError;
 use ascend_typestate::sys::bindings::{
     ACL_CALLBACK_BLOCK, ACL_EVENT_SYNC, ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEMCPY_HOST_TO_DEVICE,
 };
@@ -157,8 +158,9 @@ pub fn raw_copy(
             ACL_MEMCPY_HOST_TO_DEVICE,
             stream,
         )?;
-        api.synchronize_stream(stream)
+        api.synchronize_stream(stream)?;
     }
+    Ok(())
 }
 
 /// The bare function pointers (same calls as [`raw_copy`]).
@@ -197,8 +199,9 @@ pub fn free_raw_buffers(api: &Api, (dev, host): (*mut c_void, *mut c_void)) -> R
     // SAFETY: allocated by `raw_buffers`, no task pending, freed once.
     unsafe {
         api.free(dev)?;
-        api.free_host(host)
+        api.free_host(host)?;
     }
+    Ok(())
 }
 
 // ---- (c) callback launch + synchronize -----------------------------------------------------
@@ -224,8 +227,9 @@ pub fn raw_callback(api: &Api, stream: aclrtStream) -> Result<(), Error> {
             ACL_CALLBACK_BLOCK,
             stream,
         )?;
-        api.synchronize_stream(stream)
+        api.synchronize_stream(stream)?;
     }
+    Ok(())
 }
 
 /// A hand-written report thread (C1 step 1): `aclrtProcessReport(10)` in a loop with the
@@ -253,7 +257,7 @@ impl RawReportThread {
             while !flag.load(Ordering::Acquire) {
                 // Ok, a timeout (507012) or "not subscribed yet" (107012): poll again.
                 // SAFETY: this thread is the one subscribed (its pthread id is passed on).
-                if let Err(Error::Runtime { code, .. }) = unsafe { api.process_report(10) }
+                if let Err(CallError::Failed { code, .. }) = unsafe { api.process_report(10) }
                     && code.code() == 107012
                 {
                     std::thread::sleep(std::time::Duration::from_millis(1));

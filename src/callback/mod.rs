@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use crate::context::{self, Context};
 use crate::error::{AclError, Error, Result};
+use crate::result::CallError;
 use crate::runtime::{Failed, report_drop_error};
 use crate::stream::Stream;
 use crate::sys::bindings::{ACL_CALLBACK_BLOCK, ACL_CALLBACK_NO_BLOCK, aclrtCallbackBlockType};
@@ -269,7 +270,7 @@ impl<'ctx> ReportThread<'ctx> {
                 // handle is live here; it is not used again after the message (C6 needs it current).
                 let bound = unsafe { api.set_current_context(raw_ctx.0) };
                 let ok = bound.is_ok();
-                let _ = ready_tx.send(bound);
+                let _ = ready_tx.send(bound.map_err(Error::from));
                 // The runtime's thread for as long as it lives: the drop-error handler may
                 // run here (a report thread left running reports as things happen), and no
                 // call of the crate may reach the runtime from it (C8).
@@ -348,11 +349,12 @@ impl<'ctx> ReportThread<'ctx> {
             // SAFETY: the stream is live (owned) and its context current; the thread id is a
             // running thread that processes reports until `stop`, which cannot happen while
             // the returned `Subscribed` borrows `self`.
-            unsafe {
+            let raw = unsafe {
                 self.ctx
                     .api()
                     .subscribe_report(self.thread_id, stream.as_raw())
-            }
+            };
+            Ok(raw?)
         });
         match subscribed {
             Ok(()) => Ok(Subscribed {
@@ -481,7 +483,7 @@ fn serve(api: &'static Api, shared: &Shared) {
                 shared.good_calls.fetch_add(1, Ordering::Release);
                 idle = Duration::from_micros(100);
             }
-            Err(Error::Runtime {
+            Err(CallError::Failed {
                 code: AclError::RtReportTimeout,
                 ..
             }) => {
@@ -497,18 +499,18 @@ fn serve(api: &'static Api, shared: &Shared) {
             // Not subscribed while callbacks were queued: they were launched on a
             // subscribed stream, so the runtime lost the subscription, and they cannot run.
             Err(
-                e @ Error::Runtime {
+                e @ CallError::Failed {
                     code: AclError::RtThreadSubscribe,
                     ..
                 },
             ) if waiting => {
                 shared.failed_calls.fetch_add(1, Ordering::Release);
-                shared.keep_failure(e);
+                shared.keep_failure(e.into());
                 std::thread::park_timeout(idle);
                 idle = (idle * 2).min(poll);
             }
             // Not subscribed (yet, or any more): nothing can arrive for now (C6).
-            Err(Error::Runtime {
+            Err(CallError::Failed {
                 code: AclError::RtThreadSubscribe,
                 ..
             }) => {
@@ -521,7 +523,7 @@ fn serve(api: &'static Api, shared: &Shared) {
             // and a stream whose blocking callback never runs would hang its synchronisation.
             Err(e) => {
                 shared.failed_calls.fetch_add(1, Ordering::Release);
-                shared.keep_failure(e);
+                shared.keep_failure(e.into());
                 std::thread::park_timeout(idle);
                 idle = (idle * 2).min(poll);
             }

@@ -121,7 +121,7 @@ impl<'r, 's> Subscribed<'r, 's> {
                 .fetch_sub(1, Ordering::AcqRel);
             // SAFETY: the runtime refused the callback, so `user_data` is still ours alone.
             drop(unsafe { Box::from_raw(user_data.cast::<Payload>()) });
-            return Err(e);
+            return Err(e.into());
         }
         self.report.shared.enqueued.fetch_add(1, Ordering::AcqRel);
         Ok(())

@@ -282,7 +282,7 @@ impl<'s, S: Recordable> Event<'s, S> {
                 let reset_stream = self.stream;
                 Ok(self.into_state(reset_stream))
             }
-            Err(e) => Err(Failed::new(e, self)),
+            Err(e) => Err(Failed::new(e.into(), self)),
         }
     }
 }

@@ -8,7 +8,7 @@ impl<'s> Event<'s, Recorded> {
     pub fn synchronize(&self) -> Result<()> {
         self.ctx.bind()?;
         // SAFETY: the event is live.
-        unsafe { self.ctx.api().synchronize_event(self.raw) }
+        Ok(unsafe { self.ctx.api().synchronize_event(self.raw) }?)
     }
 
     /// `aclrtSynchronizeEventWithTimeout` (E6). [`Error::Unsupported`] on runtimes that
@@ -16,18 +16,18 @@ impl<'s> Event<'s, Recorded> {
     pub fn synchronize_with(&self, timeout: Timeout) -> Result<()> {
         self.ctx.bind()?;
         // SAFETY: the event is live; `Timeout` holds only -1 or > 0 (E6).
-        unsafe {
+        Ok(unsafe {
             self.ctx
                 .api()
                 .synchronize_event_with_timeout(self.raw, timeout.as_raw())
-        }
+        }?)
     }
 
     /// `aclrtQueryEventStatus` (E2): whether the event has completed, without blocking.
     pub fn is_complete(&self) -> Result<bool> {
         self.ctx.bind()?;
         // SAFETY: the event is live.
-        unsafe { self.ctx.api().query_event_status(self.raw) }
+        Ok(unsafe { self.ctx.api().query_event_status(self.raw) }?)
     }
 
     /// `aclrtEventElapsedTime(&ms, start, self)` (E8): milliseconds from `start` to this
@@ -41,7 +41,7 @@ impl<'s> Event<'s, Recorded> {
         }
         self.ctx.bind()?;
         // SAFETY: both events are live.
-        unsafe { self.ctx.api().event_elapsed_time(start.raw, self.raw) }
+        Ok(unsafe { self.ctx.api().event_elapsed_time(start.raw, self.raw) }?)
     }
 
     /// `aclrtStreamWaitEvent(stream, event)` then `aclrtResetEvent(event, stream)` (E1, E3,
@@ -95,7 +95,7 @@ impl<'s> Event<'s, Recorded> {
                 reset_stream.mark_reset_pending();
                 Ok(event)
             }
-            Err(error) => retry_reset(error, event, reset_stream),
+            Err(error) => retry_reset(error.into(), event, reset_stream),
         }
     }
 
@@ -176,7 +176,7 @@ impl<'s> Event<'s, Recorded> {
         }
         // SAFETY: both handles are live (borrowed), the stream's context is current, and
         // the event was recorded (E1): waiting on it cannot hang.
-        unsafe { self.ctx.api().stream_wait_event(stream.as_raw(), self.raw) }
+        Ok(unsafe { self.ctx.api().stream_wait_event(stream.as_raw(), self.raw) }?)
     }
 }
 
@@ -193,12 +193,13 @@ fn retry_reset<'t>(
     let again = reset_stream.bind().and_then(|()| {
         // SAFETY: as for the first try: both handles are live, the context current (bound),
         // and the stream has waited on the event; the first try issued nothing.
-        unsafe {
+        let raw = unsafe {
             event
                 .ctx
                 .api()
                 .reset_event(event.raw, reset_stream.as_raw())
-        }
+        };
+        Ok(raw?)
     });
     let again = again.or_else(|second| {
         report_drop_error(
@@ -289,14 +290,14 @@ fn release_after_failed_reset<'t>(
     // reported once; a second synchronisation tells a stream that cannot be waited for.
     let api = event.ctx.api();
     // SAFETY: the event is live (owned here).
-    let record_done = event
+    let record_done: Result<()> = event
         .ctx
         .bind()
-        .and_then(|()| unsafe { api.synchronize_event(event.raw) })
+        .and_then(|()| Ok(unsafe { api.synchronize_event(event.raw) }?))
         .or_else(|first| {
             report_drop_error("Waited (its record's error)", Err(first));
             // SAFETY: as above.
-            unsafe { api.synchronize_event(event.raw) }
+            Ok(unsafe { api.synchronize_event(event.raw) }?)
         });
     if let Err(e) = record_done {
         report_drop_error(

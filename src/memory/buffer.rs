@@ -163,10 +163,10 @@ impl<'ctx> Context<'ctx> {
         // SAFETY: `dst` is exclusively borrowed and valid for `dest_max` bytes, `src` for
         // `count <= dest_max` bytes, at the locations the kind names (M1); the call is
         // synchronous, so the borrows outlive the copy.
-        unsafe {
+        Ok(unsafe {
             self.api()
                 .memcpy(dst.as_mut_ptr(), dest_max, src.as_ptr(), count, kind)
-        }
+        }?)
     }
 
     /// Synchronous `aclrtMemset` of every byte of a device buffer to `value`.
@@ -175,10 +175,10 @@ impl<'ctx> Context<'ctx> {
         self.bind()?;
         let bytes = dst.byte_len();
         // SAFETY: `dst` is exclusively borrowed device memory of `bytes` bytes.
-        unsafe {
+        Ok(unsafe {
             self.api()
                 .memset(dst.ptr.as_ptr(), bytes, i32::from(value), bytes)
-        }
+        }?)
     }
 }
 

@@ -515,7 +515,7 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
         }
         // SAFETY: `dst` is device memory of `bytes` bytes, borrowed until the scope
         // synchronises `stream`.
-        unsafe {
+        Ok(unsafe {
             self.ctx.api().memset_async(
                 dst.as_mut_ptr(),
                 bytes,
@@ -523,7 +523,7 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
                 bytes,
                 stream.as_raw(),
             )
-        }
+        }?)
     }
 
     /// Synchronises a stream of the scope now (its pending tasks are then done), e.g. to

@@ -71,7 +71,7 @@ impl Api {
     }
 
     /// `aclrtGetSocName()` (D8): e.g. "Ascend310B4". Optional symbol; a NULL answer is
-    /// [`Error::Runtime`] with `ACL_ERROR_FAILURE`.
+    /// [`CallError::Failed`] with `ACL_ERROR_FAILURE`.
     pub fn get_soc_name(&self) -> Result<String> {
         let function = optional!(self, aclrtGetSocName);
         // SAFETY: no argument.

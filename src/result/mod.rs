@@ -1,7 +1,7 @@
 //! The thin result layer: one method on [`Api`] per C function, returning [`Result`].
 //!
 //! Each method does exactly one runtime call and turns its `aclError` into
-//! [`Error::Runtime`] naming the call. Every method that creates, changes or releases
+//! [`CallError::Failed`] naming the call. Every method that creates, changes or releases
 //! runtime state is `unsafe`: besides handles and pointers the runtime cannot check, such a
 //! call can break what the typed API relies on (P1, P2, D3, D6, E1-E9, C8, M1, M2), and the
 //! raw layer is reachable without a live [`Acl`](crate::Acl) through
@@ -41,7 +41,7 @@
 use std::ffi::{CStr, c_void};
 use std::ptr;
 
-use crate::error::{AclError, Error, Result};
+use crate::error::AclError;
 use crate::sys::bindings::{
     ACL_ERROR_FAILURE, ACL_PKG_VERSION_MAX_SIZE, ACL_STREAM_STATUS_COMPLETE, aclDeviceInfo,
     aclrtCallbackBlockType, aclrtEventRecordedStatus, aclrtMemAttr, aclrtMemMallocPolicy,
@@ -49,6 +49,51 @@ use crate::sys::bindings::{
 };
 use crate::sys::loader::Api;
 use crate::sys::{aclError, aclrtCallback, aclrtContext, aclrtEvent, aclrtHostFunc, aclrtStream};
+
+/// What a call of the raw layer can fail with: the runtime's code, or a function the loaded
+/// runtime lacks. The typed API's [`Error`](crate::Error) has a variant for each
+/// ([`Error::Runtime`](crate::Error::Runtime), [`Error::Unsupported`](crate::Error::Unsupported)),
+/// and `?` converts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallError {
+    /// The function returned a non-zero code.
+    #[error("{call} failed: {code}")]
+    Failed {
+        /// The C function that failed.
+        call: &'static str,
+        /// What it returned.
+        code: AclError,
+    },
+    /// The loaded runtime lacks this optional (newer) function.
+    #[error("the loaded runtime does not provide `{symbol}` (a newer AscendCL function)")]
+    Unsupported {
+        /// The missing symbol.
+        symbol: &'static str,
+    },
+}
+
+impl CallError {
+    /// The runtime code, if the function ran and failed.
+    pub fn code(&self) -> Option<AclError> {
+        match self {
+            CallError::Failed { code, .. } => Some(*code),
+            CallError::Unsupported { .. } => None,
+        }
+    }
+}
+
+impl From<CallError> for crate::Error {
+    fn from(e: CallError) -> crate::Error {
+        match e {
+            CallError::Failed { call, code } => crate::Error::Runtime { call, code },
+            CallError::Unsupported { symbol } => crate::Error::Unsupported { symbol },
+        }
+    }
+}
+
+/// The result of a raw call.
+pub type Result<T, E = CallError> = std::result::Result<T, E>;
 
 /// Maps a raw return value of `call` to a `Result`.
 #[inline(always)]
@@ -64,8 +109,8 @@ fn check(call: &'static str, code: aclError) -> Result<()> {
 /// and a branch.
 #[cold]
 #[inline(never)]
-fn runtime_error(call: &'static str, code: aclError) -> Error {
-    Error::Runtime {
+fn runtime_error(call: &'static str, code: aclError) -> CallError {
+    CallError::Failed {
         call,
         code: AclError::from_code(code),
     }
@@ -78,13 +123,13 @@ macro_rules! call {
     };
 }
 
-/// An optional function of the table, or [`Error::Unsupported`] when the runtime lacks it.
+/// An optional function of the table, or [`CallError::Unsupported`] when the runtime lacks it.
 macro_rules! optional {
     ($api:expr, $name:ident) => {
         match $api.table.$name {
             Some(function) => function,
             None => {
-                return Err(Error::Unsupported {
+                return Err(CallError::Unsupported {
                     symbol: stringify!($name),
                 })
             }
@@ -105,12 +150,12 @@ unsafe fn copy_c_string(text: *const std::ffi::c_char) -> Option<String> {
     Some(text.to_string_lossy().into_owned())
 }
 
-/// Calls an optional function, or returns [`Error::Unsupported`] when the runtime lacks it.
+/// Calls an optional function, or returns [`CallError::Unsupported`] when the runtime lacks it.
 macro_rules! call_optional {
     ($api:expr, $name:ident($($arg:expr),* $(,)?)) => {
         match $api.table.$name {
             Some(function) => check(stringify!($name), function($($arg),*)),
-            None => Err(Error::Unsupported { symbol: stringify!($name) }),
+            None => Err(CallError::Unsupported { symbol: stringify!($name) }),
         }
     };
 }

@@ -4,7 +4,7 @@
 //! Nothing here links against `libascendcl.so`: the library is opened with `dlopen` (see
 //! [`loader`]) and each function is resolved by name. Required functions are checked when
 //! the library is loaded; optional (newer) ones are `None` when absent and the call then
-//! returns [`Error::Unsupported`](crate::Error::Unsupported).
+//! returns [`CallError::Unsupported`](crate::result::CallError::Unsupported).
 
 #[cfg(not(feature = "bindgen"))]
 #[rustfmt::skip]
@@ -77,7 +77,7 @@ macro_rules! function_table {
 
         /// The symbols a runtime library must export to be loaded.
         pub const REQUIRED_SYMBOLS: &[&str] = &[$(stringify!($req)),*];
-        /// The symbols that are used when present ([`Error::Unsupported`](crate::Error::Unsupported) otherwise).
+        /// The symbols that are used when present ([`CallError::Unsupported`](crate::result::CallError::Unsupported) otherwise).
         pub const OPTIONAL_SYMBOLS: &[&str] = &[$(stringify!($opt)),*];
 
         impl FunctionTable {
