@@ -29,10 +29,19 @@
 //!
 //! ## Layers
 //!
-//! * [`sys`]: the C declarations (bindgen output, checked in) and the function table, loaded
-//!   at run time with `libloading` ([`sys::loader`] documents the search order).
-//! * [`result`]: one method per C function on [`sys::loader::Api`], returning [`Result`].
-//! * The typestate API: [`Acl`] → [`Device`] → [`Context`] → [`Stream`] / [`Event`].
+//! Each layer uses only the one below it, as in `cudarc`:
+//!
+//! * [`sys`] (`src/sys/`): the C declarations (bindgen output, checked in) and the function
+//!   table, loaded at run time with `libloading` ([`sys::loader`] documents the search order).
+//! * [`result`] (`src/result/`, one file per area): one method per C function on
+//!   [`sys::loader::Api`], returning [`result::CallError`]; the calls that change runtime
+//!   state are `unsafe`.
+//! * The typestate API, at the crate root (private modules, one file per handle: `runtime`,
+//!   `device`, `context`, `stream`, `event/`, `memory/`, `callback/`, `host_fn`):
+//!   [`Acl`] → [`Device`] → [`Context`] → [`Stream`] / [`Event`] / buffers, callbacks and
+//!   host functions.
+//! * [`simulator`]: what only the CPU simulator offers (checker findings, fault injection,
+//!   a simulated kernel); nothing else in the crate depends on it.
 //!
 //! ## How rules are enforced
 //!
