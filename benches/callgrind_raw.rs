@@ -8,8 +8,8 @@
 use std::ffi::c_void;
 
 use ascend_typestate::sys::bindings::ACL_EVENT_SYNC;
+use ascend_typestate::sys::bindings::{aclrtEvent, aclrtStream};
 use ascend_typestate::sys::loader::Api;
-use ascend_typestate::sys::{aclrtEvent, aclrtStream};
 use ascend_typestate::{Acl, Error};
 
 #[path = "common/mod.rs"]

@@ -1,4 +1,7 @@
 //! Contexts, and how every call gets the right current context on its thread (D2, D6).
+//!
+//! About 600 lines: the per-thread binding, a context's lifecycle and its join-event
+//! bookkeeping (E5, E9) change together, so they stay in one file.
 
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
@@ -11,8 +14,8 @@ use crate::result::current;
 use crate::runtime::{Failed, release_on_drop, report_drop_error};
 use crate::stream::{Stream, StreamConfig};
 use crate::sys::bindings::{ACL_EVENT_SYNC, ACL_STOP_ON_FAILURE};
+use crate::sys::bindings::{aclrtContext, aclrtEvent, aclrtStream};
 use crate::sys::loader::Api;
-use crate::sys::{aclrtContext, aclrtEvent, aclrtStream};
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 

@@ -292,9 +292,10 @@ pub enum Error {
         /// Callbacks still waiting to run.
         pending: usize,
     },
-    /// An event used with a stream of another context of the same device. The typed API keeps
-    /// each event to the streams of its own context, so one binding serves every call (D6)
-    /// and every task on the event can be ordered (E5, E9).
+    /// A handle used with one of another context of the same device: a stream with an event
+    /// or an async scope, a pending result in a scope. The typed API keeps each event and
+    /// scope to the streams of its own context, so one binding serves every call (D6) and
+    /// every task can be ordered (E5, E9, M1).
     #[error("context mismatch: {what} belongs to another context of the same device")]
     ContextMismatch {
         /// What was checked.
@@ -310,6 +311,15 @@ pub enum Error {
         /// The device found.
         found: i32,
     },
+}
+
+impl From<crate::result::CallError> for Error {
+    fn from(e: crate::result::CallError) -> Error {
+        match e {
+            crate::result::CallError::Failed { call, code } => Error::Runtime { call, code },
+            crate::result::CallError::Unsupported { symbol } => Error::Unsupported { symbol },
+        }
+    }
 }
 
 impl From<LoadError> for Error {

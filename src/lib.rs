@@ -111,7 +111,7 @@
 //!
 //! Handles are the raw handle plus what the checks need (sizes pinned below); states are
 //! zero-sized. A typed call is the C call through the function table, preceded by the run-time
-//! checks above: pointer and thread-local compares, about 24 instructions per runtime call,
+//! checks above: pointer and thread-local compares, about 22 instructions per runtime call,
 //! with every failure path out of line. Measured with callgrind against the same program
 //! written with raw calls (`scripts/callgrind.sh`, checked in CI): within 1.01 of its
 //! instructions with identical simulator work. `docs/benchmarks.md` has the numbers and

@@ -28,8 +28,8 @@ use bytemuck::Pod;
 use crate::memory::{AsyncScope, Location, MemoryMut, PendingDevice, Source};
 use crate::runtime::report_drop_error;
 use crate::stream::Stream;
+use crate::sys::bindings::{aclError, aclrtStream};
 use crate::sys::loader::Api;
-use crate::sys::{aclError, aclrtStream};
 
 /// One finding of the simulator's protocol checker.
 #[derive(Clone, Debug, PartialEq, Eq)]

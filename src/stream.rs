@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use crate::context::Context;
 use crate::error::Result;
 use crate::runtime::{Failed, Timeout, release_on_drop, report_drop_error};
-use crate::sys::aclrtStream;
+use crate::sys::bindings::aclrtStream;
 
 /// What [`Stream::synchronized`] needs to know about the start of a synchronisation.
 #[derive(Clone, Copy)]

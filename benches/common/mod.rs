@@ -13,8 +13,8 @@ use ascend_typestate::result::CallError;
 use ascend_typestate::sys::bindings::{
     ACL_CALLBACK_BLOCK, ACL_EVENT_SYNC, ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEMCPY_HOST_TO_DEVICE,
 };
+use ascend_typestate::sys::bindings::{aclrtContext, aclrtEvent, aclrtStream};
 use ascend_typestate::sys::loader::Api;
-use ascend_typestate::sys::{aclrtContext, aclrtEvent, aclrtStream};
 use ascend_typestate::{AsyncScope, DeviceBuffer, HostBuffer};
 use ascend_typestate::{CallbackMode, Error, Event, Reset, Stream, Subscribed};
 

@@ -161,7 +161,7 @@ impl Shared {
 }
 
 /// A raw context handle, moved to the report thread once, while the context is borrowed.
-struct SendContext(crate::sys::aclrtContext);
+struct SendContext(crate::sys::bindings::aclrtContext);
 // SAFETY: an opaque handle; the runtime allows making a context current on any thread.
 unsafe impl Send for SendContext {}
 

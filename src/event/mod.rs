@@ -9,7 +9,7 @@ use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::runtime::{Failed, Timeout, release_on_drop, report_drop_error};
 use crate::stream::Stream;
-use crate::sys::{aclrtEvent, aclrtStream};
+use crate::sys::bindings::{aclrtEvent, aclrtStream};
 
 mod wait;
 

@@ -337,10 +337,9 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
         stream: &Stream<'_>,
     ) -> Result<()> {
         match source.writer() {
-            Some((_, writer_ctx)) if !ptr::addr_eq(writer_ctx, self.ctx) => Err(self.ctx.mismatch(
-                writer_ctx,
-                "a pending result (written by a scope of another context)",
-            )),
+            Some((_, writer_ctx)) if !ptr::addr_eq(writer_ctx, self.ctx) => Err(self
+                .ctx
+                .mismatch(writer_ctx, "a pending result (written in another scope)")),
             Some((writer, _)) if writer != stream.as_raw() => {
                 self.ctx.join_streams(writer, stream.as_raw())
             }

@@ -47,8 +47,10 @@ use crate::sys::bindings::{
     aclrtCallbackBlockType, aclrtEventRecordedStatus, aclrtMemAttr, aclrtMemMallocPolicy,
     aclrtMemcpyKind, aclrtRunMode, aclrtStreamStatus,
 };
+use crate::sys::bindings::{
+    aclError, aclrtCallback, aclrtContext, aclrtEvent, aclrtHostFunc, aclrtStream,
+};
 use crate::sys::loader::Api;
-use crate::sys::{aclError, aclrtCallback, aclrtContext, aclrtEvent, aclrtHostFunc, aclrtStream};
 
 /// What a call of the raw layer can fail with: the runtime's code, or a function the loaded
 /// runtime lacks. The typed API's [`Error`](crate::Error) has a variant for each
@@ -79,15 +81,6 @@ impl CallError {
         match self {
             CallError::Failed { code, .. } => Some(*code),
             CallError::Unsupported { .. } => None,
-        }
-    }
-}
-
-impl From<CallError> for crate::Error {
-    fn from(e: CallError) -> crate::Error {
-        match e {
-            CallError::Failed { call, code } => crate::Error::Runtime { call, code },
-            CallError::Unsupported { symbol } => crate::Error::Unsupported { symbol },
         }
     }
 }

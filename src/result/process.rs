@@ -11,7 +11,8 @@ impl Api {
     #[inline]
     pub unsafe fn init(&self, config: Option<&CStr>) -> Result<()> {
         let path = config.map_or(ptr::null(), CStr::as_ptr);
-        // SAFETY: `path` is null or a NUL-terminated string that outlives the call.
+        // SAFETY: the caller's contract (no `Acl` relies on this runtime); `path` is null or
+        // a NUL-terminated string that outlives the call.
         unsafe { call!(self, aclInit(path)) }
     }
 
@@ -36,7 +37,8 @@ impl Api {
     /// `seconds` must be `0` while any typed handle is used.
     #[inline]
     pub unsafe fn set_op_wait_timeout(&self, seconds: u32) -> Result<()> {
-        // SAFETY: a plain integer argument, validated by the runtime.
+        // SAFETY: the caller's contract (`seconds` is 0 while typed handles are used, P3a);
+        // the runtime validates the integer.
         unsafe { call!(self, aclrtSetOpWaitTimeout(seconds)) }
     }
 
@@ -50,7 +52,8 @@ impl Api {
     pub unsafe fn set_op_execute_timeout_us(&self, timeout_us: u64) -> Result<u64> {
         let mut actual = 0;
         let function = optional!(self, aclrtSetOpExecuteTimeOutV2);
-        // SAFETY: an integer argument and a valid, writable local.
+        // SAFETY: the common contract of the raw layer (the caller's); an integer argument
+        // and a valid, writable local.
         check("aclrtSetOpExecuteTimeOutV2", unsafe {
             function(timeout_us, &mut actual)
         })?;
@@ -63,7 +66,7 @@ impl Api {
     /// The [common contract](crate::result#safety-of-the-raw-layer).
     #[inline]
     pub unsafe fn set_op_execute_timeout(&self, seconds: u32) -> Result<()> {
-        // SAFETY: an integer argument.
+        // SAFETY: the common contract of the raw layer (the caller's); an integer argument.
         unsafe { call_optional!(self, aclrtSetOpExecuteTimeOut(seconds)) }
     }
 

@@ -13,7 +13,7 @@ fn program(acl: &Acl) -> Result<(), Error> {
     let mut out = vec![0u32; 256];
     ctx.async_scope(|scope| {
         let on_device: Pending<'_, u32> = scope.copy(&stream, &mut dev, &input)?.into();
-        if let Some(on_host) = on_device.host() {
+        if let Some(on_host) = on_device.into_host() {
             scope.copy(&stream, &mut out[..], on_host)?;
         }
         Ok(())
