@@ -22,10 +22,10 @@ fn stream_query_is_not_ready_while_a_kernel_runs_then_complete_s5() {
         let ctx = device.create_context().unwrap();
         let stream = ctx.create_stream().unwrap();
         assert!(stream.is_complete().unwrap(), "an idle stream is complete");
-        session.sim.sleep_kernel(stream.as_raw(), 50_000);
+        session.sim.sleep_kernel(stream.as_raw(), 300_000);
         assert!(
             !stream.is_complete().unwrap(),
-            "a 50 ms kernel is still running"
+            "a 300 ms kernel is still running"
         );
         stream.synchronize().unwrap();
         assert!(stream.is_complete().unwrap());
