@@ -42,7 +42,7 @@ fn transparent<E: std::error::Error>(outer: &E, inner: &Error) {
 }
 
 #[test]
-fn e1_mismatch_everywhere_context_then_device() {
+fn d6_mismatch_everywhere_context_then_device() {
     let session = Session::start();
     {
         let d0 = session.acl().set_device(0).unwrap();
@@ -191,7 +191,7 @@ fn e1_mismatch_everywhere_context_then_device() {
 }
 
 #[test]
-fn e2_failed_and_wait_error_are_transparent_for_a_runtime_error() {
+fn failed_and_wait_error_are_transparent_for_a_runtime_error() {
     let session = Session::start();
     {
         let device = session.acl().set_device(0).unwrap();
@@ -232,7 +232,7 @@ impl Drop for Token {
 }
 
 #[test]
-fn e3_host_function_registry_hammered() {
+fn c10_host_function_registry_hammered() {
     const THREADS: usize = 4;
     const STREAMS: usize = 3;
     const PER: usize = 150;
@@ -339,7 +339,7 @@ fn pos(log: &[usize], tag: usize) -> usize {
 }
 
 #[test]
-fn e4_fan_out_fan_in_and_long_chains_keep_order() {
+fn e3_e5_fan_out_fan_in_and_long_chains_keep_order() {
     let session = Session::start();
     {
         let device = session.acl().set_device(0).unwrap();
@@ -420,7 +420,7 @@ fn e4_fan_out_fan_in_and_long_chains_keep_order() {
 /// Copies chained across 4+ streams in one scope (internal join events), with kernels,
 /// then nested fan-out reads of the last pending result.
 #[test]
-fn e4_copy_chain_across_streams_data_order() {
+fn m1_e3_copy_chain_across_streams_data_order() {
     let session = Session::start();
     {
         let device = session.acl().set_device(0).unwrap();
@@ -474,7 +474,7 @@ fn e4_copy_chain_across_streams_data_order() {
 /// thread), whose wait and reset run at once and overtake s3's wait: E5 must still be
 /// flagged with the inline release. (The typed fan-out above, via also_wait, is not.)
 #[test]
-fn e4_raw_e5_overtake_is_still_flagged_with_inline_release() {
+fn e5_raw_overtake_is_still_flagged_with_inline_release() {
     use ascend_typestate::sys::bindings::ACL_EVENT_SYNC;
     let session = Session::start();
     {
