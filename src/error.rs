@@ -160,17 +160,37 @@ pub struct TriedPath {
 }
 
 /// The runtime library could not be loaded; nothing was called.
-#[derive(Debug, thiserror::Error)]
+///
+/// `Display` and `Debug` print the same short, multi-line message (what was tried, the first
+/// reason, and how to fix it), so that `main() -> Result<(), Error>` reads well:
+///
+/// ```
+/// use ascend_typestate::{LoadError, TriedPath};
+/// let e = LoadError::NotFound {
+///     tried: vec![TriedPath {
+///         path: "libascendcl.so".into(),
+///         source: "system loader",
+///         reason: "libascendcl.so: cannot open shared object file".into(),
+///     }],
+/// };
+/// let shown = format!("{e:?}");
+/// assert!(shown.lines().count() > 3);
+/// assert!(shown.contains("ASCEND_ACL_LIB") && shown.contains("ascendcl-sim"));
+/// ```
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum LoadError {
     /// No candidate could be opened. `tried` lists every candidate, in search order.
-    #[error("the AscendCL runtime library was not found; tried:{}", format_tried(.tried))]
+    #[error("{}", format_not_found(.tried))]
     NotFound {
         /// Every candidate, in search order, with the loader's answer.
         tried: Vec<TriedPath>,
     },
     /// The library was opened but lacks a symbol this crate requires.
-    #[error("{library} lacks the required symbol `{symbol}` ({reason})")]
+    #[error(
+        "cannot use {library} as the AscendCL runtime: it lacks the required symbol \
+         `{symbol}` ({reason})\n{FIX}"
+    )]
     MissingSymbol {
         /// The library that was opened.
         library: PathBuf,
@@ -180,25 +200,106 @@ pub enum LoadError {
         reason: String,
     },
     /// The process-wide runtime was already loaded from another library.
-    #[error("the runtime is already loaded from {loaded}; cannot switch to {requested}")]
+    #[error(
+        "the AscendCL runtime is already loaded from {loaded}; this process cannot switch \
+         to {requested} (the library stays loaded for the life of the process)"
+    )]
     AlreadyLoaded {
         /// The library in use.
         loaded: PathBuf,
         /// The library that was asked for.
         requested: PathBuf,
     },
+    /// Strict loading ([`LoadOptions::strict`](crate::sys::loader::LoadOptions::strict))
+    /// was given a path that is not absolute: a relative path depends on the working
+    /// directory and a bare name on the system loader's search, so neither names one file.
+    #[error(
+        "strict loading needs an absolute path to the runtime library, got `{}`",
+        .path.display()
+    )]
+    NotAbsolute {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// Strict loading opened the requested file, but the runtime's functions are defined
+    /// in another file (the requested one is a stub or forwards to another library).
+    #[error(
+        "strict loading: {requested} was opened, but `aclInit` is defined in {resolved}; \
+         load that file instead"
+    )]
+    ResolvedElsewhere {
+        /// The file asked for (after resolving links).
+        requested: PathBuf,
+        /// The file the runtime's functions come from.
+        resolved: PathBuf,
+    },
 }
 
-fn format_tried(tried: &[TriedPath]) -> String {
-    let mut out = String::new();
-    for t in tried {
-        out.push_str(&format!(
-            "\n  {} [{}]: {}",
-            t.path.display(),
-            t.source,
-            t.reason
-        ));
+/// Debug prints the readable message: it is what `main() -> Result<(), Error>` shows.
+impl fmt::Debug for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
+}
+
+/// The ways out of a failed load, shared by the messages above.
+const FIX: &str = "to fix it:
+  - on an Ascend machine: `source /usr/local/Ascend/ascend-toolkit/set_env.sh`, or set
+    ASCEND_ACL_LIB=/absolute/path/to/libascendcl.so
+  - without an NPU, use the simulator: add `ascendcl-sim` to [dev-dependencies], and tests,
+    examples and benches load it; for any other program set
+    ASCEND_ACL_LIB=<target>/<profile>/deps/libascendcl.so (built by `cargo test`)";
+
+/// Whether the loader's answer only says the file is absent (the common, dull case).
+fn is_absent(t: &TriedPath) -> bool {
+    t.reason == "does not exist"
+}
+
+fn format_not_found(tried: &[TriedPath]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::from("cannot load the AscendCL runtime library (libascendcl.so)\n");
+    // The first answer that says more than "absent" is usually the cause (a library that
+    // exists but lacks a dependency, or has the wrong architecture).
+    let first = tried.iter().find(|t| !is_absent(t)).or(tried.first());
+    match (tried, first) {
+        ([only], _) if only.source == "ASCEND_ACL_LIB" => {
+            let _ = writeln!(
+                out,
+                "  ASCEND_ACL_LIB={} was not loaded: {}\n  \
+                 (an explicit choice is never replaced by another library: correct or unset it)",
+                only.path.display(),
+                only.reason
+            );
+        }
+        ([only], _) => {
+            let _ = write!(
+                out,
+                "  the program asked for {} [{}]: {}\n  \
+                 (the program's own choice: ASCEND_ACL_LIB and the search order are not used)",
+                only.path.display(),
+                only.source,
+                only.reason
+            );
+            return out;
+        }
+        (_, Some(first)) => {
+            let _ = writeln!(
+                out,
+                "  first reason: {} [{}]: {}",
+                first.path.display(),
+                first.source,
+                first.reason
+            );
+            let _ = writeln!(out, "  tried, in order:");
+            for t in tried {
+                let _ = writeln!(out, "    {} [{}]: {}", t.path.display(), t.source, t.reason);
+            }
+        }
+        (_, None) => {
+            let _ = writeln!(out, "  no candidate to try");
+        }
+    }
+    out.push_str(FIX);
     out
 }
 
@@ -221,7 +322,10 @@ fn format_tried(tried: &[TriedPath]) -> String {
 /// * The other variants of [`Error`]: conditions this crate detects itself, before a call
 ///   reaches the runtime (an optional symbol the loaded runtime lacks, a second live
 ///   [`Acl`](crate::Acl), ...).
-#[derive(Debug, thiserror::Error)]
+///
+/// `Debug` shows the variant and its fields, except for [`Error::Load`], whose `Debug` is
+/// the readable multi-line message of [`LoadError`] (what `main` prints).
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A runtime call returned a non-zero code.
@@ -242,8 +346,14 @@ pub enum Error {
         /// The missing symbol.
         symbol: &'static str,
     },
-    /// `Acl::init` while another `Acl` is alive in this process (P2).
-    #[error("the runtime is already initialised in this process: an `Acl` is alive (P2)")]
+    /// `Acl::init` while another `Acl` is alive in this process, or [`Acl::shared`] while
+    /// an owned one is (P2).
+    ///
+    /// [`Acl::shared`]: crate::Acl::shared
+    #[error(
+        "the runtime is already initialised in this process: an `Acl` is alive (P2); \
+         tests and threads that share one runtime use `Acl::shared()`"
+    )]
     AlreadyInitialized,
     /// A value was rejected before any runtime call (the message says which and why).
     #[error("invalid argument: {0}")]
@@ -311,6 +421,61 @@ pub enum Error {
         /// The device found.
         found: i32,
     },
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Runtime { call, code } => f
+                .debug_struct("Runtime")
+                .field("call", call)
+                .field("code", code)
+                .finish(),
+            Error::Load(e) => fmt::Debug::fmt(e, f),
+            Error::Unsupported { symbol } => f
+                .debug_struct("Unsupported")
+                .field("symbol", symbol)
+                .finish(),
+            Error::AlreadyInitialized => f.write_str("AlreadyInitialized"),
+            Error::InvalidArgument(what) => f.debug_tuple("InvalidArgument").field(what).finish(),
+            Error::LiveChildren { count } => f
+                .debug_struct("LiveChildren")
+                .field("count", count)
+                .finish(),
+            Error::TooManyReportThreads { limit } => f
+                .debug_struct("TooManyReportThreads")
+                .field("limit", limit)
+                .finish(),
+            Error::CallbackPanicked { count, first } => f
+                .debug_struct("CallbackPanicked")
+                .field("count", count)
+                .field("first", first)
+                .finish(),
+            Error::InsideCallback => f.write_str("InsideCallback"),
+            Error::ReportThreadStopped(why) => {
+                f.debug_tuple("ReportThreadStopped").field(why).finish()
+            }
+            Error::ReportThreadFailing { failures, pending } => f
+                .debug_struct("ReportThreadFailing")
+                .field("failures", failures)
+                .field("pending", pending)
+                .finish(),
+            Error::ContextMismatch { what } => f
+                .debug_struct("ContextMismatch")
+                .field("what", what)
+                .finish(),
+            Error::DeviceMismatch {
+                what,
+                expected,
+                found,
+            } => f
+                .debug_struct("DeviceMismatch")
+                .field("what", what)
+                .field("expected", expected)
+                .field("found", found)
+                .finish(),
+        }
+    }
 }
 
 impl From<crate::result::CallError> for Error {

@@ -151,7 +151,9 @@ pub use memory::{
     AsyncScope, DeviceBuffer, DeviceSlice, DeviceSliceMut, HostBuffer, Location, MallocPolicy,
     Memory, MemoryMut, Pending, PendingDevice, PendingHost, Source,
 };
-pub use runtime::{Acl, DropErrorHandler, Failed, InitOptions, Timeout, set_drop_error_handler};
+pub use runtime::{
+    Acl, DropErrorHandler, Failed, InitOptions, RuntimeLibrary, Timeout, set_drop_error_handler,
+};
 pub use stream::{Stream, StreamConfig};
 
 /// Sizes and thread-safety, pinned: a change here is a deliberate API change.

@@ -3,13 +3,18 @@
 use std::ffi::CString;
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::RwLock;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock, RwLock};
 
 use crate::context;
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::sys::loader::{Api, LoadOptions, load_global};
+
+/// The runtime of [`Acl::shared`], once initialised (never finalized).
+static SHARED: OnceLock<Acl> = OnceLock::new();
+/// Serialises the first initialisation of [`SHARED`].
+static SHARED_INIT: Mutex<()> = Mutex::new(());
 
 /// Whether an [`Acl`] is alive in this process (P2).
 static ALIVE: AtomicBool = AtomicBool::new(false);
@@ -54,6 +59,23 @@ impl InitOptions {
     /// Load the runtime library from exactly this path (see [`crate::sys::loader`]).
     pub fn library(mut self, path: impl Into<std::path::PathBuf>) -> Self {
         self.load = self.load.path(path);
+        self
+    }
+
+    /// Strict loading, for deployments: exactly this library, an absolute path, with no
+    /// fallback of any kind (see [`LoadOptions::strict`]). After init, [`Acl::library`]
+    /// reports the file in use and its version.
+    ///
+    /// ```no_run
+    /// use ascend_typestate::{Acl, InitOptions};
+    /// let options = InitOptions::default()
+    ///     .strict_library("/usr/local/Ascend/ascend-toolkit/latest/lib64/libascendcl.so");
+    /// let acl = Acl::init_with(&options)?;
+    /// println!("runtime library: {}", acl.library());
+    /// # Ok::<(), ascend_typestate::Error>(())
+    /// ```
+    pub fn strict_library(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.load = self.load.strict(path);
         self
     }
 
@@ -118,6 +140,86 @@ impl Acl {
             return Err(e.into());
         }
         Ok(())
+    }
+
+    /// The process-wide runtime, shared by every caller: initialised by the first call
+    /// (`aclInit`, with the default search order) and **never finalized** (`aclFinalize`
+    /// does not run; the runtime ends with the process, which releases its devices).
+    ///
+    /// This is the way for code that cannot pass one `Acl` around: parallel `#[test]`s of
+    /// one test binary (each calls `Acl::shared()?` and gets the same runtime), threads
+    /// spawned with `std::thread::spawn`, and long-lived handles kept in an application's
+    /// own structs or statics: everything borrowed from a `&'static Acl` is `'static` too
+    /// (a `Device<'static>`, a `Context<'static>`), and every compile-time rule below the
+    /// `Acl` still holds.
+    ///
+    /// Concurrent first calls initialise once; a failed initialisation is returned to its
+    /// caller and the next call tries again. While an owned `Acl` (from [`Acl::init`]) is
+    /// alive this is [`Error::AlreadyInitialized`], and once the shared runtime exists
+    /// [`Acl::init`] is (P2): a process uses one or the other.
+    ///
+    /// ```no_run
+    /// # fn main() -> ascend_typestate::Result<()> {
+    /// use ascend_typestate::Acl;
+    /// let acl: &'static Acl = Acl::shared()?;
+    /// let worker = std::thread::spawn(move || -> ascend_typestate::Result<()> {
+    ///     let device = acl.set_device(0)?; // a Device<'static>, movable anywhere
+    ///     let ctx = device.create_context()?;
+    ///     let stream = ctx.create_stream()?;
+    ///     stream.synchronize()?;
+    ///     Ok(())
+    /// });
+    /// worker.join().expect("worker panicked")?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn shared() -> Result<&'static Acl> {
+        Acl::shared_with(&InitOptions::default())
+    }
+
+    /// As [`Acl::shared`], with a chosen library and configuration file for the first
+    /// initialisation. Later calls return the runtime already initialised; asking them for
+    /// another library is [`LoadError::AlreadyLoaded`](crate::LoadError::AlreadyLoaded).
+    pub fn shared_with(options: &InitOptions) -> Result<&'static Acl> {
+        if let Some(acl) = SHARED.get() {
+            load_global(&options.load)?;
+            return Ok(acl);
+        }
+        // A poisoned lock only means a first caller panicked; `SHARED` is still consistent.
+        let _first = SHARED_INIT.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(acl) = SHARED.get() {
+            load_global(&options.load)?;
+            return Ok(acl);
+        }
+        let acl = Acl::init_with(options)?;
+        // Set under the lock, so never already set here; a token that could not be stored
+        // would be finalized by its `Drop`, which is also correct.
+        Ok(SHARED.get_or_init(move || acl))
+    }
+
+    /// Which runtime library this process uses: the file its functions were loaded from
+    /// (links resolved), the search step that found it, and the version it reports.
+    ///
+    /// ```no_run
+    /// let acl = ascend_typestate::Acl::init()?;
+    /// println!("runtime library: {}", acl.library());
+    /// // runtime library: /usr/local/Ascend/ascend-toolkit/8.0.0/aarch64-linux/lib64/libascendcl.so
+    /// //   (version 8.0.0, found by: $ASCEND_HOME_PATH)
+    /// # Ok::<(), ascend_typestate::Error>(())
+    /// ```
+    pub fn library(&self) -> RuntimeLibrary {
+        let version = match self.runtime_version() {
+            Ok(version) => version,
+            Err(_) => match self.interface_version() {
+                Ok((major, minor, patch)) => format!("AscendCL interface {major}.{minor}.{patch}"),
+                Err(_) => "unknown".to_owned(),
+            },
+        };
+        RuntimeLibrary {
+            path: self.api.resolved_path().to_path_buf(),
+            source: self.api.source(),
+            version,
+        }
     }
 
     /// `aclrtSetDevice(id)` (D1): a [`Device`] in the *Set* state, borrowing this token.
@@ -233,6 +335,46 @@ impl fmt::Debug for Acl {
         f.debug_struct("Acl")
             .field("library", &self.api.path())
             .finish()
+    }
+}
+
+/// The runtime library in use ([`Acl::library`]). Displays as
+/// `<path> (version <version>, found by: <search step>)`, the one format the examples print.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuntimeLibrary {
+    path: std::path::PathBuf,
+    source: &'static str,
+    version: String,
+}
+
+impl RuntimeLibrary {
+    /// The file the runtime's functions come from, with links resolved.
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
+    /// The search step that found it (`"strict"`, `"caller"`, `"ASCEND_ACL_LIB"`,
+    /// `"system loader"`, ...; see [`crate::sys::loader`]).
+    pub fn found_by(&self) -> &'static str {
+        self.source
+    }
+
+    /// `aclsysGetVersionStr("runtime")`, else the interface version of `aclrtGetVersion`
+    /// (older runtimes), else `"unknown"`.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+}
+
+impl fmt::Display for RuntimeLibrary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} (version {}, found by: {})",
+            self.path.display(),
+            self.version,
+            self.source
+        )
     }
 }
 

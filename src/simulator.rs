@@ -159,6 +159,18 @@ impl Simulator<'_> {
         unsafe { count(name.as_ptr()) }
     }
 
+    /// Whether findings are also printed to stderr (`aclsimSetQuiet`): `Some(true)` silences
+    /// them, `Some(false)` prints them, `None` follows `ACLSIM_QUIET` again (the default).
+    /// They are recorded either way, for [`findings`](Self::findings). For a test that
+    /// provokes a finding on purpose and asserts it, so that passing tests print nothing.
+    /// Process-wide. Nothing on a simulator build without it.
+    pub fn set_quiet(&self, quiet: Option<bool>) {
+        if let Some(set) = self.table.aclsimSetQuiet {
+            // SAFETY: takes an int, -1, 0 or 1 here.
+            unsafe { set(quiet.map_or(-1, i32::from)) };
+        }
+    }
+
     /// Sets every call count to 0 (`aclsimResetCallCounts`).
     pub fn reset_call_counts(&self) {
         if let Some(reset) = self.table.aclsimResetCallCounts {
@@ -336,6 +348,8 @@ pub(crate) struct SimulatorTable {
     pub aclsimCallCount: Option<unsafe extern "C" fn(*const c_char) -> u64>,
     /// `aclsimResetCallCounts` (`None` in simulator builds that predate it).
     pub aclsimResetCallCounts: Option<unsafe extern "C" fn()>,
+    /// `aclsimSetQuiet` (`None` in simulator builds that predate it).
+    pub aclsimSetQuiet: Option<unsafe extern "C" fn(i32) -> i32>,
 }
 
 impl SimulatorTable {
@@ -376,6 +390,7 @@ impl SimulatorTable {
             aclsimClearFaults: optional!(aclsimClearFaults),
             aclsimCallCount: optional!(aclsimCallCount),
             aclsimResetCallCounts: optional!(aclsimResetCallCounts),
+            aclsimSetQuiet: optional!(aclsimSetQuiet),
         })
     }
 }

@@ -477,6 +477,7 @@ fn m1_e3_copy_chain_across_streams_data_order() {
 fn e5_raw_overtake_is_still_flagged_with_inline_release() {
     use ascend_typestate::sys::bindings::ACL_EVENT_SYNC;
     let session = Session::start();
+    session.expect_findings();
     {
         let device = session.acl().set_device(0).unwrap();
         let ctx = device.create_context().unwrap();

@@ -423,6 +423,7 @@ fn a_device_whose_contexts_are_destroyed_resets_d3() {
 #[test]
 fn a_reset_that_cannot_be_issued_releases_the_event_and_loses_no_error_e4_e9() {
     let session = Session::start();
+    session.expect_findings();
     let findings = {
         let device = session.acl().set_device(0).unwrap();
         let ctx = device.create_context().unwrap();
@@ -564,6 +565,7 @@ fn wait_and_reset_is_the_wait_scope_without_a_body_e1_e3_e4() {
 #[test]
 fn wait_and_reset_errors_give_back_or_release_the_event_e4_e9() {
     let session = Session::start();
+    session.expect_findings();
     let findings = {
         let device = session.acl().set_device(0).unwrap();
         let ctx = device.create_context().unwrap();

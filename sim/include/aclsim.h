@@ -41,7 +41,7 @@ aclError aclsimSetDeviceCount(uint32_t count);
 
 /* Checker findings, in the order they were made. They survive aclFinalize and a later
  * aclInit; only aclsimClearFindings removes them. These, aclsimApiVersion,
- * aclsimSetDeviceCount, aclsimCallCount, aclsimResetCallCounts, aclsimClearFaults and
+ * aclsimSetDeviceCount, aclsimCallCount, aclsimResetCallCounts, aclsimClearFaults, aclsimSetQuiet and
  * aclsimLiveObjectCount (0) work before aclInit as well; aclsimLaunchKernel and the fault
  * injection functions (aclsimInjectTaskFailure too) return 100001 then (see each). */
 size_t aclsimFindingCount(void);
@@ -94,6 +94,13 @@ aclError aclsimInjectTaskFailure(aclrtStream stream, aclError code);
 uint64_t aclsimCallCount(const char *call);
 /* Sets every call count to 0. */
 void aclsimResetCallCounts(void);
+
+/* Whether checker findings are also printed to stderr as `aclsim: [RULE] message` (they are
+ * always recorded): 1 silences them, 0 prints them, -1 follows ACLSIM_QUIET (read at aclInit)
+ * again, the default. Process-wide, kept across aclInit/aclFinalize, allowed before aclInit.
+ * Returns the previous setting (-1, 0 or 1); any other value changes nothing and returns the
+ * current one. For tests that provoke a finding on purpose and assert it. */
+int aclsimSetQuiet(int quiet);
 
 /* Number of live runtime objects (contexts created by aclrtCreateContext, streams, events,
  * device and host allocations, subscriptions). 0 after a clean aclFinalize. */

@@ -96,6 +96,20 @@ pub struct Global {
     pub reaping: Vec<u64>,
 }
 
+/// `aclsimSetQuiet`: -1 follows `ACLSIM_QUIET` (read at aclInit), 0 prints findings, 1 does
+/// not. Process-wide and kept across init cycles, so a test can set it before aclInit.
+static QUIET_OVERRIDE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+
+/// Sets [`QUIET_OVERRIDE`] to `quiet` if it is -1, 0 or 1; returns the previous setting.
+pub fn set_quiet_override(quiet: i32) -> i32 {
+    use std::sync::atomic::Ordering::Relaxed;
+    if (-1..=1).contains(&quiet) {
+        QUIET_OVERRIDE.swap(quiet, Relaxed)
+    } else {
+        QUIET_OVERRIDE.load(Relaxed)
+    }
+}
+
 pub static G: PMutex<Global> = PMutex::new(Global {
     rt: None,
     saved_findings: Vec::new(),
@@ -371,7 +385,11 @@ impl Rt {
         if !self.check {
             return;
         }
-        if !self.quiet {
+        let quiet = match QUIET_OVERRIDE.load(std::sync::atomic::Ordering::Relaxed) {
+            -1 => self.quiet,
+            set => set != 0,
+        };
+        if !quiet {
             eprintln!("aclsim: [{rule}] {message}");
         }
         self.findings.push(Finding {

@@ -53,10 +53,12 @@ pub const LIBRARY_ENV: &str = "ASCEND_ACL_LIB";
 /// use ascend_typestate::sys::loader::LoadOptions;
 /// let opts = LoadOptions::default().path("/opt/custom/libascendcl.so");
 /// assert!(opts.explicit_path().is_some());
+/// assert!(!opts.is_strict());
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct LoadOptions {
     path: Option<PathBuf>,
+    strict: bool,
 }
 
 impl LoadOptions {
@@ -66,9 +68,42 @@ impl LoadOptions {
         self
     }
 
+    /// Strict loading, for deployments: load exactly this file, which must be an absolute
+    /// path ([`LoadError::NotAbsolute`] otherwise, before anything is opened), with no
+    /// fallback of any kind: no search, no `ASCEND_ACL_LIB`, no system loader lookup, no
+    /// development fallback. The runtime's functions must come from this very file
+    /// ([`LoadError::ResolvedElsewhere`] if it only forwards to another library). The
+    /// file actually used, after resolving links, is [`Api::resolved_path`].
+    ///
+    /// ```
+    /// use ascend_typestate::sys::loader::LoadOptions;
+    /// let opts = LoadOptions::default().strict("/usr/local/Ascend/ascend-toolkit/latest/lib64/libascendcl.so");
+    /// assert!(opts.is_strict());
+    /// ```
+    pub fn strict(mut self, path: impl Into<PathBuf>) -> Self {
+        self.path = Some(path.into());
+        self.strict = true;
+        self
+    }
+
     /// The explicit path, if one was given.
     pub fn explicit_path(&self) -> Option<&Path> {
         self.path.as_deref()
+    }
+
+    /// Whether [`strict`](Self::strict) loading was asked for.
+    pub fn is_strict(&self) -> bool {
+        self.strict
+    }
+
+    /// Refuses strict options that cannot name one file.
+    fn validate(&self) -> Result<(), LoadError> {
+        match &self.path {
+            Some(path) if self.strict && !path.is_absolute() => {
+                Err(LoadError::NotAbsolute { path: path.clone() })
+            }
+            _ => Ok(()),
+        }
     }
 }
 
@@ -148,6 +183,14 @@ pub fn candidates(
             path: dir.join(LIBRARY_NAME),
             source: "beside the executable",
         });
+        // A binary of a Cargo target directory (`target/<profile>/app`), where `cargo run`
+        // would find the same file through `LD_LIBRARY_PATH`.
+        if dir.file_name() != Some(std::ffi::OsStr::new("deps")) {
+            list.push(Candidate {
+                path: dir.join("deps").join(LIBRARY_NAME),
+                source: "beside the executable",
+            });
+        }
         // Tests already run from `deps`: do not try (and list) the same path twice.
         if let Some(parent) = dir.parent().filter(|p| p.join("deps") != dir) {
             let deps = parent.join("deps").join(LIBRARY_NAME);
@@ -171,6 +214,7 @@ pub fn candidates(
 pub struct Api {
     pub(crate) table: FunctionTable,
     path: PathBuf,
+    resolved: PathBuf,
     source: &'static str,
     /// Never closed (see the type's docs), so `table`'s pointers stay valid for the life of
     /// the process.
@@ -181,6 +225,7 @@ impl std::fmt::Debug for Api {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Api")
             .field("path", &self.path)
+            .field("resolved", &self.resolved)
             .field("source", &self.source)
             .finish()
     }
@@ -190,6 +235,7 @@ impl Api {
     /// Loads a runtime library following the search order, independently of the
     /// process-wide one (see [`global`] / [`load_global`]).
     pub fn load(options: &LoadOptions) -> Result<Api, LoadError> {
+        options.validate()?;
         let exe = std::env::current_exe().ok();
         let list = candidates(
             options.explicit_path(),
@@ -197,7 +243,10 @@ impl Api {
             exe.as_deref(),
         );
         let mut tried = Vec::new();
-        for candidate in list {
+        for mut candidate in list {
+            if options.is_strict() {
+                candidate.source = "strict";
+            }
             let is_bare_name = candidate.path.components().count() == 1;
             if !is_bare_name && !candidate.path.exists() {
                 tried.push(TriedPath {
@@ -215,9 +264,20 @@ impl Api {
                     // SAFETY: the library is an AscendCL runtime (same reasoning), and the
                     // table is stored beside the library, which is never unloaded.
                     let table = unsafe { FunctionTable::resolve(&library, &candidate.path)? };
+                    let resolved = defining_file(table.aclInit as *const std::ffi::c_void)
+                        .unwrap_or_else(|| canonical(&candidate.path));
+                    if options.is_strict() && resolved != canonical(&candidate.path) {
+                        // Kept loaded (never unloaded, see the type's docs); nothing was called.
+                        std::mem::forget(library);
+                        return Err(LoadError::ResolvedElsewhere {
+                            requested: canonical(&candidate.path),
+                            resolved,
+                        });
+                    }
                     return Ok(Api {
                         table,
                         path: candidate.path,
+                        resolved,
                         source: candidate.source,
                         _library: std::mem::ManuallyDrop::new(library),
                     });
@@ -235,6 +295,13 @@ impl Api {
     /// The path (or bare name, for the system loader) the library was opened from.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The file the runtime's functions were loaded from, after resolving links: the real
+    /// path behind a bare name found by the system loader, or behind a `latest` link of a
+    /// CANN install.
+    pub fn resolved_path(&self) -> &Path {
+        &self.resolved
     }
 
     /// Which search step found the library (e.g. `"ASCEND_ACL_LIB"`, `"system loader"`).
@@ -256,6 +323,35 @@ impl Api {
     pub fn functions(&self) -> &FunctionTable {
         &self.table
     }
+}
+
+/// The file that defines the code at `address`, as the dynamic loader knows it, with links
+/// resolved; `None` if the loader cannot tell.
+fn defining_file(address: *const std::ffi::c_void) -> Option<PathBuf> {
+    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    // SAFETY: `dladdr` only reads the loader's tables and writes `info`; any address is
+    // allowed (an unknown one returns 0).
+    let found = unsafe { libc::dladdr(address, info.as_mut_ptr()) };
+    if found == 0 {
+        return None;
+    }
+    // SAFETY: `dladdr` succeeded, so `info` is initialised.
+    let info = unsafe { info.assume_init() };
+    if info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: a NUL-terminated string owned by the loader, alive while the library is
+    // loaded (forever, here); copied at once.
+    let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+    use std::os::unix::ffi::OsStrExt as _;
+    Some(canonical(Path::new(std::ffi::OsStr::from_bytes(
+        name.to_bytes(),
+    ))))
+}
+
+/// `path` with links and relative parts resolved, or unchanged if it cannot be.
+fn canonical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// Whether two paths name the same file (after resolving links and relative parts, when
@@ -282,11 +378,17 @@ pub fn global() -> Option<&'static Api> {
 /// The first successful load wins for the life of the process. Asking for an explicit path
 /// other than the loaded one is [`LoadError::AlreadyLoaded`].
 pub fn load_global(options: &LoadOptions) -> Result<&'static Api, LoadError> {
+    options.validate()?;
     let check = |api: &'static Api| match options.explicit_path() {
-        Some(requested) if !same_file(requested, api.path()) => Err(LoadError::AlreadyLoaded {
-            loaded: api.path().to_path_buf(),
-            requested: requested.to_path_buf(),
-        }),
+        Some(requested)
+            if !same_file(requested, api.path())
+                || (options.is_strict() && canonical(requested) != api.resolved_path()) =>
+        {
+            Err(LoadError::AlreadyLoaded {
+                loaded: api.resolved_path().to_path_buf(),
+                requested: requested.to_path_buf(),
+            })
+        }
         _ => Ok(api),
     };
     if let Some(api) = GLOBAL.get() {

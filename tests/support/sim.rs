@@ -31,12 +31,20 @@ impl Session {
         let path = super::simulator_path();
         let sim = Sim::open(&path);
         sim.clear_findings();
+        // An earlier session's `expect_findings` ends here.
+        sim.set_quiet(-1);
         let acl = Acl::init_with(&InitOptions::default().library(&path)).expect("aclInit");
         Session {
             acl: Some(acl),
             sim,
             _lock: lock,
         }
+    }
+
+    /// This test provokes findings on purpose and asserts them: they are not printed, so
+    /// that a passing run prints no `aclsim:` line. Until the next `Session::start`.
+    pub fn expect_findings(&self) {
+        self.sim.set_quiet(1);
     }
 
     pub fn acl(&self) -> &Acl {
@@ -74,6 +82,14 @@ impl Sim {
                 .get::<T>(name.as_bytes())
                 .unwrap_or_else(|e| panic!("{name}: {e}"))
         }
+    }
+
+    /// `aclsimSetQuiet`: 1 silences printed findings, 0 prints them, -1 follows the
+    /// environment (`ACLSIM_QUIET`).
+    pub fn set_quiet(&self, quiet: i32) {
+        let f: unsafe extern "C" fn(i32) -> i32 = self.symbol("aclsimSetQuiet");
+        // SAFETY: takes an int.
+        unsafe { f(quiet) };
     }
 
     pub fn clear_findings(&self) {

@@ -263,3 +263,10 @@ pub extern "C" fn aclsimCallCount(call: *const c_char) -> u64 {
 pub extern "C" fn aclsimResetCallCounts() {
     calls::reset();
 }
+
+/// Whether findings are printed to stderr: 1 silences them, 0 prints them, -1 follows
+/// `ACLSIM_QUIET` again. Returns the previous setting; any other value changes nothing.
+#[unsafe(no_mangle)]
+pub extern "C" fn aclsimSetQuiet(quiet: i32) -> i32 {
+    crate::state::set_quiet_override(quiet)
+}
