@@ -10,11 +10,7 @@ use ascend_typestate::{Acl, Error};
 
 fn main() -> Result<(), Error> {
     let acl = Acl::init()?;
-    println!(
-        "loaded {} (simulator: {})",
-        acl.api().path().display(),
-        acl.simulator().is_some()
-    );
+    println!("runtime library: {}", acl.library());
     let device = acl.set_device(0)?; // D1
     let ctx = device.create_context()?; // D2
     let streams = [

@@ -11,17 +11,7 @@ use ascend_typestate::{Acl, Error};
 
 fn main() -> Result<(), Error> {
     let acl = Acl::init()?;
-    let api = acl.api();
-    let kind = if acl.simulator().is_some() {
-        "the CPU simulator"
-    } else {
-        "the AscendCL runtime"
-    };
-    println!(
-        "loaded {kind}: {} (found via {})",
-        api.path().display(),
-        api.source()
-    );
+    println!("runtime library: {}", acl.library());
     let device = acl.set_device(0)?; // D1
     let ctx = device.create_context()?; // D2
 

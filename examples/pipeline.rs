@@ -46,12 +46,7 @@ fn issue_frame<'scope, 'env>(
 
 fn main() -> Result<(), Error> {
     let acl = Acl::init()?;
-    let api = acl.api();
-    println!(
-        "loaded {} (simulator: {})",
-        api.path().display(),
-        acl.simulator().is_some()
-    );
+    println!("runtime library: {}", acl.library());
     if acl.simulator().is_none() {
         println!("the kernel of this example is simulated: run it without an Ascend runtime");
         return Ok(());

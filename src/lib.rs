@@ -68,8 +68,42 @@
 //!   earlier reset, or a read of memory another stream is still writing, is joined after it
 //!   with an internal event ([`Event`], [`AsyncScope::copy`]).
 //!
-//! Tests of programs built on this crate run anywhere on the CPU simulator (`sim/`), whose
-//! protocol checker reports every violation the real runtime would not; see [`simulator`].
+//! ## Testing without an NPU
+//!
+//! Add the simulator, a drop-in `libascendcl.so` with a protocol checker, as a
+//! dev-dependency; nothing else:
+//!
+//! ```toml
+//! [dev-dependencies]
+//! ascendcl-sim = "0.1"
+//! ```
+//!
+//! Cargo builds it into `target/<profile>/deps/`, where the loader's development fallback
+//! finds it (last, after any installed runtime; [`sys::loader`]): every test, example and
+//! bench of the crate then runs on it, in debug and release, from `cargo` or run directly,
+//! with no environment variable. [`Acl::simulator`] tells a test it runs on the simulator
+//! and gives its checker's findings (`Simulator::findings`), fault injection and call
+//! counts ([`simulator`]).
+//!
+//! ## One runtime per process, and its lifecycle
+//!
+//! The runtime is process-wide (P2): one `aclInit`, one `aclFinalize`. Two ways to hold it:
+//!
+//! * **Owned**: [`Acl::init`] returns the token; [`Acl::finalize`] (or its `Drop`) runs
+//!   `aclFinalize` once everything borrowed from it is gone, which the borrow checker
+//!   proves. A second `Acl::init` while one lives is [`Error::AlreadyInitialized`].
+//! * **Shared**: [`Acl::shared`] returns a `&'static Acl`, initialised by the first call
+//!   and never finalized: `aclFinalize` does not run, the process's exit ends the runtime.
+//!   This is what parallel `#[test]`s of one test binary use (cargo runs them on several
+//!   threads of one process; each calls `Acl::shared()?`), and what an application that
+//!   keeps its handles in statics, structs or `std::thread::spawn`ed threads uses: handles
+//!   borrowed from a `&'static Acl` are `'static`.
+//!
+//! A process uses one or the other: while either exists, the other is
+//! [`Error::AlreadyInitialized`]. Leak checks at `aclFinalize` (the simulator's P2
+//! findings) need the owned form; run such a test in a test binary of its own.
+//!
+//! The library itself, once loaded, stays loaded for the life of the process either way.
 //!
 //! ## What soundness rests on
 //!

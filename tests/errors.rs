@@ -315,3 +315,98 @@ fn failed_is_transparent_in_error_chains() {
     }
     assert_eq!(chain.len(), 1, "{chain:?}");
 }
+
+/// What `main() -> Result<(), Error>` prints for a failed load: `Error: {:?}`. It must be a
+/// short multi-line message naming what was tried, the first reason, and both ways out.
+#[test]
+fn a_load_failure_reads_well_from_main() {
+    let tried = vec![
+        TriedPath {
+            path: PathBuf::from("/usr/local/Ascend/ascend-toolkit/latest/lib64/libascendcl.so"),
+            source: "default install",
+            reason: "does not exist".to_owned(),
+        },
+        TriedPath {
+            path: PathBuf::from("libascendcl.so"),
+            source: "system loader",
+            reason: "libruntime.so: cannot open shared object file".to_owned(),
+        },
+        TriedPath {
+            path: PathBuf::from("/app/libascendcl.so"),
+            source: "beside the executable",
+            reason: "does not exist".to_owned(),
+        },
+    ];
+    let error: Error = LoadError::NotFound { tried }.into();
+    let shown = format!("{error:?}");
+    // Debug is the readable message, not a struct dump.
+    assert_eq!(shown, error.to_string());
+    assert!(!shown.contains("TriedPath"), "{shown}");
+    let lines: Vec<&str> = shown.lines().collect();
+    assert!((5..=30).contains(&lines.len()), "{shown}");
+    assert!(
+        lines[0].starts_with("cannot load the AscendCL runtime library"),
+        "{shown}"
+    );
+    // The first reason is the first answer that says more than "does not exist".
+    assert!(
+        lines[1].contains("first reason: libascendcl.so [system loader]: libruntime.so"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("/app/libascendcl.so [beside the executable]"),
+        "{shown}"
+    );
+    assert!(shown.contains("ASCEND_ACL_LIB="), "{shown}");
+    assert!(shown.contains("ascendcl-sim"), "{shown}");
+}
+
+/// A wrong `ASCEND_ACL_LIB` is named, and the message says it is never replaced; a path the
+/// program chose says the variable is not used.
+#[test]
+fn a_load_failure_of_an_explicit_choice_says_whose_choice_it_was() {
+    let env = LoadError::NotFound {
+        tried: vec![TriedPath {
+            path: PathBuf::from("/opt/x/libascendcl.so"),
+            source: "ASCEND_ACL_LIB",
+            reason: "does not exist".to_owned(),
+        }],
+    };
+    let shown = format!("{env:?}");
+    assert!(
+        shown.contains("ASCEND_ACL_LIB=/opt/x/libascendcl.so was not loaded: does not exist"),
+        "{shown}"
+    );
+    assert!(shown.contains("correct or unset it"), "{shown}");
+    let caller = LoadError::NotFound {
+        tried: vec![TriedPath {
+            path: PathBuf::from("/opt/y/libascendcl.so"),
+            source: "caller",
+            reason: "does not exist".to_owned(),
+        }],
+    };
+    let shown = format!("{caller:?}");
+    assert!(shown.contains("/opt/y/libascendcl.so"), "{shown}");
+    assert!(
+        shown.contains("ASCEND_ACL_LIB and the search order are not used"),
+        "{shown}"
+    );
+    assert!(!shown.contains("to fix it"), "{shown}");
+}
+
+/// The other variants keep a structured `Debug`.
+#[test]
+fn other_errors_debug_as_their_variant() {
+    let e = Error::Runtime {
+        call: "aclrtSetDevice",
+        code: AclError::RtInvalidDeviceId,
+    };
+    assert_eq!(
+        format!("{e:?}"),
+        "Runtime { call: \"aclrtSetDevice\", code: RtInvalidDeviceId }"
+    );
+    assert_eq!(
+        format!("{:?}", Error::AlreadyInitialized),
+        "AlreadyInitialized"
+    );
+}

@@ -552,3 +552,94 @@ fn env_variable_is_exclusive_even_when_it_is_wrong() {
         ]
     );
 }
+
+// ---- Strict loading (deployments) --------------------------------------------------------
+
+#[test]
+fn strict_loading_refuses_relative_paths_and_bare_names_before_opening_anything() {
+    for path in ["libascendcl.so", "./libascendcl.so", "lib64/libascendcl.so"] {
+        match Api::load(&LoadOptions::default().strict(path)) {
+            Err(LoadError::NotAbsolute { path: p }) => assert_eq!(p, Path::new(path)),
+            other => panic!("{path}: expected NotAbsolute, got {other:?}"),
+        }
+        // The process-wide loader refuses it the same way, whatever is loaded.
+        assert!(matches!(
+            load_global(&LoadOptions::default().strict(path)),
+            Err(LoadError::NotAbsolute { .. })
+        ));
+    }
+}
+
+#[test]
+fn strict_loading_of_the_simulator_reports_the_real_file() {
+    let path = support::simulator_path();
+    let api = Api::load(&LoadOptions::default().strict(&path)).expect("the simulator loads");
+    assert_eq!(api.source(), "strict");
+    assert_eq!(api.path(), path);
+    assert_eq!(api.resolved_path(), std::fs::canonicalize(&path).unwrap());
+
+    // Through a link (as CANN's `latest`): the report names the file behind it.
+    let dir = support::scratch_dir("strict-link");
+    let link = dir.join("libascendcl.so");
+    std::os::unix::fs::symlink(&path, &link).unwrap();
+    let api = Api::load(&LoadOptions::default().strict(&link)).expect("a link to the simulator");
+    assert_eq!(api.path(), link);
+    assert_eq!(api.resolved_path(), std::fs::canonicalize(&path).unwrap());
+}
+
+#[test]
+fn strict_loading_has_no_fallback_and_names_the_one_file() {
+    let dir = support::scratch_dir("strict-missing");
+    let missing = dir.join("libascendcl.so");
+    let err = Api::load(&LoadOptions::default().strict(&missing)).expect_err("nothing there");
+    let LoadError::NotFound { tried } = &err else {
+        panic!("expected NotFound, got {err:?}");
+    };
+    // Only that file: no system loader, no install roots, no simulator beside the executable
+    // (which exists here and would be found by the default search).
+    assert_eq!(tried.len(), 1, "{tried:?}");
+    assert_eq!(tried[0].path, missing);
+    assert_eq!(tried[0].source, "strict");
+    assert!(!err.to_string().contains("tried, in order"), "{err}");
+}
+
+/// A library that defines nothing itself and depends on the simulator: `dlsym` finds every
+/// function in its dependency. The default loader accepts it and reports where the functions
+/// come from; strict loading refuses it, naming that file.
+#[test]
+fn strict_loading_refuses_a_library_whose_functions_come_from_another_file() {
+    let sim = support::simulator_path();
+    let sim_dir = sim.parent().unwrap().to_str().unwrap().to_owned();
+    let forwarder = support::compile_shared_library_with(
+        "forwarder",
+        "/* Defines no runtime function: all come from the simulator it needs. */\n\
+         int forwarder_marker(void) { return 1; }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{sim_dir}"),
+            "-lascendcl",
+            &format!("-Wl,-rpath,{sim_dir}"),
+        ],
+    );
+    let relaxed = Api::load(&LoadOptions::default().path(&forwarder)).expect("loads");
+    assert_eq!(relaxed.path(), forwarder);
+    assert_eq!(
+        relaxed.resolved_path(),
+        std::fs::canonicalize(&sim).unwrap()
+    );
+    match Api::load(&LoadOptions::default().strict(&forwarder)) {
+        Err(e @ LoadError::ResolvedElsewhere { .. }) => {
+            let LoadError::ResolvedElsewhere {
+                requested,
+                resolved,
+            } = &e
+            else {
+                unreachable!()
+            };
+            assert_eq!(*requested, std::fs::canonicalize(&forwarder).unwrap());
+            assert_eq!(*resolved, std::fs::canonicalize(&sim).unwrap());
+            assert!(e.to_string().contains("aclInit"), "{e}");
+        }
+        other => panic!("expected ResolvedElsewhere, got {other:?}"),
+    }
+}

@@ -29,6 +29,15 @@ fn harness() -> &'static Path {
         std::fs::create_dir_all(&out_dir).expect("tmpdir");
         let bin = out_dir.join("aclsim_harness");
         let lib = lib_dir();
+        // The runtime's header is the repository's (one copy, shared with the crate's
+        // bindings); the published package of the simulator does not carry it.
+        let header = manifest.join("../include/ascendcl.h");
+        assert!(
+            header.is_file(),
+            "the C harness builds against the repository's include/ascendcl.h, missing at {}: \
+             run these tests from a checkout of the repository",
+            header.display()
+        );
         let status = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
             .args([
                 "-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pthread",

@@ -16,11 +16,21 @@
 //!    `ROOT/runtime/lib64/libascendcl.so`, then `ROOT/lib64/libacl_rt.so` (newer CANN).
 //! 4. The system loader: `libascendcl.so` through `LD_LIBRARY_PATH`, `ld.so.cache`, ... (this
 //!    is how the board's `set_env.sh` is honoured).
-//! 5. Development fallback: `libascendcl.so` beside the running executable, or in `../deps`
-//!    from it. This is where Cargo puts the simulator built from `sim/` for tests, examples
-//!    and benches (`target/<profile>/deps/`), so that a fresh `cargo test` or
-//!    `cargo run --example` needs no manual step. It comes last, so an installed runtime
-//!    always wins.
+//! 5. Development fallback: `libascendcl.so` beside the running executable, or in the
+//!    `deps` directory of its Cargo target directory (`../deps` from an example, `deps/` from
+//!    a binary). This is where Cargo puts the simulator (the `ascendcl-sim` dev-dependency)
+//!    for tests, examples and benches (`target/<profile>/deps/`), so that a fresh
+//!    `cargo test` or `cargo run --example`, or the built executable run directly, needs no
+//!    manual step. It comes last, so an installed runtime always wins.
+//!
+//! # Strict loading
+//!
+//! For deployments that must know which library runs, [`LoadOptions::strict`] (or
+//! [`InitOptions::strict_library`](crate::InitOptions::strict_library)) replaces the whole
+//! search order: exactly one absolute path, no `ASCEND_ACL_LIB`, no system loader, no
+//! fallback; the runtime's functions must be defined in that very file. The file in use
+//! (links resolved) and its version are then reported by
+//! [`Acl::library`](crate::Acl::library).
 //!
 //! # Trust
 //!
@@ -183,19 +193,18 @@ pub fn candidates(
             path: dir.join(LIBRARY_NAME),
             source: "beside the executable",
         });
-        // A binary of a Cargo target directory (`target/<profile>/app`), where `cargo run`
-        // would find the same file through `LD_LIBRARY_PATH`.
-        if dir.file_name() != Some(std::ffi::OsStr::new("deps")) {
+        // The simulator Cargo builds for tests, examples and benches is in
+        // `target/<profile>/deps`: beside test and bench executables, in `../deps` from
+        // examples, in `deps/` from binaries (where `cargo run` would find it through
+        // `LD_LIBRARY_PATH`).
+        let deps = match dir.file_name().and_then(|n| n.to_str()) {
+            Some("deps") => None,
+            Some("examples") => dir.parent().map(|p| p.join("deps")),
+            _ => Some(dir.join("deps")),
+        };
+        if let Some(deps) = deps {
             list.push(Candidate {
-                path: dir.join("deps").join(LIBRARY_NAME),
-                source: "beside the executable",
-            });
-        }
-        // Tests already run from `deps`: do not try (and list) the same path twice.
-        if let Some(parent) = dir.parent().filter(|p| p.join("deps") != dir) {
-            let deps = parent.join("deps").join(LIBRARY_NAME);
-            list.push(Candidate {
-                path: deps,
+                path: deps.join(LIBRARY_NAME),
                 source: "beside the executable",
             });
         }

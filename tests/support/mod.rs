@@ -34,6 +34,12 @@ pub fn scratch_dir(name: &str) -> PathBuf {
 /// Compiles `source` (C) into a shared library `lib<name>.so` in a fresh scratch directory
 /// with `cc -shared -fPIC`, and returns its path.
 pub fn compile_shared_library(name: &str, source: &str) -> PathBuf {
+    compile_shared_library_with(name, source, &[])
+}
+
+/// As [`compile_shared_library`], with extra arguments for the compiler after the source
+/// (libraries to link, `-Wl,-rpath,...`).
+pub fn compile_shared_library_with(name: &str, source: &str, extra: &[&str]) -> PathBuf {
     let dir = scratch_dir(name);
     let c_file = dir.join(format!("{name}.c"));
     let so_file = dir.join(format!("lib{name}.so"));
@@ -43,6 +49,7 @@ pub fn compile_shared_library(name: &str, source: &str) -> PathBuf {
         .args(["-shared", "-fPIC", "-Wall", "-o"])
         .arg(&so_file)
         .arg(&c_file)
+        .args(extra)
         .output()
         .unwrap_or_else(|e| {
             panic!("cannot run the C compiler `{cc}` ({e}); install gcc (.ci/run does)")
