@@ -271,7 +271,7 @@ fn format_not_found(tried: &[TriedPath]) -> String {
                 only.reason
             );
         }
-        ([only], _) => {
+        ([only], _) if only.source == "caller" || only.source == "strict" => {
             let _ = write!(
                 out,
                 "  the program asked for {} [{}]: {}\n  \
