@@ -21,8 +21,8 @@
 #   --dry-run     print the new docs/benchmarks.md on stdout instead of writing it
 # Needs cargo, jq (callgrind, criterion) and valgrind (callgrind). Exits 1 with a message,
 # leaving the document untouched, when a tool is missing or a measurement fails. Progress goes
-# to stderr. Run it on a machine otherwise idle (or under `nice`, knowing the wall-clock
-# numbers then measure a loaded machine: the block records the load average).
+# to stderr. Run it on an otherwise idle machine: the wall-clock numbers also measure whatever
+# else runs (each block records the load average).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
