@@ -351,8 +351,9 @@ pub enum Error {
     ///
     /// [`Acl::shared`]: crate::Acl::shared
     #[error(
-        "the runtime is already initialised in this process: an `Acl` is alive (P2); \
-         tests and threads that share one runtime use `Acl::shared()`"
+        "the runtime is already initialised in this process (P2): a process uses either \
+         one owned `Acl` at a time (`Acl::init`) or the shared one (`Acl::shared()`, for \
+         parallel tests and threads), not both"
     )]
     AlreadyInitialized,
     /// A value was rejected before any runtime call (the message says which and why).

@@ -100,8 +100,21 @@
 //!   borrowed from a `&'static Acl` are `'static`.
 //!
 //! A process uses one or the other: while either exists, the other is
-//! [`Error::AlreadyInitialized`]. Leak checks at `aclFinalize` (the simulator's P2
-//! findings) need the owned form; run such a test in a test binary of its own.
+//! [`Error::AlreadyInitialized`].
+//!
+//! Never finalizing is a deliberate deviation from P2 (`docs/protocol.md`: `aclFinalize`
+//! before the process exits), made for test processes, which end when the harness exits.
+//! A deployment on a board owns its `Acl` in `main` and finalizes it before returning.
+//!
+//! What parallel tests on the shared runtime also share, because it is process-wide in the
+//! runtime or in the simulator: the simulator's findings, injected faults
+//! (`Simulator::inject_fault`), call counts, the drop-error handler
+//! ([`set_drop_error_handler`]), the operator execution timeout, and each device, whose
+//! [`Context::synchronize_device`] waits for every test's work on it. The simulator's leak
+//! report and its trace (`ACLSIM_TRACE`) are written at `aclFinalize`, which the shared
+//! runtime never runs. A test that needs any of these for itself (fault injection, counting
+//! calls, a handler, leak checks) uses the owned `Acl` in a test file of its own (its own
+//! process).
 //!
 //! The library itself, once loaded, stays loaded for the life of the process either way.
 //!

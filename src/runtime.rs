@@ -11,13 +11,21 @@ use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::sys::loader::{Api, LoadOptions, load_global};
 
-/// The runtime of [`Acl::shared`], once initialised (never finalized).
-static SHARED: OnceLock<Acl> = OnceLock::new();
+/// The runtime of [`Acl::shared`], once initialised (never finalized), and the configuration
+/// file it was initialised with.
+static SHARED: OnceLock<(Acl, Option<CString>)> = OnceLock::new();
 /// Serialises the first initialisation of [`SHARED`].
 static SHARED_INIT: Mutex<()> = Mutex::new(());
 
-/// Whether an [`Acl`] is alive in this process (P2).
+/// Whether an [`Acl`] is alive in this process (P2). Changed only under [`LIFECYCLE`].
 static ALIVE: AtomicBool = AtomicBool::new(false);
+/// Serialises initialisation and finalisation, so that no caller sees an initialisation in
+/// progress (or failing) as a live `Acl`. No user code runs under it.
+static LIFECYCLE: Mutex<()> = Mutex::new(());
+/// A failed start left the runtime initialised: its `aclFinalize` failed too. The next start
+/// continues from there instead of calling `aclInit` again (which would answer 100002
+/// forever). Changed only under [`LIFECYCLE`].
+static INITIALISED_WITHOUT_TOKEN: AtomicBool = AtomicBool::new(false);
 
 /// The initialised runtime: proof that `aclInit` succeeded and `aclFinalize` has not run.
 ///
@@ -97,25 +105,38 @@ impl Acl {
 
     /// As [`Acl::init`], with a chosen library and configuration file.
     pub fn init_with(options: &InitOptions) -> Result<Acl> {
-        if ALIVE
-            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
-            return Err(Error::AlreadyInitialized);
-        }
-        let result = load_global(&options.load)
-            .map_err(Error::from)
-            .and_then(|api| Acl::start(api, options.config.as_deref()).map(|()| api));
-        match result {
-            Ok(api) => Ok(Acl {
-                api,
-                _private: PhantomData,
-            }),
-            Err(e) => {
-                ALIVE.store(false, Ordering::Release);
-                Err(e)
+        let mut cleanup_errors = Vec::new();
+        let result = Acl::init_collecting(options, &mut cleanup_errors);
+        // Reported with no lock held: the handler is user code, which may call in here.
+        report_all(cleanup_errors);
+        result
+    }
+
+    /// [`Acl::init_with`], leaving the errors of a failed start's clean-up to the caller.
+    fn init_collecting(
+        options: &InitOptions,
+        cleanup_errors: &mut Vec<(&'static str, Error)>,
+    ) -> Result<Acl> {
+        let result = {
+            // A poisoned lock only means a panic elsewhere; the flags are still consistent.
+            let _lifecycle = LIFECYCLE.lock().unwrap_or_else(|p| p.into_inner());
+            if ALIVE.load(Ordering::Acquire) {
+                return Err(Error::AlreadyInitialized);
             }
-        }
+            let result = load_global(&options.load)
+                .map_err(Error::from)
+                .and_then(|api| {
+                    Acl::start(api, options.config.as_deref(), cleanup_errors).map(|()| api)
+                });
+            if result.is_ok() {
+                ALIVE.store(true, Ordering::Release);
+            }
+            result
+        };
+        result.map(|api| Acl {
+            api,
+            _private: PhantomData,
+        })
     }
 
     /// `aclInit`, then `aclrtSetOpWaitTimeout(0)`: typed waits never time out (P3). A stream
@@ -125,21 +146,48 @@ impl Acl {
     /// already "never"; setting it makes that independent of the runtime's version and
     /// configuration. Hangs are bounded on the host instead (`synchronize_with`), which
     /// orders nothing and so cannot break anything.
-    fn start(api: &'static Api, config: Option<&std::ffi::CStr>) -> Result<()> {
+    ///
+    /// Called under [`LIFECYCLE`] with no `Acl` alive; errors of the clean-up after a failure
+    /// go to `cleanup_errors`, for the caller to report once the lock is released.
+    fn start(
+        api: &'static Api,
+        config: Option<&std::ffi::CStr>,
+        cleanup_errors: &mut Vec<(&'static str, Error)>,
+    ) -> Result<()> {
         context::refuse_inside_callback()?;
-        // SAFETY: `ALIVE` was just claimed, so no other `Acl` is alive, and every raw call
-        // that could initialise the runtime elsewhere is `unsafe` with a contract excluding
-        // this (P2); `config` is a NUL-terminated string or null.
-        unsafe { api.init(config)? };
-        // SAFETY: the runtime was just initialised for this token; no wait was issued yet.
-        let disarmed = unsafe { api.set_op_wait_timeout(0) };
-        if let Err(e) = disarmed {
-            // SAFETY: nothing was created since the init above; the token is not returned.
-            let finalized = unsafe { api.finalize() };
-            report_drop_error("Acl::init (finalize after a failed start)", finalized);
-            return Err(e.into());
+        if !INITIALISED_WITHOUT_TOKEN.load(Ordering::Acquire) {
+            // SAFETY: no `Acl` is alive (checked under the lock), and every raw call that
+            // could initialise the runtime elsewhere is `unsafe` with a contract excluding
+            // this (P2); `config` is a NUL-terminated string or null.
+            unsafe { api.init(config)? };
         }
-        Ok(())
+        // From here the runtime is initialised, with nothing created in it.
+        // SAFETY: no handle exists in the runtime; no wait was issued yet.
+        let disarmed = unsafe { api.set_op_wait_timeout(0) };
+        let Err(e) = disarmed else {
+            INITIALISED_WITHOUT_TOKEN.store(false, Ordering::Release);
+            return Ok(());
+        };
+        // No token may be returned with the timeout armed (P3a): finalize, trying twice.
+        for attempt in 0..2 {
+            // SAFETY: nothing was created since the init; the token is not returned.
+            match unsafe { api.finalize() } {
+                Ok(()) => {
+                    INITIALISED_WITHOUT_TOKEN.store(false, Ordering::Release);
+                    return Err(e.into());
+                }
+                Err(error) => cleanup_errors.push((
+                    if attempt == 0 {
+                        "Acl::init (finalize after a failed start)"
+                    } else {
+                        "Acl::init (finalize after a failed start, again; the next init continues from it)"
+                    },
+                    error.into(),
+                )),
+            }
+        }
+        INITIALISED_WITHOUT_TOKEN.store(true, Ordering::Release);
+        Err(e.into())
     }
 
     /// The process-wide runtime, shared by every caller: initialised by the first call
@@ -181,20 +229,36 @@ impl Acl {
     /// initialisation. Later calls return the runtime already initialised; asking them for
     /// another library is [`LoadError::AlreadyLoaded`](crate::LoadError::AlreadyLoaded).
     pub fn shared_with(options: &InitOptions) -> Result<&'static Acl> {
-        if let Some(acl) = SHARED.get() {
+        // The options of a later call must not ask for another runtime than the one in use.
+        let same = |(acl, config): &'static (Acl, Option<CString>)| -> Result<&'static Acl> {
             load_global(&options.load)?;
-            return Ok(acl);
+            match &options.config {
+                Some(asked) if config.as_ref() != Some(asked) => Err(Error::InvalidArgument(
+                    "Acl::shared_with: the shared runtime was initialised with another \
+                     configuration file",
+                )),
+                _ => Ok(acl),
+            }
+        };
+        if let Some(shared) = SHARED.get() {
+            return same(shared);
         }
-        // A poisoned lock only means a first caller panicked; `SHARED` is still consistent.
-        let _first = SHARED_INIT.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(acl) = SHARED.get() {
-            load_global(&options.load)?;
-            return Ok(acl);
-        }
-        let acl = Acl::init_with(options)?;
-        // Set under the lock, so never already set here; a token that could not be stored
-        // would be finalized by its `Drop`, which is also correct.
-        Ok(SHARED.get_or_init(move || acl))
+        let mut cleanup_errors = Vec::new();
+        let result = {
+            // A poisoned lock only means a first caller panicked; `SHARED` is consistent.
+            let _first = SHARED_INIT.lock().unwrap_or_else(|p| p.into_inner());
+            match SHARED.get() {
+                Some(shared) => same(shared),
+                None => Acl::init_collecting(options, &mut cleanup_errors).map(|acl| {
+                    // Set under the lock, so never already set here; a token that could not
+                    // be stored would be finalized by its `Drop`, which is also correct.
+                    &SHARED.get_or_init(move || (acl, options.config.clone())).0
+                }),
+            }
+        };
+        // Reported with no lock held (the handler may call `Acl::shared` itself).
+        report_all(cleanup_errors);
+        result
     }
 
     /// Which runtime library this process uses: the file its functions were loaded from
@@ -305,6 +369,7 @@ impl Acl {
     }
 
     fn release(&self) -> Result<()> {
+        let _lifecycle = LIFECYCLE.lock().unwrap_or_else(|p| p.into_inner());
         context::may_release(crate::device::live_devices())?;
         // SAFETY: no device set through this token is alive (counted above; borrows keep it
         // so unless one was leaked), so no context, stream, event or buffer is either, and
@@ -554,6 +619,12 @@ pub(crate) fn release_on_drop(what: &'static str, mut release: impl FnMut() -> R
             report_drop_error(what, release());
         }
         Err(refused) => report_drop_error(what, Err(refused)),
+    }
+}
+
+fn report_all(errors: Vec<(&'static str, Error)>) {
+    for (what, error) in errors {
+        report_drop_error(what, Err(error));
     }
 }
 

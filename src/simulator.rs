@@ -41,6 +41,14 @@ pub struct Finding {
 }
 
 /// Access to the simulator's checker (see the [module docs](self)).
+///
+/// Everything it reads or changes is process-wide: findings, injected faults, call counts
+/// and quietness are shared by every thread, and by every test of a test binary that runs
+/// on the shared runtime ([`Acl::shared`]). A test that injects faults, counts calls or
+/// clears findings for itself runs in a test file of its own.
+///
+/// It stays usable after its `Acl` is finalized (the simulator's extension API works
+/// without an initialised runtime; see `sim/include/aclsim.h`), hence `'static`.
 #[derive(Clone, Copy)]
 pub struct Simulator<'a> {
     table: SimulatorTable,

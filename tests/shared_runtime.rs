@@ -187,3 +187,139 @@ fn child_failed_first_initialisation_is_tried_again() {
     event_ping(acl, 0, 3);
     assert_no_findings(acl);
 }
+
+/// An owned `Acl::init` that fails (here: asks for another library) must never make a
+/// concurrent `Acl::shared()` fail: no `Acl` is alive while it runs.
+#[test]
+fn p2_a_failing_owned_init_never_fails_a_concurrent_shared_call() {
+    run_child("child_failing_owned_init_never_fails_a_concurrent_shared_call");
+}
+
+#[test]
+fn child_failing_owned_init_never_fails_a_concurrent_shared_call() {
+    if !in_child() {
+        return;
+    }
+    let bogus = support::scratch_dir("shared-bogus").join("libascendcl.so");
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for _ in 0..2000 {
+                let err = Acl::init_with(&InitOptions::default().library(&bogus))
+                    .expect_err("another library, or the shared runtime is alive");
+                assert!(
+                    matches!(err, Error::Load(_) | Error::AlreadyInitialized),
+                    "{err:?}"
+                );
+            }
+        });
+        for _ in 0..3 {
+            s.spawn(|| {
+                for _ in 0..2000 {
+                    acl();
+                }
+            });
+        }
+    });
+}
+
+/// The runtime functions the typed start and finish call, in a stub: `aclInit` counts its
+/// calls, `aclrtSetOpWaitTimeout` fails once, `aclFinalize` fails twice; every other
+/// function succeeds (none is called).
+fn flaky_start_stub() -> std::path::PathBuf {
+    use ascend_typestate::sys::REQUIRED_SYMBOLS;
+    let mut source = String::from(
+        "static int inits, timeouts, finalizes;\n\
+         int stub_init_calls(void) { return inits; }\n\
+         int aclInit(const char *config) { (void)config; return inits++ ? 100002 : 0; }\n\
+         int aclrtSetOpWaitTimeout(unsigned int s) { (void)s; return timeouts++ ? 0 : 500001; }\n\
+         int aclFinalize(void) { return finalizes++ < 2 ? 500001 : 0; }\n",
+    );
+    for name in REQUIRED_SYMBOLS {
+        if !["aclInit", "aclrtSetOpWaitTimeout", "aclFinalize"].contains(name) {
+            source.push_str(&format!("int {name}(void) {{ return 0; }}\n"));
+        }
+    }
+    support::compile_shared_library("flaky_start", &source)
+}
+
+/// A start whose timeout call fails and whose clean-up `aclFinalize` fails twice leaves the
+/// runtime initialised: the errors reach the drop-error handler with no lock held (a handler
+/// that calls `Acl::shared` does not deadlock), and the next initialisation continues from
+/// there instead of failing with 100002 forever.
+#[test]
+fn p2_a_start_whose_cleanup_fails_is_recovered_by_the_next_one() {
+    run_child("child_start_whose_cleanup_fails_is_recovered_by_the_next_one");
+}
+
+static STUB: OnceLock<std::path::PathBuf> = OnceLock::new();
+static HANDLER_SAW: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+fn handler_calling_shared(what: &'static str, error: &Error) {
+    let again = Acl::shared_with(&InitOptions::default().library(STUB.get().unwrap()))
+        .map(|_| ())
+        .map_err(|e| e.to_string());
+    HANDLER_SAW.lock().unwrap().push(format!(
+        "{what}: {error} / shared from the handler: {again:?}"
+    ));
+}
+
+#[test]
+fn child_start_whose_cleanup_fails_is_recovered_by_the_next_one() {
+    if !in_child() {
+        return;
+    }
+    let stub = STUB.get_or_init(flaky_start_stub);
+    ascend_typestate::set_drop_error_handler(handler_calling_shared);
+    let err = Acl::shared_with(&InitOptions::default().library(stub)).expect_err("first start");
+    assert!(
+        matches!(
+            err,
+            Error::Runtime {
+                call: "aclrtSetOpWaitTimeout",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let saw = HANDLER_SAW.lock().unwrap().clone();
+    assert_eq!(saw.len(), 2, "both failed finalizes reported: {saw:#?}");
+    // The handler's own `Acl::shared` ran (no deadlock) and, continuing from the initialised
+    // runtime, succeeded: the shared runtime exists now, with one `aclInit` in all.
+    assert!(
+        saw[0].contains("shared from the handler: Ok(())"),
+        "{saw:#?}"
+    );
+    let acl = Acl::shared_with(&InitOptions::default().library(stub)).expect("recovered");
+    // SAFETY: the stub's own counter, `int stub_init_calls(void)`.
+    let inits = unsafe {
+        let lib = libloading::Library::new(stub).unwrap();
+        let f: libloading::Symbol<unsafe extern "C" fn() -> i32> =
+            lib.get(b"stub_init_calls").unwrap();
+        f()
+    };
+    assert_eq!(
+        inits, 1,
+        "aclInit is not called again on an initialised runtime"
+    );
+    assert!(std::ptr::eq(acl, Acl::shared().unwrap()));
+}
+
+/// A later `shared_with` asking for another configuration file is refused, not ignored.
+#[test]
+fn p2_a_later_shared_call_with_another_configuration_is_refused() {
+    if in_child() {
+        return;
+    }
+    let _ = acl();
+    let dir = support::scratch_dir("shared-config");
+    let config = dir.join("acl.json");
+    std::fs::write(&config, "{}").unwrap();
+    let options = InitOptions::default()
+        .library(support::simulator_path())
+        .config(&config)
+        .unwrap();
+    assert!(matches!(
+        Acl::shared_with(&options),
+        Err(Error::InvalidArgument(_))
+    ));
+}
