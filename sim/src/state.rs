@@ -100,7 +100,7 @@ pub struct Global {
 /// not. Process-wide and kept across init cycles, so a test can set it before aclInit.
 static QUIET_OVERRIDE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
 
-/// Sets [`QUIET_OVERRIDE`] to `quiet` if it is -1, 0 or 1; returns the previous setting.
+/// Sets `QUIET_OVERRIDE` to `quiet` if it is -1, 0 or 1; returns the previous setting.
 pub fn set_quiet_override(quiet: i32) -> i32 {
     use std::sync::atomic::Ordering::Relaxed;
     if (-1..=1).contains(&quiet) {
