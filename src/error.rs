@@ -224,13 +224,15 @@ pub enum LoadError {
     /// Strict loading opened the requested file, but the runtime's functions are defined
     /// in another file (the requested one is a stub or forwards to another library).
     #[error(
-        "strict loading: {requested} was opened, but `aclInit` is defined in {resolved}; \
-         load that file instead"
+        "strict loading: {requested} was opened, but `{symbol}` is defined in {resolved}: \
+         the runtime's functions must all come from the file asked for"
     )]
     ResolvedElsewhere {
         /// The file asked for (after resolving links).
         requested: PathBuf,
-        /// The file the runtime's functions come from.
+        /// A function defined elsewhere (`aclInit` when the file is not the one loaded).
+        symbol: &'static str,
+        /// Where it is defined.
         resolved: PathBuf,
     },
 }
@@ -247,8 +249,8 @@ const FIX: &str = "to fix it:
   - on an Ascend machine: `source /usr/local/Ascend/ascend-toolkit/set_env.sh`, or set
     ASCEND_ACL_LIB=/absolute/path/to/libascendcl.so
   - without an NPU, use the simulator: add `ascendcl-sim` to [dev-dependencies], and tests,
-    examples and benches load it; for any other program set
-    ASCEND_ACL_LIB=<target>/<profile>/deps/libascendcl.so (built by `cargo test`)";
+    examples and benches load it; for any other program set ASCEND_ACL_LIB to the absolute
+    path of <target>/<profile>/deps/libascendcl.so (built by `cargo test`)";
 
 /// Whether the loader's answer only says the file is absent (the common, dull case).
 fn is_absent(t: &TriedPath) -> bool {

@@ -20,17 +20,32 @@
 //!    `deps` directory of its Cargo target directory (`../deps` from an example, `deps/` from
 //!    a binary). This is where Cargo puts the simulator (the `ascendcl-sim` dev-dependency)
 //!    for tests, examples and benches (`target/<profile>/deps/`), so that a fresh
-//!    `cargo test` or `cargo run --example`, or the built executable run directly, needs no
-//!    manual step. It comes last, so an installed runtime always wins.
+//!    `cargo test` or `cargo run --example`, or the built test or example run directly,
+//!    needs no manual step. (Cargo builds dev-dependencies only for those: a binary finds
+//!    the simulator once `cargo test` or `cargo build --tests` has built it. With Cargo's
+//!    `build.build-dir` set, the simulator is built there, and only `cargo run`/`cargo test`,
+//!    through `LD_LIBRARY_PATH`, find it.)
+//!
+//!    It comes last, and it is not tried at all when an installed runtime of steps 1-4
+//!    exists but cannot be loaded (a missing dependency, another architecture, no
+//!    permission): that failure is reported, never papered over with the simulator. Under
+//!    `cargo run`/`cargo test`, Cargo itself puts `target/<profile>/deps` first on
+//!    `LD_LIBRARY_PATH`, so there the simulator is what step 4 finds when no runtime is
+//!    named by steps 1-3 (`ASCEND_ACL_LIB`, an install root).
 //!
 //! # Strict loading
 //!
 //! For deployments that must know which library runs, [`LoadOptions::strict`] (or
 //! [`InitOptions::strict_library`](crate::InitOptions::strict_library)) replaces the whole
 //! search order: exactly one absolute path, no `ASCEND_ACL_LIB`, no system loader, no
-//! fallback; the runtime's functions must be defined in that very file. The file in use
-//! (links resolved) and its version are then reported by
-//! [`Acl::library`](crate::Acl::library).
+//! fallback. Links in the path are resolved once, before opening, and every function of the
+//! runtime must be defined in that very file (checked against the process's mappings by
+//! device and inode), so a forwarding library or a link changed later cannot make another
+//! file run under the name. The file in use and its version are then reported by
+//! [`Acl::library`](crate::Acl::library). What strict loading does not pin: the runtime's
+//! own dependencies (CANN's `libascendcl.so` needs other CANN libraries), which the system
+//! loader finds as usual, and a second copy of the runtime that something else in the
+//! process loaded.
 //!
 //! # Trust
 //!
@@ -223,7 +238,8 @@ pub fn candidates(
 pub struct Api {
     pub(crate) table: FunctionTable,
     path: PathBuf,
-    resolved: PathBuf,
+    /// Which file the functions come from.
+    origin: Origin,
     source: &'static str,
     /// Never closed (see the type's docs), so `table`'s pointers stay valid for the life of
     /// the process.
@@ -234,7 +250,7 @@ impl std::fmt::Debug for Api {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Api")
             .field("path", &self.path)
-            .field("resolved", &self.resolved)
+            .field("resolved", &self.origin.path)
             .field("source", &self.source)
             .finish()
     }
@@ -252,50 +268,111 @@ impl Api {
             exe.as_deref(),
         );
         let mut tried = Vec::new();
+        // An installed runtime that exists but cannot be loaded is never replaced by the
+        // development fallback: the error shows why it failed instead.
+        let mut broken_install = false;
         for mut candidate in list {
             if options.is_strict() {
                 candidate.source = "strict";
             }
-            let is_bare_name = candidate.path.components().count() == 1;
-            if !is_bare_name && !candidate.path.exists() {
+            let mut refuse = |reason: String| {
                 tried.push(TriedPath {
-                    path: candidate.path,
+                    path: candidate.path.clone(),
                     source: candidate.source,
-                    reason: "does not exist".to_owned(),
-                });
+                    reason,
+                })
+            };
+            if candidate.source == "beside the executable" && broken_install {
+                refuse(
+                    "not tried: an installed runtime above exists but could not be loaded, and \
+                     the development fallback never replaces it"
+                        .to_owned(),
+                );
                 continue;
+            }
+            if candidate.path.as_os_str().as_encoded_bytes().contains(&0) {
+                refuse("contains a NUL byte".to_owned());
+                continue;
+            }
+            let is_bare_name = candidate.path.components().count() == 1;
+            // What to open: the path as given (the loader resolves it), or for strict
+            // loading the file behind it, resolved once, so that a link changed later
+            // cannot make the report name another file.
+            let mut open = candidate.path.clone();
+            if !is_bare_name {
+                match std::fs::metadata(&candidate.path) {
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                        refuse("does not exist".to_owned());
+                        continue;
+                    }
+                    Err(e) => {
+                        broken_install |= candidate.source != "beside the executable";
+                        refuse(e.to_string());
+                        continue;
+                    }
+                    // A FIFO or device would block or mislead `dlopen`.
+                    Ok(meta) if !meta.is_file() => {
+                        broken_install |= candidate.source != "beside the executable";
+                        refuse("not a regular file".to_owned());
+                        continue;
+                    }
+                    Ok(_) => {}
+                }
+                if options.is_strict() {
+                    match std::fs::canonicalize(&candidate.path) {
+                        Ok(real) => open = real,
+                        Err(e) => {
+                            refuse(e.to_string());
+                            continue;
+                        }
+                    }
+                }
             }
             // SAFETY: opening a shared library runs its initialisers. The candidates are the
             // AscendCL runtime's documented install locations, or paths the user chose; the
             // vendor runtime and the simulator have no initialiser with preconditions.
-            match unsafe { libloading::Library::new(&candidate.path) } {
+            match unsafe { libloading::Library::new(&open) } {
                 Ok(library) => {
                     // SAFETY: the library is an AscendCL runtime (same reasoning), and the
                     // table is stored beside the library, which is never unloaded.
                     let table = unsafe { FunctionTable::resolve(&library, &candidate.path)? };
-                    let resolved = defining_file(table.aclInit as *const std::ffi::c_void)
-                        .unwrap_or_else(|| canonical(&candidate.path));
-                    if options.is_strict() && resolved != canonical(&candidate.path) {
-                        // Kept loaded (never unloaded, see the type's docs); nothing was called.
+                    let origin = Origin::of(&table);
+                    if options.is_strict()
+                        && let Err(error) = origin.check_strict(&open)
+                    {
+                        // Kept loaded (never unloaded, see the type's docs); nothing was
+                        // called.
                         std::mem::forget(library);
-                        return Err(LoadError::ResolvedElsewhere {
-                            requested: canonical(&candidate.path),
-                            resolved,
-                        });
+                        return Err(error);
                     }
                     return Ok(Api {
                         table,
                         path: candidate.path,
-                        resolved,
+                        origin,
                         source: candidate.source,
                         _library: std::mem::ManuallyDrop::new(library),
                     });
                 }
-                Err(e) => tried.push(TriedPath {
-                    path: candidate.path,
-                    source: candidate.source,
-                    reason: e.to_string(),
-                }),
+                Err(e) => {
+                    let reason = e.to_string();
+                    // The system loader's "not found" names the library itself; any other
+                    // answer (a missing dependency, ...) means it found a broken one.
+                    let absent = is_bare_name
+                        && reason.starts_with(&format!(
+                            "{}: cannot open shared object file",
+                            candidate.path.display()
+                        ));
+                    broken_install |= !absent && candidate.source != "beside the executable";
+                    let hint = if is_bare_name {
+                        None
+                    } else {
+                        elf_mismatch(&open)
+                    };
+                    refuse(match hint {
+                        Some(hint) => format!("{reason} ({hint})"),
+                        None => reason,
+                    });
+                }
             }
         }
         Err(LoadError::NotFound { tried })
@@ -306,11 +383,11 @@ impl Api {
         &self.path
     }
 
-    /// The file the runtime's functions were loaded from, after resolving links: the real
-    /// path behind a bare name found by the system loader, or behind a `latest` link of a
-    /// CANN install.
+    /// The file the runtime's functions were loaded from, as the kernel names its mapping
+    /// (links resolved when it was opened): the real path behind a bare name found by the
+    /// system loader, or behind a `latest` link of a CANN install.
     pub fn resolved_path(&self) -> &Path {
-        &self.resolved
+        &self.origin.path
     }
 
     /// Which search step found the library (e.g. `"ASCEND_ACL_LIB"`, `"system loader"`).
@@ -334,13 +411,143 @@ impl Api {
     }
 }
 
-/// The file that defines the code at `address`, as the dynamic loader knows it, with links
-/// resolved; `None` if the loader cannot tell.
-fn defining_file(address: *const std::ffi::c_void) -> Option<PathBuf> {
+/// A file's identity: device and inode.
+type FileId = (u64, u64);
+
+fn file_id(path: &Path) -> Option<FileId> {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// Where a loaded runtime's functions come from.
+#[derive(Clone, Debug)]
+struct Origin {
+    /// The file defining `aclInit`, as the kernel names its mapping.
+    path: PathBuf,
+    /// Its identity, when `/proc/self/maps` could tell.
+    id: Option<FileId>,
+    /// The first function defined in another file than `aclInit`, if any: (name, file).
+    elsewhere: Option<(&'static str, PathBuf)>,
+}
+
+impl Origin {
+    fn of(table: &FunctionTable) -> Origin {
+        let maps = Mappings::read();
+        let init = table.aclInit as usize;
+        let Some(home) = maps.file_of(init) else {
+            // No /proc: the loader's own name for the file, links resolved now.
+            let path = defining_file(init).unwrap_or_default();
+            return Origin {
+                id: file_id(&path),
+                path,
+                elsewhere: None,
+            };
+        };
+        let elsewhere =
+            table
+                .addresses()
+                .into_iter()
+                .find_map(|(name, address)| match maps.file_of(address) {
+                    Some(file) if file.id == home.id => None,
+                    Some(file) => Some((name, file.path)),
+                    None => Some((name, PathBuf::from("an unknown mapping"))),
+                });
+        Origin {
+            path: home.path,
+            id: Some(home.id),
+            elsewhere,
+        }
+    }
+
+    /// Strict loading: every function defined in the file `requested` (resolved).
+    fn check_strict(&self, requested: &Path) -> Result<(), LoadError> {
+        let resolved_elsewhere = |symbol: &'static str, resolved: PathBuf| {
+            Err(LoadError::ResolvedElsewhere {
+                requested: requested.to_path_buf(),
+                symbol,
+                resolved,
+            })
+        };
+        if self.id.is_none() || self.id != file_id(requested) {
+            return resolved_elsewhere("aclInit", self.path.clone());
+        }
+        match &self.elsewhere {
+            Some((symbol, file)) => resolved_elsewhere(symbol, file.clone()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// One file-backed mapping of this process.
+struct Mapping {
+    start: usize,
+    end: usize,
+    id: FileId,
+    path: PathBuf,
+}
+
+/// The file-backed mappings of this process (`/proc/self/maps`).
+struct Mappings(Vec<Mapping>);
+
+/// A mapped file: its identity and the kernel's name for it.
+struct MappedFile {
+    id: FileId,
+    path: PathBuf,
+}
+
+impl Mappings {
+    fn read() -> Mappings {
+        let text = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+        Mappings(text.lines().filter_map(Mapping::parse).collect())
+    }
+
+    fn file_of(&self, address: usize) -> Option<MappedFile> {
+        self.0
+            .iter()
+            .find(|m| (m.start..m.end).contains(&address))
+            .map(|m| MappedFile {
+                id: m.id,
+                path: m.path.clone(),
+            })
+    }
+}
+
+impl Mapping {
+    /// `start-end perms offset major:minor inode path` (hex, hex, decimal inode).
+    fn parse(line: &str) -> Option<Mapping> {
+        let mut fields = line.splitn(6, ' ');
+        let (range, _perms, _offset, dev, inode) = (
+            fields.next()?,
+            fields.next()?,
+            fields.next()?,
+            fields.next()?,
+            fields.next()?,
+        );
+        let path = fields.next()?.trim_start();
+        let inode: u64 = inode.parse().ok()?;
+        if inode == 0 || !path.starts_with('/') {
+            return None;
+        }
+        let (start, end) = range.split_once('-')?;
+        let (major, minor) = dev.split_once(':')?;
+        let major = u32::from_str_radix(major, 16).ok()?;
+        let minor = u32::from_str_radix(minor, 16).ok()?;
+        Some(Mapping {
+            start: usize::from_str_radix(start, 16).ok()?,
+            end: usize::from_str_radix(end, 16).ok()?,
+            id: (libc::makedev(major, minor), inode),
+            path: PathBuf::from(path),
+        })
+    }
+}
+
+/// The file that defines the code at `address`, as the dynamic loader names it, with links
+/// resolved now; `None` if the loader cannot tell. Only used without `/proc`.
+fn defining_file(address: usize) -> Option<PathBuf> {
     let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
     // SAFETY: `dladdr` only reads the loader's tables and writes `info`; any address is
     // allowed (an unknown one returns 0).
-    let found = unsafe { libc::dladdr(address, info.as_mut_ptr()) };
+    let found = unsafe { libc::dladdr(address as *const std::ffi::c_void, info.as_mut_ptr()) };
     if found == 0 {
         return None;
     }
@@ -353,22 +560,61 @@ fn defining_file(address: *const std::ffi::c_void) -> Option<PathBuf> {
     // loaded (forever, here); copied at once.
     let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
     use std::os::unix::ffi::OsStrExt as _;
-    Some(canonical(Path::new(std::ffi::OsStr::from_bytes(
-        name.to_bytes(),
-    ))))
+    let path = Path::new(std::ffi::OsStr::from_bytes(name.to_bytes()));
+    Some(std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()))
 }
 
-/// `path` with links and relative parts resolved, or unchanged if it cannot be.
-fn canonical(path: &Path) -> PathBuf {
-    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+/// When `path` is an ELF file for another machine or word size than this process, says so
+/// (the loader's own message for that is "No such file or directory").
+fn elf_mismatch(path: &Path) -> Option<String> {
+    use std::io::Read as _;
+    let mut header = [0u8; 20];
+    std::fs::File::open(path)
+        .ok()?
+        .read_exact(&mut header)
+        .ok()?;
+    if header[..4] != *b"\x7fELF" {
+        return Some("not an ELF file".to_owned());
+    }
+    let machine = u16::from_le_bytes([header[18], header[19]]);
+    let name = |m: u16| match m {
+        3 => "x86",
+        40 => "arm",
+        62 => "x86_64",
+        183 => "aarch64",
+        _ => "another machine",
+    };
+    let ours = if cfg!(target_arch = "aarch64") {
+        183
+    } else if cfg!(target_arch = "x86_64") {
+        62
+    } else {
+        return None;
+    };
+    let bits = match header[4] {
+        1 => 32,
+        _ => 64,
+    };
+    (machine != ours || bits != usize::BITS).then(|| {
+        format!(
+            "a {bits}-bit ELF file for {}; this process is {}-bit {}",
+            name(machine),
+            usize::BITS,
+            name(ours)
+        )
+    })
 }
 
-/// Whether two paths name the same file (after resolving links and relative parts, when
-/// both exist).
-fn same_file(a: &Path, b: &Path) -> bool {
-    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => a == b,
+impl Api {
+    /// Whether `requested` names the library this `Api` was loaded from: the same file
+    /// (device and inode, as it is now), or, for a bare name, the same name. Strict
+    /// requests also need every function to come from that file.
+    fn is_the_file(&self, requested: &Path, strict: bool) -> bool {
+        if requested.components().count() == 1 && !strict {
+            return requested == self.path;
+        }
+        let same = self.origin.id.is_some() && file_id(requested) == self.origin.id;
+        same && (!strict || self.origin.elsewhere.is_none())
     }
 }
 
@@ -389,10 +635,7 @@ pub fn global() -> Option<&'static Api> {
 pub fn load_global(options: &LoadOptions) -> Result<&'static Api, LoadError> {
     options.validate()?;
     let check = |api: &'static Api| match options.explicit_path() {
-        Some(requested)
-            if !same_file(requested, api.path())
-                || (options.is_strict() && canonical(requested) != api.resolved_path()) =>
-        {
+        Some(requested) if !api.is_the_file(requested, options.is_strict()) => {
             Err(LoadError::AlreadyLoaded {
                 loaded: api.resolved_path().to_path_buf(),
                 requested: requested.to_path_buf(),

@@ -89,6 +89,18 @@ macro_rules! function_table {
                 }
             }
 
+            /// Every resolved function, by name, as an address (strict loading checks
+            /// which file defines each).
+            pub(crate) fn addresses(&self) -> Vec<(&'static str, usize)> {
+                let mut list = vec![$((stringify!($req), self.$req as usize)),*];
+                $(
+                    if let Some(f) = self.$opt {
+                        list.push((stringify!($opt), f as usize));
+                    }
+                )*
+                list
+            }
+
             /// Resolves every function from `library`.
             ///
             /// # Safety
