@@ -13,13 +13,14 @@ fn main() -> Result<(), Error> {
     let acl = Acl::init()?;
     println!("runtime library: {}", acl.library());
 
-    let device = acl.set_device(0)?;
-    let ctx = device.create_context()?;
-    let stream = ctx.create_stream()?;
+    // The samples' pattern: set the device and work in its default context (D1); the device
+    // in state `DefaultContext` lends it, so streams and buffers borrow the device.
+    let device = acl.set_device(0)?.into_default_context()?;
+    let stream = device.create_stream()?;
 
     let host: Vec<f32> = (0..1 << 20).map(|i| i as f32).collect();
-    let mut on_device = ctx.alloc::<f32>(host.len(), MallocPolicy::HugeFirst)?;
-    ctx.async_scope(|scope| {
+    let mut on_device = device.alloc::<f32>(host.len(), MallocPolicy::HugeFirst)?;
+    device.async_scope(|scope| {
         // memcpy_async: H2D is derived from the buffer types; `host` and `on_device` stay
         // borrowed until the scope has synchronised `stream` (M1).
         scope.copy(&stream, &mut on_device, &host)?;
@@ -27,7 +28,7 @@ fn main() -> Result<(), Error> {
     })?; // aclrtSynchronizeStream (S2)
 
     let mut back = vec![0.0f32; host.len()];
-    ctx.copy(&mut back[..], &on_device)?; // synchronous D2H
+    device.copy(&mut back[..], &on_device)?; // synchronous D2H
     assert_eq!(back, host);
     println!(
         "copied {} MiB to the device and back",
@@ -36,8 +37,7 @@ fn main() -> Result<(), Error> {
 
     on_device.free()?;
     stream.destroy()?;
-    ctx.destroy()?;
-    device.reset()?;
+    device.reset()?; // DefaultContext -> Reset: the default context ends with the device (D5)
     acl.finalize()?;
     Ok(())
 }

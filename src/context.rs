@@ -121,8 +121,10 @@ pub struct Context<'dev> {
     /// Live streams, events, buffers and report threads created in this context. Only a
     /// leak (`mem::forget`) can leave any at `destroy`; then the context is kept (D3).
     children: AtomicUsize,
-    /// The device's count of live contexts: this one is in it until destroyed (D3).
-    device_contexts: &'dev AtomicUsize,
+    /// The device's count of live contexts: this one is in it until destroyed (D3). `None`
+    /// for the device's default context, which is not destroyed but ends with the device's
+    /// reset (D5), and which the device value itself holds.
+    device_contexts: Option<&'dev AtomicUsize>,
     /// What the context's streams are used for that excludes the other (S6): 0 nothing yet,
     /// [`USES_CALLBACKS`] or [`STOPS_ON_FAILURE`]. Sticky for the context's life.
     exclusive_use: AtomicU8,
@@ -130,7 +132,8 @@ pub struct Context<'dev> {
     deferred_seq: AtomicU64,
     /// How many entries `deferred` has: lets a synchronisation skip the lock when empty.
     deferred_len: AtomicUsize,
-    _device: PhantomData<&'dev crate::Device<'dev>>,
+    /// Covariant in `'dev`, as the borrow of the device it stands for.
+    _device: PhantomData<&'dev ()>,
 }
 
 // SAFETY: the raw context is an opaque runtime handle; the runtime allows using a context from
@@ -155,7 +158,24 @@ impl<'dev> Context<'dev> {
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         // aclrtCreateContext made it current on this thread (D2).
         current::replace(id);
-        Ok(Context {
+        Ok(Context::wrap(api, device, raw, id, Some(device_contexts)))
+    }
+
+    /// The default context `raw` of `device` (D1), held by a
+    /// [`Device<DefaultContext>`](crate::Device): released, never destroyed (D5).
+    pub(crate) fn default_of(api: &'static Api, device: i32, raw: aclrtContext) -> Context<'dev> {
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        Context::wrap(api, device, raw, id, None)
+    }
+
+    fn wrap(
+        api: &'static Api,
+        device: i32,
+        raw: aclrtContext,
+        id: u64,
+        device_contexts: Option<&'dev AtomicUsize>,
+    ) -> Context<'dev> {
+        Context {
             raw,
             id,
             device,
@@ -167,7 +187,7 @@ impl<'dev> Context<'dev> {
             deferred_len: AtomicUsize::new(0),
             exclusive_use: AtomicU8::new(0),
             _device: PhantomData,
-        })
+        }
     }
 
     /// Makes this context current on the calling thread if it is not already (D6).
@@ -518,13 +538,33 @@ impl<'dev> Context<'dev> {
         // Every stream borrowing this context is gone, so their tasks are done. A join event
         // that cannot be destroyed keeps the context (D3).
         self.try_destroy_deferred(Finished::All)?;
+        let Some(device_contexts) = self.device_contexts else {
+            // The default context: nothing of this crate is left in it; the device's reset
+            // ends it (D5: destroying it is an error).
+            return Ok(());
+        };
         // SAFETY: `self.raw` is live and this is its only destruction (the value is consumed).
         let result = unsafe { self.api.destroy_context(self.raw) };
         current::forget();
         if result.is_ok() {
-            self.device_contexts.fetch_sub(1, Ordering::Release);
+            device_contexts.fetch_sub(1, Ordering::Release);
         }
         Ok(result?)
+    }
+
+    /// Releases the default context held by a device (see [`Context::default_of`]), or
+    /// reports why it cannot be: a leaked handle still in it.
+    pub(crate) fn release_default(&self) -> Result<()> {
+        debug_assert!(self.device_contexts.is_none());
+        self.release()
+    }
+
+    /// Consumes a released context without running its `Drop`, freeing its (empty) list.
+    pub(crate) fn forget_released(self) {
+        let mut this = ManuallyDrop::new(self);
+        drop(std::mem::take(
+            this.deferred.get_mut().unwrap_or_else(|p| p.into_inner()),
+        ));
     }
 
     /// `aclrtDestroyContext` (D3). Consumes the context: does not compile while a stream or
@@ -536,13 +576,18 @@ impl<'dev> Context<'dev> {
         reason = "a context is destroyed once, off any hot path; giving it back is the point"
     )]
     pub fn destroy(self) -> Result<(), Failed<Context<'dev>>> {
+        if self.device_contexts.is_none() {
+            // The default context is left through its device (`Device::reset`), not here.
+            return Err(Failed::new(
+                crate::Error::InvalidArgument(
+                    "the default context is released by its device (Device::reset), not destroyed (D5)",
+                ),
+                self,
+            ));
+        }
         match self.release() {
             Ok(()) => {
-                let mut this = ManuallyDrop::new(self);
-                // Free the (empty) list's buffer; nothing else owns heap memory.
-                drop(std::mem::take(
-                    this.deferred.get_mut().unwrap_or_else(|p| p.into_inner()),
-                ));
+                self.forget_released();
                 Ok(())
             }
             Err(e) => Err(Failed::new(e, self)),

@@ -1,28 +1,119 @@
-//! Devices: `aclrtSetDevice` / `aclrtResetDevice` (D1, D3, D5).
+//! Devices and their typestate: `aclrtSetDevice` / `aclrtResetDevice`, the default context
+//! (D1, D3, D5).
 
 use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::context::{self, Context};
 use crate::error::{Error, Result};
+use crate::event::Reset;
 use crate::runtime::{Failed, release_on_drop};
 use crate::sys::loader::Api;
 
-/// A device made usable by `aclrtSetDevice` (D1); reset by [`Device::reset`] or, as a
-/// fallback, on drop.
+mod sealed {
+    use crate::context::Context;
+    use crate::error::Result;
+
+    pub trait Sealed {
+        /// Whether a device in this state is set (holds one `aclrtSetDevice`).
+        const SET: bool;
+        /// What a device in this state holds besides its id: nothing, or (in
+        /// *DefaultContext*) its default context. Not tied to the `Acl`'s lifetime, which
+        /// keeps [`Device`](super::Device) covariant in it; the device value bounds it.
+        type Held: Held;
+    }
+
+    /// What a device value holds for its state.
+    pub trait Held {
+        /// Releases it before the device's reset (the default context: nothing of this
+        /// crate may be left in it).
+        fn release(&self, device: i32) -> Result<()>;
+        /// Consumes it after a successful `release`.
+        fn forget(self);
+    }
+
+    impl Held for () {
+        fn release(&self, _device: i32) -> Result<()> {
+            Ok(())
+        }
+        fn forget(self) {}
+    }
+
+    impl Held for Context<'_> {
+        fn release(&self, device: i32) -> Result<()> {
+            self.release_default()?;
+            super::default_contexts().retain(|&id| id != device);
+            Ok(())
+        }
+        fn forget(self) {
+            self.forget_released();
+        }
+    }
+}
+
+use sealed::Held as _;
+
+/// The state of a [`Device`]. Sealed: [`Set`], [`DefaultContext`] and [`Reset`].
+pub trait DeviceState: sealed::Sealed {}
+
+/// *Set*: `aclrtSetDevice` succeeded (D1). Allows [`Device::create_context`] (any number of
+/// contexts, each borrowing the device), [`Device::capability`], and the transitions
+/// [`into_default_context`](Device::into_default_context) → *DefaultContext* and
+/// [`reset`](Device::reset) → *Reset*.
+#[derive(Debug)]
+pub enum Set {}
+
+/// *DefaultContext* (the design card's *Context* state; named so beside the [`Context`]
+/// handle): the device's default context, which `aclrtSetDevice` created (D1), is held by
+/// the device value and used through it: the device dereferences to a [`Context`], so
+/// `device.create_stream()`, `device.create_event()`, `device.alloc(..)`, ... work as on any
+/// context (the pattern of the official samples: set the device, create streams). Leave by
+/// [`release_default_context`](Device::release_default_context) → *Set*, or
+/// [`reset`](Device::reset) → *Reset*; neither compiles while a stream, event or buffer
+/// borrows the device (D3).
+#[derive(Debug)]
+pub enum DefaultContext {}
+
+impl sealed::Sealed for Set {
+    const SET: bool = true;
+    type Held = ();
+}
+impl sealed::Sealed for DefaultContext {
+    const SET: bool = true;
+    type Held = Context<'static>;
+}
+// *Reset* is the marker the events use too: `aclrtResetDevice` succeeded, nothing runs on
+// the device; it allows `set` again (recovery) and `id`, and dropping it does nothing.
+impl sealed::Sealed for Reset {
+    const SET: bool = false;
+    type Held = ();
+}
+impl DeviceState for Set {}
+impl DeviceState for DefaultContext {}
+impl DeviceState for Reset {}
+
+/// A device, in state `S`: [`Set`] (the default), [`DefaultContext`] or [`Reset`].
 ///
 /// Two `Device` values for the same id are allowed: set/reset are reference-counted by the
 /// runtime and each value pairs one set with one reset (D1).
 ///
-/// `Send + Sync`: a device is an id; which thread uses it does not matter.
+/// `Send + Sync`: a device is an id (and, in *DefaultContext*, a [`Context`], which is both).
 ///
 /// ```no_run
 /// # use ascend_typestate::Acl;
 /// let acl = Acl::init()?;
-/// let device = acl.set_device(0)?;      // D1
-/// let ctx = device.create_context()?;   // D2
-/// ctx.destroy()?;                       // D3: contexts before the device
-/// device.reset()?;                      // D3: the device before finalize
+/// let device = acl.set_device(0)?;                 // Set (D1)
+/// let device = device.into_default_context()?;     // DefaultContext
+/// let stream = device.create_stream()?;            // a stream of the default context
+/// stream.synchronize()?;
+/// stream.destroy()?;                               // D3: streams before the device
+/// let device = device.reset()?;                    // Reset
+/// let device = device.set()?;                      // Set again (recovery)
+/// let ctx = device.create_context()?;              // an explicit context (D2)
+/// ctx.destroy()?;
+/// device.reset()?;
 /// acl.finalize()?;
 /// # Ok::<(), ascend_typestate::Error>(())
 /// ```
@@ -30,24 +121,38 @@ use crate::sys::loader::Api;
 /// # States
 ///
 /// ```text
-///   Acl::set_device(id) ──► Set ──create_context()──► Context (≥ 1 Context borrows it)
-///                            ▲                              │ every Context destroyed
-///                            └──────────────────────────────┘
-///   Set ──reset()──► Reset (the value is consumed: no further call compiles)
+///                        into_default_context()
+///   set_device(id) ──► Set ─────────────────────────► DefaultContext
+///                      │  ▲ ◄──────────────────────── │   (derefs to its Context)
+///                      │  │ release_default_context() │
+///              reset() │  │ set()                     │ reset()
+///                      ▼  │                           │
+///                      Reset ◄────────────────────────┘
 /// ```
 ///
-/// The states are carried by ownership rather than a marker parameter, because a device may
-/// hold several contexts at once: *Set* is a [`Device`] value, *Context* is a `Device` that a
-/// [`Context`] borrows, *Reset* is the device consumed by [`Device::reset`]. The borrow
-/// checker then enforces D3: `reset` takes `self`, so it does not compile while a context
-/// borrows the device (E0505), and nothing can be called on a device after reset (E0382).
-pub struct Device<'acl> {
+/// | state | allows | leaves by |
+/// |---|---|---|
+/// | [`Set`] | `create_context` (several, D2), `capability`, `id` | `into_default_context` → *DefaultContext*; `reset` → *Reset* |
+/// | [`DefaultContext`] | everything a [`Context`] allows (`create_stream`, `create_event`, `alloc`, `async_scope`, `synchronize_device`, ...), `create_context`, `capability`, `id` | `release_default_context` → *Set*; `reset` → *Reset* |
+/// | [`Reset`] | `id` | `set` → *Set* |
+///
+/// What does not compile: a stream of a *Set* device (no `create_stream`: enter
+/// *DefaultContext* or create a context), any context or stream of a *Reset* device, a
+/// transition while a context, stream, event or buffer borrows the device (E0505, D3), and
+/// any use of the value a transition consumed (E0382). Transitions take the device by value
+/// and give it back with the error on failure ([`Failed`]); a context or handle leaked with
+/// `mem::forget` makes the transition fail with [`Error::LiveChildren`] rather than reset the
+/// device under it (D3).
+pub struct Device<'acl, S: DeviceState = Set> {
     api: &'static Api,
     id: i32,
     /// Live contexts created on this device. Borrows keep it 0 at `reset`, unless a context
     /// was leaked (`mem::forget`); then the device is kept, not reset under it (D3).
     contexts: AtomicUsize,
+    /// Nothing, or in *DefaultContext* the default context (D1).
+    held: S::Held,
     _acl: PhantomData<&'acl crate::Acl>,
+    _state: PhantomData<S>,
 }
 
 /// Devices set through the typed API and not reset yet. One per process is enough: only one
@@ -59,28 +164,164 @@ pub(crate) fn live_devices() -> usize {
     LIVE_DEVICES.load(Ordering::Acquire)
 }
 
-impl<'acl> Device<'acl> {
-    pub(crate) fn set(api: &'static Api, id: i32) -> Result<Device<'acl>> {
-        context::refuse_inside_callback()?;
-        // SAFETY: paired with the reset of `Device::release` (D1); not inside a callback
-        // (checked above, C8).
-        unsafe { api.set_device(id)? };
-        LIVE_DEVICES.fetch_add(1, Ordering::Relaxed);
-        // aclrtSetDevice made the device's default context current on this thread.
-        crate::result::current::forget();
+/// Device ids whose default context a [`Device<DefaultContext>`] holds. One value at a time
+/// per device: two would be two [`Context`]s of one runtime context, whose exclusive uses
+/// (S6: stop on failure, or callbacks) could then be combined.
+static DEFAULT_CONTEXTS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+fn default_contexts() -> std::sync::MutexGuard<'static, Vec<i32>> {
+    // A poisoned lock only means a panic elsewhere; the list is still consistent.
+    DEFAULT_CONTEXTS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl<'acl> Device<'acl, Set> {
+    pub(crate) fn set_new(api: &'static Api, id: i32) -> Result<Device<'acl, Set>> {
+        set_device(api, id)?;
         Ok(Device {
             api,
             id,
             contexts: AtomicUsize::new(0),
+            held: (),
             _acl: PhantomData,
+            _state: PhantomData,
         })
     }
 
+    /// *Set* → *DefaultContext*: holds the device's default context (D1), which the device
+    /// then dereferences to. [`Error::DefaultContextInUse`] if another value of this device
+    /// holds it.
+    pub fn into_default_context(
+        self,
+    ) -> Result<Device<'acl, DefaultContext>, Failed<Device<'acl, Set>>> {
+        match self.take_default_context() {
+            Ok(context) => Ok(self.into_state(context)),
+            Err(error) => Err(Failed::new(error, self)),
+        }
+    }
+
+    fn take_default_context(&self) -> Result<Context<'static>> {
+        context::refuse_inside_callback()?;
+        let mut taken = default_contexts();
+        if taken.contains(&self.id) {
+            return Err(Error::DefaultContextInUse { device: self.id });
+        }
+        // `aclrtSetDevice` makes the default context current (D1); once more on this
+        // thread, whichever thread set the device, then read it. The extra set is paired
+        // with a reset at once: the value keeps exactly one.
+        // SAFETY: paired with the reset below (D1); not inside a callback (checked above).
+        unsafe { self.api.set_device(self.id)? };
+        crate::result::current::forget();
+        let raw = self.api.get_current_context();
+        // SAFETY: pairs the set above; this value's own set keeps the device set (D1).
+        let reset = unsafe { self.api.reset_device(self.id) };
+        crate::result::current::forget();
+        let raw = raw?;
+        reset?;
+        taken.push(self.id);
+        Ok(Context::default_of(self.api, self.id, raw))
+    }
+}
+
+impl<'acl> Device<'acl, DefaultContext> {
+    /// *DefaultContext* → *Set*: gives the default context up (every stream, event and
+    /// buffer of it is gone: they borrow the device). The runtime context itself lives on
+    /// until the device is reset (D5).
+    #[expect(
+        clippy::result_large_err,
+        reason = "a transition gives the device back on failure, as every transition does"
+    )]
+    pub fn release_default_context(
+        self,
+    ) -> Result<Device<'acl, Set>, Failed<Device<'acl, DefaultContext>>> {
+        match self.held.release(self.id) {
+            Ok(()) => Ok(self.into_state(())),
+            Err(error) => Err(Failed::new(error, self)),
+        }
+    }
+}
+
+impl<'acl> std::ops::Deref for Device<'acl, DefaultContext> {
+    type Target = Context<'acl>;
+
+    fn deref(&self) -> &Context<'acl> {
+        &self.held
+    }
+}
+
+impl<'acl> Device<'acl, Reset> {
+    /// *Reset* → *Set*: `aclrtSetDevice` again (D1), e.g. to recover after a fault.
+    pub fn set(self) -> Result<Device<'acl, Set>, Failed<Device<'acl, Reset>>> {
+        match set_device(self.api, self.id) {
+            Ok(()) => Ok(self.into_state(())),
+            Err(error) => Err(Failed::new(error, self)),
+        }
+    }
+}
+
+/// `aclrtSetDevice(id)`, counted in [`LIVE_DEVICES`].
+fn set_device(api: &'static Api, id: i32) -> Result<()> {
+    context::refuse_inside_callback()?;
+    // SAFETY: paired with the reset of `Device::release` (D1); not inside a callback
+    // (checked above, C8).
+    unsafe { api.set_device(id)? };
+    LIVE_DEVICES.fetch_add(1, Ordering::Relaxed);
+    // aclrtSetDevice made the device's default context current on this thread.
+    crate::result::current::forget();
+    Ok(())
+}
+
+impl<'acl, S: DeviceState> Device<'acl, S> {
     /// The device id.
     pub fn id(&self) -> i32 {
         self.id
     }
 
+    /// The same device in state `T`, holding `held`, without running `Drop`. What it held
+    /// in `S` was released already (or is moved into `held`'s state by the caller): it is
+    /// consumed here without a second release.
+    fn into_state<T: DeviceState>(self, held: T::Held) -> Device<'acl, T> {
+        let this = ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped nor used after this read, so the field is moved
+        // out exactly once.
+        let old = unsafe { std::ptr::read(&this.held) };
+        old.forget();
+        Device {
+            api: this.api,
+            id: this.id,
+            contexts: AtomicUsize::new(this.contexts.load(Ordering::Acquire)),
+            held,
+            _acl: PhantomData,
+            _state: PhantomData,
+        }
+    }
+
+    /// Releases what the device holds: its default context (if any), then the reset.
+    fn release(&self) -> Result<()> {
+        if !S::SET {
+            return Ok(());
+        }
+        context::may_release(self.contexts.load(Ordering::Acquire))?;
+        self.held.release(self.id)?;
+        // SAFETY: no context created on the device is alive (counted above; borrows keep it
+        // so unless one was leaked), so no stream, event or buffer on it is either; the
+        // default context's handles are gone too (they borrow the device, or were leaked
+        // and refused above); the value is consumed or being dropped, so this is its only
+        // reset (D3).
+        let result = unsafe { self.api.reset_device(self.id) };
+        crate::result::current::forget();
+        if result.is_ok() {
+            LIVE_DEVICES.fetch_sub(1, Ordering::Release);
+        }
+        Ok(result?)
+    }
+}
+
+/// Methods of the states that hold the device set: *Set* and *DefaultContext*.
+pub trait SetState: DeviceState {}
+impl SetState for Set {}
+impl SetState for DefaultContext {}
+
+impl<'acl, S: SetState> Device<'acl, S> {
     /// `aclrtCreateContext(&ctx, id)` (D2): a context on this device, borrowing it, current
     /// on the calling thread. Streams and events are created in a context.
     pub fn create_context(&self) -> Result<Context<'_>> {
@@ -101,30 +342,20 @@ impl<'acl> Device<'acl> {
         Ok(self.api.get_device_capability(id, info)?)
     }
 
-    fn release(&self) -> Result<()> {
-        context::may_release(self.contexts.load(Ordering::Acquire))?;
-        // SAFETY: no context created on the device is alive (counted above; borrows keep it
-        // so unless one was leaked), so no stream, event or buffer on it is either, and the
-        // value is consumed or being dropped, so this is its only reset (D3).
-        let result = unsafe { self.api.reset_device(self.id) };
-        crate::result::current::forget();
-        if result.is_ok() {
-            LIVE_DEVICES.fetch_sub(1, Ordering::Release);
-        }
-        Ok(result?)
-    }
-
-    /// `aclrtResetDevice(id)` (D1, D3). Consumes the device: does not compile while a
-    /// [`Context`] borrows it, and nothing can be called on it afterwards. On failure the
-    /// device is given back; if a context created on it was leaked (`mem::forget`), that
+    /// `aclrtResetDevice(id)` (D1, D3): → *Reset*. Consumes the device: does not compile
+    /// while a [`Context`] (or, in *DefaultContext*, a stream, event or buffer) borrows it.
+    /// On failure the device is given back; if a handle was leaked (`mem::forget`), that
     /// failure is [`Error::LiveChildren`] and the device is never reset under it (its `Drop`
     /// keeps it too, and reports).
-    pub fn reset(self) -> Result<(), Failed<Device<'acl>>> {
-        Failed::release_or_give_back(self, Self::release)
+    pub fn reset(self) -> Result<Device<'acl, Reset>, Failed<Device<'acl, S>>> {
+        match self.release() {
+            Ok(()) => Ok(self.into_state(())),
+            Err(error) => Err(Failed::new(error, self)),
+        }
     }
 }
 
-impl Drop for Device<'_> {
+impl<S: DeviceState> Drop for Device<'_, S> {
     fn drop(&mut self) {
         release_on_drop("Device", || self.release());
     }
@@ -142,8 +373,11 @@ pub enum DeviceCapability {
     L2CacheBytes,
 }
 
-impl std::fmt::Debug for Device<'_> {
+impl<S: DeviceState> std::fmt::Debug for Device<'_, S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Device").field("id", &self.id).finish()
+        f.debug_struct("Device")
+            .field("id", &self.id)
+            .field("state", &std::any::type_name::<S>())
+            .finish()
     }
 }

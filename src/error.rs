@@ -414,6 +414,16 @@ pub enum Error {
         /// What was checked.
         what: &'static str,
     },
+    /// The default context of this device is held by another [`Device`](crate::Device)
+    /// value (one at a time: [`Device::into_default_context`](crate::Device::into_default_context)).
+    #[error(
+        "the default context of device {device} is already held by another Device value; \
+         use that one, or release it first (release_default_context)"
+    )]
+    DefaultContextInUse {
+        /// The device id.
+        device: i32,
+    },
     /// Two handles belong to different devices where one device is required.
     #[error("device mismatch: {what} belongs to device {found}, expected device {expected}")]
     DeviceMismatch {
@@ -466,6 +476,10 @@ impl fmt::Debug for Error {
             Error::ContextMismatch { what } => f
                 .debug_struct("ContextMismatch")
                 .field("what", what)
+                .finish(),
+            Error::DefaultContextInUse { device } => f
+                .debug_struct("DefaultContextInUse")
+                .field("device", device)
                 .finish(),
             Error::DeviceMismatch {
                 what,

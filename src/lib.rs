@@ -48,8 +48,10 @@
 //! * **Ownership and borrows** order creation and destruction (D3): a [`Stream`] borrows its
 //!   [`Context`], which borrows its [`Device`], which borrows the [`Acl`]; destroying a parent
 //!   consumes it, so it does not compile while a child lives.
-//! * **Marker states** ([`Created`], [`Recorded`], [`Reset`]) decide which event methods exist
-//!   (E1): there is no `wait` on an event that was never recorded.
+//! * **Marker states** decide which methods exist: an [`Event`] is [`Created`], [`Recorded`]
+//!   or [`Reset`] (E1: there is no `wait` on an event that was never recorded); a [`Device`]
+//!   is [`Set`], [`DefaultContext`] (it lends its default context: set the device, create
+//!   streams) or [`Reset`] (set it again to recover), each transition by value (D1, D3, D5).
 //! * **A branded scope** ([`Event::wait`]) must return the [`ResetDone`] proof that only
 //!   [`Waited::reset`] creates (E4); a panic or early error in the scope still resets.
 //!   [`Event::wait_and_reset`] issues the wait and its reset together, for the usual case
@@ -188,7 +190,7 @@ pub mod sys;
 
 pub use callback::{CallbackMode, MAX_REPORT_THREADS, ReportThread, Subscribed};
 pub use context::{Context, MemoryInfo, MemoryKind};
-pub use device::{Device, DeviceCapability};
+pub use device::{DefaultContext, Device, DeviceCapability, DeviceState, Set, SetState};
 pub use error::{AclError, Error, LoadError, Result, TriedPath};
 pub use event::{
     Created, Event, EventState, Recordable, Recorded, Reset, ResetDone, WaitError, Waited,
@@ -216,8 +218,12 @@ mod assertions {
     assert_eq_size!(Recorded, ());
     assert_eq_size!(Reset, ());
     assert_eq_size!(ResetDone<'static>, ());
+    assert_eq_size!(Set, ());
+    assert_eq_size!(DefaultContext, ());
     // Handles: the raw pointers they need, nothing more.
     assert_eq_size!(Acl, Raw); // the loaded library
+    assert_eq_size!(Device<'static, Set>, [Raw; 3]); // library + id + live-context count
+    assert_eq_size!(Device<'static, Set>, Device<'static, Reset>);
     assert_eq_size!(Stream<'static>, [Raw; 3]); // stream + context (D6) + reset flag (E5)
     assert_eq_size!(Event<'static, Recorded>, [Raw; 3]); // event + context + last reset stream (E9)
     assert_eq_size!(Event<'static, Created>, Event<'static, Reset>);
@@ -225,7 +231,9 @@ mod assertions {
     assert_eq_size!(Error, [Raw; 4]);
 
     assert_impl_all!(Acl: Send, Sync);
-    assert_impl_all!(Device<'static>: Send, Sync);
+    assert_impl_all!(Device<'static, Set>: Send, Sync);
+    assert_impl_all!(Device<'static, DefaultContext>: Send, Sync);
+    assert_impl_all!(Device<'static, Reset>: Send, Sync);
     assert_impl_all!(Context<'static>: Send, Sync);
     assert_impl_all!(Stream<'static>: Send);
     assert_not_impl_any!(Stream<'static>: Sync);

@@ -287,8 +287,8 @@ impl Acl {
     }
 
     /// `aclrtSetDevice(id)` (D1): a [`Device`] in the *Set* state, borrowing this token.
-    pub fn set_device(&self, id: i32) -> Result<Device<'_>> {
-        Device::set(self.api, id)
+    pub fn set_device(&self, id: i32) -> Result<Device<'_, crate::Set>> {
+        Device::set_new(self.api, id)
     }
 
     /// `aclrtGetDeviceCount`.

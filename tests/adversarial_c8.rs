@@ -93,7 +93,7 @@ fn c8_device_reset_inside_callback_is_refused() {
         let ctx = leak(device.create_context().unwrap());
         let owned = acl.set_device(1).unwrap();
         let outcome = in_callback(ctx, move || match owned.reset() {
-            Ok(()) => None,
+            Ok(_reset) => None,
             Err(failed) => Some(failed.into_parts()),
         });
         let (error, owned) = outcome.expect("a device was reset inside a callback");

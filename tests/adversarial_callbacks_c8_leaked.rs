@@ -70,7 +70,7 @@ fn probe(mut kit: Kit) -> (Log, Log, Kit) {
     macro_rules! refused_failed {
         ($name:expr, $e:expr, $slot:expr) => {{
             match $e {
-                Ok(()) => panic!("{} released inside a callback", $name),
+                Ok(_) => panic!("{} released inside a callback", $name),
                 Err(f) => {
                     if !matches!(f.error, Error::InsideCallback) {
                         bad.push(($name, format!("{:?}", f.error)));

@@ -206,7 +206,7 @@ fn stranded_heuristic_keeps_a_healthy_subscription() {
         println!("stop: {stopped:?}");
         let destroyed = ctx.destroy().map_err(|f| f.error);
         println!("ctx.destroy: {destroyed:?}");
-        let reset = device.reset().map_err(|f| f.error);
+        let reset = device.reset().map(|_| ()).map_err(|f| f.error);
         println!("device.reset: {reset:?}");
         (stopped, destroyed, reset)
     };

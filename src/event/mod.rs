@@ -46,8 +46,9 @@ pub enum Created {}
 /// (E2, E8), and the [`Event::wait`] scope (E3, E4).
 #[derive(Debug)]
 pub enum Recorded {}
-/// *Reset*: waited and reset (E4). Allows [`Event::record`] again and [`Event::destroy`];
-/// cannot be waited on (E1).
+/// *Reset*: for an [`Event`], waited and reset (E4): allows [`Event::record`] again and
+/// [`Event::destroy`]; cannot be waited on (E1). For a [`Device`](crate::Device),
+/// `aclrtResetDevice` done: allows [`Device::set`](crate::Device::set) again (D1).
 #[derive(Debug)]
 pub enum Reset {}
 
@@ -132,6 +133,15 @@ impl Recordable for Reset {}
 /// the reset on that path itself (the scope's state lives in its frame, so even a
 /// `mem::forget` of the [`Waited`] value cannot skip it), and the event resource is never
 /// lost (E4).
+///
+/// **Why *Waited* is a scope, not an `Event<Waited>` value.** The design card lists
+/// *Waited* among the event's states. As a value, it could be kept, dropped or
+/// `mem::forget`-ed: the reset that E4 requires would then rest on `Drop` running, which a
+/// `mem::forget` (safe code) skips, leaking the runtime's event resource. As the body of
+/// [`Event::wait`], *Waited* is still a named state with its own methods ([`Waited`]:
+/// `also_wait`, `reset`), but the scope's frame owns the event and issues the reset on
+/// every path out of it, and the type checker demands the [`ResetDone`] proof that only
+/// `reset` makes. That keeps E4 a compile-time guarantee which no safe code can skip.
 ///
 /// Several streams waiting on one event (E3) never see a reset overtake their wait (E5):
 /// when more than one stream waited, the reset is ordered after every wait by a join event

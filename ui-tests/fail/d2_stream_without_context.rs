@@ -1,5 +1,6 @@
-// D2: streams are created in a context (107002 without one). There is no way to create a
-// stream from a device (or from `Acl`): `Device::create_stream` does not exist (E0599).
+// D2: streams are created in a context (107002 without one). A device in the *Set* state
+// has no context to create them in: `Device<Set>::create_stream` does not exist (E0599);
+// enter *DefaultContext* (`into_default_context`) or create a context.
 // Twin: ui-tests/pass/d2_stream_without_context.rs creates a context first.
 
 use ascend_typestate::{Acl, Error};
