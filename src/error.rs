@@ -424,6 +424,15 @@ pub enum Error {
         /// The device id.
         device: i32,
     },
+    /// Work that must be complete is not yet: e.g. [`Event::reset_completed`] on an event
+    /// whose record is still pending (synchronise it first).
+    ///
+    /// [`Event::reset_completed`]: crate::Event::reset_completed
+    #[error("{what} is not complete yet: synchronise it first (E10)")]
+    NotComplete {
+        /// What was checked.
+        what: &'static str,
+    },
     /// Two handles belong to different devices where one device is required.
     #[error("device mismatch: {what} belongs to device {found}, expected device {expected}")]
     DeviceMismatch {
@@ -477,6 +486,9 @@ impl fmt::Debug for Error {
                 .debug_struct("ContextMismatch")
                 .field("what", what)
                 .finish(),
+            Error::NotComplete { what } => {
+                f.debug_struct("NotComplete").field("what", what).finish()
+            }
             Error::DefaultContextInUse { device } => f
                 .debug_struct("DefaultContextInUse")
                 .field("device", device)

@@ -118,7 +118,7 @@ impl Recordable for Reset {}
 /// | state | allows | leaves by |
 /// |---|---|---|
 /// | [`Created`] | `record`, `destroy` | `record` → `Recorded` |
-/// | [`Recorded`] | `synchronize`, `query`, `elapsed_since`, `wait`, `wait_and_reset`, `destroy` | `wait` scope or `wait_and_reset` → `Reset` |
+/// | [`Recorded`] | `synchronize`, `is_complete`, `elapsed_since`, `wait`, `wait_and_reset`, `reset_completed`, `destroy` | `wait` scope or `wait_and_reset` → `Reset`; `reset_completed` (its record done, E10) → `Reset` |
 /// | [`Waited`] (scope) | `also_wait`, `reset` | `reset` → proof [`ResetDone`] → `Reset` |
 /// | [`Reset`] | `record`, `destroy` | `record` → `Recorded` |
 ///

@@ -30,6 +30,70 @@ impl<'s> Event<'s, Recorded> {
         Ok(unsafe { self.ctx.api().query_event_status(self.raw) }?)
     }
 
+    /// *Recorded* → *Reset* without a wait (E10): `aclrtResetEvent(event, stream)` on an
+    /// event whose record is complete, so that it can be recorded again: a per-frame timing
+    /// or host-synchronisation event is created once.
+    ///
+    /// The record must be complete (`aclrtQueryEventStatus`; after
+    /// [`synchronize`](Self::synchronize) it is): a record still pending could set the flag
+    /// again after the reset, and a later wait would pass on it. Otherwise
+    /// [`Error::NotComplete`] and the event is given back, as on any failure. Recording
+    /// again on the same stream then needs no join.
+    ///
+    /// ```no_run
+    /// # use ascend_typestate::Acl;
+    /// # let acl = Acl::init()?;
+    /// # let device = acl.set_device(0)?;
+    /// # let ctx = device.create_context()?;
+    /// # let stream = ctx.create_stream()?;
+    /// let mut start = ctx.create_event()?.record(&stream)?;   // created once
+    /// let mut end = ctx.create_event()?.record(&stream)?;
+    /// for _frame in 0..100 {
+    ///     end.synchronize()?;                                // both complete (S1 order)
+    ///     start = start.reset_completed(&stream)?.record(&stream)?;
+    ///     // ... the frame's work on `stream` ...
+    ///     end = end.reset_completed(&stream)?.record(&stream)?;
+    /// }
+    /// end.synchronize()?;
+    /// println!("last frame: {} ms", end.elapsed_since(&start)?);
+    /// # Ok::<(), ascend_typestate::Error>(())
+    /// ```
+    pub fn reset_completed<'t>(
+        self,
+        stream: &'t Stream<'_>,
+    ) -> Result<Event<'t, Reset>, Failed<Event<'s, Recorded>>>
+    where
+        's: 't,
+    {
+        if !self.is_ready_for(stream)
+            && let Err(e) = self.prepare_slow(stream)
+        {
+            return Err(Failed::new(e, self));
+        }
+        match self.is_complete() {
+            Ok(true) => {}
+            Ok(false) => {
+                let what = "the event's record";
+                return Err(Failed::new(Error::NotComplete { what }, self));
+            }
+            Err(e) => return Err(Failed::new(e, self)),
+        }
+        // SAFETY: both handles are live (borrowed), the stream's context is current (bound
+        // above), the event's record is complete (queried: it cannot set the flag after this
+        // reset), and no wait refers to it (*Recorded*: waits only happen in `wait` and
+        // `wait_and_reset`, which leave it *Reset*). An earlier reset on another stream is
+        // joined before (`prepare_slow`, E5).
+        match unsafe { self.ctx.api().reset_event(self.raw, stream.as_raw()) } {
+            Ok(()) => {
+                // As any reset: destroy and re-use wait for it (E5, E9).
+                stream.mark_reset_pending();
+                let reset_stream: &'t Stream<'t> = stream;
+                Ok(self.into_state(reset_stream))
+            }
+            Err(e) => Err(Failed::new(e.into(), self)),
+        }
+    }
+
     /// `aclrtEventElapsedTime(&ms, start, self)` (E8): milliseconds from `start` to this
     /// event. Both must be complete (synchronise first), else
     /// [`AclError::RtInternalError`](crate::AclError::RtInternalError).
