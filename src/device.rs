@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::context::{self, Context};
 use crate::error::{Error, Result};
 use crate::event::Reset;
-use crate::runtime::{Failed, release_on_drop};
+use crate::runtime::{Failed, release_on_drop, report_drop_error};
+use crate::sys::bindings::aclrtContext;
 use crate::sys::loader::Api;
 
 mod sealed {
@@ -28,27 +29,27 @@ mod sealed {
     /// What a device value holds for its state.
     pub trait Held {
         /// Releases it before the device's reset (the default context: nothing of this
-        /// crate may be left in it).
-        fn release(&self, device: i32) -> Result<()>;
-        /// Consumes it after a successful `release`.
-        fn forget(self);
+        /// crate may be left in it). Repeatable: on a failure it is still held.
+        fn release(&self) -> Result<()>;
+        /// Gives it up for good, after `release` and whatever had to follow it (the
+        /// device's reset) succeeded: the default context may be taken by another value.
+        fn give_up(self, device: i32);
     }
 
     impl Held for () {
-        fn release(&self, _device: i32) -> Result<()> {
+        fn release(&self) -> Result<()> {
             Ok(())
         }
-        fn forget(self) {}
+        fn give_up(self, _device: i32) {}
     }
 
     impl Held for Context<'_> {
-        fn release(&self, device: i32) -> Result<()> {
-            self.release_default()?;
-            super::default_contexts().retain(|&id| id != device);
-            Ok(())
+        fn release(&self) -> Result<()> {
+            self.release_default()
         }
-        fn forget(self) {
+        fn give_up(self, device: i32) {
             self.forget_released();
+            super::default_contexts().retain(|&id| id != device);
         }
     }
 }
@@ -142,18 +143,36 @@ impl DeviceState for Reset {}
 /// any use of the value a transition consumed (E0382). Transitions take the device by value
 /// and give it back with the error on failure ([`Failed`]); a context or handle leaked with
 /// `mem::forget` makes the transition fail with [`Error::LiveChildren`] rather than reset the
-/// device under it (D3).
+/// device under it (D3). A device in *DefaultContext* holds its default context until its
+/// reset or release succeeds: one whose reset failed still holds it, and one that is leaked
+/// (or dropped after a refused reset) holds it for good, so no other value can take it
+/// ([`Error::DefaultContextInUse`]).
+///
+/// The default context is read once, by `set_device` (and [`set`](Device::set)), on the
+/// setting thread: taking it ([`into_default_context`](Device::into_default_context)) makes
+/// no runtime call.
 pub struct Device<'acl, S: DeviceState = Set> {
     api: &'static Api,
     id: i32,
     /// Live contexts created on this device. Borrows keep it 0 at `reset`, unless a context
     /// was leaked (`mem::forget`); then the device is kept, not reset under it (D3).
     contexts: AtomicUsize,
-    /// Nothing, or in *DefaultContext* the default context (D1).
-    held: S::Held,
+    /// The default context (D1), read when the device was set, on that thread.
+    default_raw: aclrtContext,
+    /// Nothing, or in *DefaultContext* the default context, as a [`Context`]. Dropped only
+    /// once released (a device whose reset is refused keeps it, leaked with the device).
+    held: ManuallyDrop<S::Held>,
     _acl: PhantomData<&'acl crate::Acl>,
     _state: PhantomData<S>,
 }
+
+// SAFETY: the raw default context is an opaque runtime handle, only passed to the runtime
+// (which allows any thread to use a context once it is made current there, D6, as every
+// call through a `Context` does); the rest is an id, atomics and a `Context` (Send + Sync).
+unsafe impl<S: DeviceState> Send for Device<'_, S> where S::Held: Send {}
+// SAFETY: as above; shared references only read the id and the raw handle, and use the
+// `Context`, which is `Sync`.
+unsafe impl<S: DeviceState> Sync for Device<'_, S> where S::Held: Sync {}
 
 /// Devices set through the typed API and not reset yet. One per process is enough: only one
 /// [`Acl`](crate::Acl) lives at a time (P2), and every device borrows it.
@@ -176,12 +195,13 @@ fn default_contexts() -> std::sync::MutexGuard<'static, Vec<i32>> {
 
 impl<'acl> Device<'acl, Set> {
     pub(crate) fn set_new(api: &'static Api, id: i32) -> Result<Device<'acl, Set>> {
-        set_device(api, id)?;
+        let default_raw = set_device(api, id)?;
         Ok(Device {
             api,
             id,
             contexts: AtomicUsize::new(0),
-            held: (),
+            default_raw,
+            held: ManuallyDrop::new(()),
             _acl: PhantomData,
             _state: PhantomData,
         })
@@ -205,20 +225,8 @@ impl<'acl> Device<'acl, Set> {
         if taken.contains(&self.id) {
             return Err(Error::DefaultContextInUse { device: self.id });
         }
-        // `aclrtSetDevice` makes the default context current (D1); once more on this
-        // thread, whichever thread set the device, then read it. The extra set is paired
-        // with a reset at once: the value keeps exactly one.
-        // SAFETY: paired with the reset below (D1); not inside a callback (checked above).
-        unsafe { self.api.set_device(self.id)? };
-        crate::result::current::forget();
-        let raw = self.api.get_current_context();
-        // SAFETY: pairs the set above; this value's own set keeps the device set (D1).
-        let reset = unsafe { self.api.reset_device(self.id) };
-        crate::result::current::forget();
-        let raw = raw?;
-        reset?;
         taken.push(self.id);
-        Ok(Context::default_of(self.api, self.id, raw))
+        Ok(Context::default_of(self.api, self.id, self.default_raw))
     }
 }
 
@@ -233,7 +241,7 @@ impl<'acl> Device<'acl, DefaultContext> {
     pub fn release_default_context(
         self,
     ) -> Result<Device<'acl, Set>, Failed<Device<'acl, DefaultContext>>> {
-        match self.held.release(self.id) {
+        match self.held.release() {
             Ok(()) => Ok(self.into_state(())),
             Err(error) => Err(Failed::new(error, self)),
         }
@@ -252,22 +260,50 @@ impl<'acl> Device<'acl, Reset> {
     /// *Reset* → *Set*: `aclrtSetDevice` again (D1), e.g. to recover after a fault.
     pub fn set(self) -> Result<Device<'acl, Set>, Failed<Device<'acl, Reset>>> {
         match set_device(self.api, self.id) {
-            Ok(()) => Ok(self.into_state(())),
+            Ok(default_raw) => {
+                let mut set = self.into_state(());
+                set.default_raw = default_raw;
+                Ok(set)
+            }
             Err(error) => Err(Failed::new(error, self)),
         }
     }
 }
 
-/// `aclrtSetDevice(id)`, counted in [`LIVE_DEVICES`].
-fn set_device(api: &'static Api, id: i32) -> Result<()> {
+/// `aclrtSetDevice(id)`, counted in [`LIVE_DEVICES`], then the default context it made
+/// current (D1), read at once on this thread. If it cannot be read, the set is undone.
+fn set_device(api: &'static Api, id: i32) -> Result<aclrtContext> {
     context::refuse_inside_callback()?;
-    // SAFETY: paired with the reset of `Device::release` (D1); not inside a callback
-    // (checked above, C8).
+    // SAFETY: paired with the reset of `Device::release`, or below (D1); not inside a
+    // callback (checked above, C8).
     unsafe { api.set_device(id)? };
-    LIVE_DEVICES.fetch_add(1, Ordering::Relaxed);
     // aclrtSetDevice made the device's default context current on this thread.
     crate::result::current::forget();
-    Ok(())
+    match api.get_current_context() {
+        Ok(raw) => {
+            LIVE_DEVICES.fetch_add(1, Ordering::Relaxed);
+            Ok(raw)
+        }
+        Err(error) => {
+            // SAFETY: pairs the set above; nothing was created on the device since.
+            let undone = unsafe { api.reset_device(id) }.or_else(|first| {
+                report_drop_error(
+                    "Device (undoing a set whose context is unknown)",
+                    Err(first),
+                );
+                // SAFETY: as above.
+                unsafe { api.reset_device(id) }
+            });
+            crate::result::current::forget();
+            if let Err(second) = undone {
+                // Still set: counted, so that `Acl::finalize` refuses (D3) instead of
+                // finalizing under it; the error is not lost.
+                LIVE_DEVICES.fetch_add(1, Ordering::Relaxed);
+                report_drop_error("Device (a set that cannot be undone, kept)", Err(second));
+            }
+            Err(error.into())
+        }
+    }
 }
 
 impl<'acl, S: DeviceState> Device<'acl, S> {
@@ -283,13 +319,14 @@ impl<'acl, S: DeviceState> Device<'acl, S> {
         let this = ManuallyDrop::new(self);
         // SAFETY: `this` is never dropped nor used after this read, so the field is moved
         // out exactly once.
-        let old = unsafe { std::ptr::read(&this.held) };
-        old.forget();
+        let old = ManuallyDrop::into_inner(unsafe { std::ptr::read(&this.held) });
+        old.give_up(this.id);
         Device {
             api: this.api,
             id: this.id,
             contexts: AtomicUsize::new(this.contexts.load(Ordering::Acquire)),
-            held,
+            default_raw: this.default_raw,
+            held: ManuallyDrop::new(held),
             _acl: PhantomData,
             _state: PhantomData,
         }
@@ -301,7 +338,7 @@ impl<'acl, S: DeviceState> Device<'acl, S> {
             return Ok(());
         }
         context::may_release(self.contexts.load(Ordering::Acquire))?;
-        self.held.release(self.id)?;
+        self.held.release()?;
         // SAFETY: no context created on the device is alive (counted above; borrows keep it
         // so unless one was leaked), so no stream, event or buffer on it is either; the
         // default context's handles are gone too (they borrow the device, or were leaked
@@ -357,7 +394,19 @@ impl<'acl, S: SetState> Device<'acl, S> {
 
 impl<S: DeviceState> Drop for Device<'_, S> {
     fn drop(&mut self) {
-        release_on_drop("Device", || self.release());
+        let mut released = false;
+        release_on_drop("Device", || {
+            let result = self.release();
+            released = result.is_ok();
+            result
+        });
+        if released {
+            // SAFETY: `held` is not used again: this is the value's end.
+            let held = unsafe { ManuallyDrop::take(&mut self.held) };
+            held.give_up(self.id);
+        }
+        // Else it stays held, leaked with the device (its `Drop` would try and report
+        // again what was just reported).
     }
 }
 

@@ -417,8 +417,9 @@ pub enum Error {
     /// The default context of this device is held by another [`Device`](crate::Device)
     /// value (one at a time: [`Device::into_default_context`](crate::Device::into_default_context)).
     #[error(
-        "the default context of device {device} is already held by another Device value; \
-         use that one, or release it first (release_default_context)"
+        "the default context of device {device} is already held by another Device value \
+         (release_default_context or reset it first), or by one that was leaked or whose \
+         reset failed and was dropped"
     )]
     DefaultContextInUse {
         /// The device id.

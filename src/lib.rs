@@ -222,7 +222,7 @@ mod assertions {
     assert_eq_size!(DefaultContext, ());
     // Handles: the raw pointers they need, nothing more.
     assert_eq_size!(Acl, Raw); // the loaded library
-    assert_eq_size!(Device<'static, Set>, [Raw; 3]); // library + id + live-context count
+    assert_eq_size!(Device<'static, Set>, [Raw; 4]); // library + id + live contexts + default context
     assert_eq_size!(Device<'static, Set>, Device<'static, Reset>);
     assert_eq_size!(Stream<'static>, [Raw; 3]); // stream + context (D6) + reset flag (E5)
     assert_eq_size!(Event<'static, Recorded>, [Raw; 3]); // event + context + last reset stream (E9)
