@@ -224,3 +224,99 @@ fn an_unsynchronised_hand_off_cycle_still_creates_a_join_event_per_cycle() {
     let findings = session.finish();
     assert!(findings.is_empty(), "{findings:#?}");
 }
+
+/// A callback launch whose closure fits a slot (six words) allocates nothing: an `Arc`
+/// clone and a number are captured, the callback runs, the stream is synchronised.
+#[test]
+fn a_callback_cycle_allocates_and_creates_nothing() {
+    use ascend_typestate::{CallbackMode, ReportThread};
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicUsize;
+    let session = Session::start();
+    {
+        let device = session
+            .acl()
+            .set_device(0)
+            .unwrap()
+            .into_default_context()
+            .unwrap();
+        let report = ReportThread::spawn(&device).unwrap();
+        let stream = report.subscribe(device.create_stream().unwrap()).unwrap();
+        let ran = Arc::new(AtomicUsize::new(0));
+        let mut frame = 0usize;
+        let (allocations, calls) = measure(&session.sim, 1000, || {
+            let ran = Arc::clone(&ran);
+            frame += 1;
+            let this_frame = frame;
+            stream
+                .launch(CallbackMode::NonBlocking, move || {
+                    ran.fetch_add(this_frame.min(1), Ordering::Relaxed);
+                })
+                .unwrap();
+            stream.synchronize().unwrap();
+        });
+        assert_eq!((allocations, calls), (0, 0));
+        assert_eq!(ran.load(Ordering::Relaxed), 1010);
+        stream.unsubscribe().unwrap().destroy().unwrap();
+        report.stop().unwrap();
+        device.reset().unwrap();
+    }
+    let findings = session.finish();
+    assert!(findings.is_empty(), "{findings:#?}");
+}
+
+/// Closures too large for a slot, and more callbacks in flight than there are slots (a
+/// blocking callback holds the stream), still run, each exactly once (boxed then).
+#[test]
+fn callbacks_beyond_the_slots_are_boxed_and_all_run() {
+    use ascend_typestate::{CallbackMode, ReportThread};
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicUsize;
+    let session = Session::start();
+    {
+        let device = session
+            .acl()
+            .set_device(0)
+            .unwrap()
+            .into_default_context()
+            .unwrap();
+        let report = ReportThread::spawn(&device).unwrap();
+        let stream = report.subscribe(device.create_stream().unwrap()).unwrap();
+        let ran = Arc::new(AtomicUsize::new(0));
+        let gate = Arc::new(std::sync::Barrier::new(2));
+        let g = Arc::clone(&gate);
+        stream
+            .launch(CallbackMode::Blocking, move || {
+                g.wait();
+            })
+            .unwrap();
+        // 100 small ones (the first 31 in slots, the rest boxed) and 10 large ones.
+        for i in 0..100usize {
+            let ran = Arc::clone(&ran);
+            stream
+                .launch(CallbackMode::NonBlocking, move || {
+                    ran.fetch_add(usize::from(i < 100), Ordering::Relaxed);
+                })
+                .unwrap();
+        }
+        for _ in 0..10 {
+            let ran = Arc::clone(&ran);
+            let big = [1u8; 256];
+            stream
+                .launch(CallbackMode::NonBlocking, move || {
+                    ran.fetch_add(usize::from(big[255]), Ordering::Relaxed);
+                })
+                .unwrap();
+        }
+        assert!(stream.pending_callbacks() > 32);
+        gate.wait();
+        stream.synchronize().unwrap();
+        let stream = stream.unsubscribe().unwrap();
+        assert_eq!(ran.load(Ordering::Relaxed), 110);
+        stream.destroy().unwrap();
+        report.stop().unwrap();
+        device.reset().unwrap();
+    }
+    let findings = session.finish();
+    assert!(findings.is_empty(), "{findings:#?}");
+}

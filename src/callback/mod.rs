@@ -360,7 +360,7 @@ impl<'ctx> ReportThread<'ctx> {
             Ok(()) => Ok(Subscribed {
                 stream: ManuallyDrop::new(stream),
                 report: self,
-                pending: Arc::new(AtomicUsize::new(0)),
+                flight: ManuallyDrop::new(subscribed::Flight::new(Arc::clone(&self.shared))),
             }),
             Err(e) => {
                 self.shared.subscriptions.fetch_sub(1, Ordering::AcqRel);

@@ -3,6 +3,11 @@
 
 use super::*;
 
+use std::cell::UnsafeCell;
+use std::mem::MaybeUninit;
+
+use crate::sys::bindings::aclrtCallback;
+
 /// A stream subscribed to a [`ReportThread`] (C1 step 2): the only place
 /// [`launch`](Subscribed::launch) exists (C5). Derefs to the [`Stream`] for every other use.
 ///
@@ -14,8 +19,92 @@ use super::*;
 pub struct Subscribed<'r, 's> {
     pub(super) stream: ManuallyDrop<Stream<'s>>,
     pub(super) report: &'r ReportThread<'r>,
+    /// The callbacks in flight on this stream: their count and the slots small closures
+    /// are stored in. Dropped only once every callback has run (a `Subscribed` whose
+    /// release fails leaks it, since a callback may still run and use it).
+    pub(super) flight: ManuallyDrop<Arc<Flight>>,
+}
+
+/// Bytes of closure a slot holds inline: a launch of a closure this small (six words:
+/// e.g. an `Arc`, a sender and a few numbers) allocates nothing.
+const SLOT_BYTES: usize = 48;
+/// Slots per subscription: callbacks in flight at once without an allocation.
+const SLOTS: usize = 32;
+
+/// The callbacks in flight on one subscribed stream, allocated once at `subscribe`.
+pub(super) struct Flight {
     /// Callbacks launched on this stream and not yet run.
-    pub(super) pending: Arc<AtomicUsize>,
+    pub(super) pending: AtomicUsize,
+    /// The report thread's state, kept alive as long as a callback may run.
+    shared: Arc<Shared>,
+    /// Where the search for a free slot starts (the last one taken, plus one).
+    next: AtomicUsize,
+    slots: [Slot; SLOTS],
+}
+
+/// One closure in flight, stored inline. Exclusive to whoever set `busy`: the launching
+/// thread until the runtime has the callback, then the callback's only run.
+struct Slot {
+    busy: AtomicBool,
+    /// Moves the closure out of `data` and runs it (`true`) or drops it (`false`).
+    take: UnsafeCell<Option<TakeFn>>,
+    data: UnsafeCell<MaybeUninit<[usize; SLOT_BYTES / size_of::<usize>()]>>,
+    /// The `Flight` holding this slot (set once, at creation).
+    flight: *const Flight,
+}
+
+/// See [`Slot::take`].
+type TakeFn = unsafe fn(*mut u8, bool);
+
+// SAFETY: `take` and `data` are only accessed by the holder of `busy` (set with a CAS), and
+// `flight` is written once before the `Flight` is shared; the closures stored are `Send`.
+unsafe impl Sync for Slot {}
+// SAFETY: as above.
+unsafe impl Send for Slot {}
+
+impl Flight {
+    pub(super) fn new(shared: Arc<Shared>) -> Arc<Flight> {
+        Arc::new_cyclic(|me| Flight {
+            pending: AtomicUsize::new(0),
+            shared,
+            next: AtomicUsize::new(0),
+            slots: std::array::from_fn(|_| Slot {
+                busy: AtomicBool::new(false),
+                take: UnsafeCell::new(None),
+                data: UnsafeCell::new(MaybeUninit::uninit()),
+                flight: me.as_ptr(),
+            }),
+        })
+    }
+
+    /// A free slot for a closure of type `F`, taken; `None` if `F` does not fit or every
+    /// slot is in use.
+    fn take_slot<F>(&self) -> Option<&Slot> {
+        if size_of::<F>() > SLOT_BYTES || align_of::<F>() > align_of::<usize>() {
+            return None;
+        }
+        let start = self.next.load(Ordering::Relaxed);
+        let index = (0..SLOTS).map(|i| (start + i) % SLOTS).find(|&i| {
+            self.slots[i]
+                .busy
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        })?;
+        self.next.store(index + 1, Ordering::Relaxed);
+        Some(&self.slots[index])
+    }
+}
+
+/// Moves the `F` stored at `data` out, and runs or drops it.
+///
+/// # Safety
+/// `data` holds an initialised `F`, which is not used again.
+unsafe fn take_erased<F: FnOnce()>(data: *mut u8, run: bool) {
+    // SAFETY: the caller's contract.
+    let body = unsafe { std::ptr::read(data.cast::<F>()) };
+    if run {
+        body();
+    }
 }
 
 impl<'s> Deref for Subscribed<'_, 's> {
@@ -25,11 +114,11 @@ impl<'s> Deref for Subscribed<'_, 's> {
     }
 }
 
-/// One launched callback: freed by the only run of [`trampoline`].
+/// One launched callback too large for a slot (or launched while every slot was in use):
+/// freed by the only run of [`trampoline`].
 struct Payload {
     body: Box<dyn FnOnce() + Send + 'static>,
-    shared: Arc<Shared>,
-    pending: Arc<AtomicUsize>,
+    flight: Arc<Flight>,
 }
 
 pub(crate) fn panic_message(panic: &(dyn Any + Send)) -> String {
@@ -42,19 +131,9 @@ pub(crate) fn panic_message(panic: &(dyn Any + Send)) -> String {
     }
 }
 
-/// The C callback: runs the closure once, catching any panic (never unwinds into C).
-unsafe extern "C" fn trampoline(user_data: *mut c_void) {
-    if user_data.is_null() {
-        return;
-    }
-    // SAFETY: `user_data` is the `Box<Payload>` leaked by `launch`, and the runtime calls each
-    // callback exactly once (C1 step 4), so this is the only owner.
-    let payload = unsafe { Box::from_raw(user_data.cast::<Payload>()) };
-    let Payload {
-        body,
-        shared,
-        pending,
-    } = *payload;
+/// Runs `body` as a callback: marked for C8, its panic caught and kept (never unwinds
+/// into C).
+fn run_callback(shared: &Shared, body: impl FnOnce()) {
     // Marked for the body and for the report of its panic (which may reach the drop-error
     // handler): no call of the crate from either reaches the runtime (C8).
     let previous = context::enter_callback();
@@ -72,9 +151,53 @@ unsafe extern "C" fn trampoline(user_data: *mut c_void) {
         shared.keep_panic(message);
     }
     context::leave_callback(previous);
-    shared.enqueued.fetch_sub(1, Ordering::AcqRel);
-    pending.fetch_sub(1, Ordering::AcqRel);
-    shared.outstanding.fetch_sub(1, Ordering::AcqRel);
+}
+
+/// A callback has run: the counters, `pending` last, since its reaching zero lets the
+/// `Flight` (and with it `shared`) be dropped.
+fn ran(flight: &Flight) {
+    flight.shared.enqueued.fetch_sub(1, Ordering::AcqRel);
+    flight.shared.outstanding.fetch_sub(1, Ordering::AcqRel);
+    flight.pending.fetch_sub(1, Ordering::AcqRel);
+}
+
+/// The C callback of a boxed closure: runs it once.
+unsafe extern "C" fn trampoline(user_data: *mut c_void) {
+    if user_data.is_null() {
+        return;
+    }
+    // SAFETY: `user_data` is the `Box<Payload>` leaked by `launch`, and the runtime calls each
+    // callback exactly once (C1 step 4), so this is the only owner.
+    let payload = unsafe { Box::from_raw(user_data.cast::<Payload>()) };
+    let Payload { body, flight } = *payload;
+    run_callback(&flight.shared, body);
+    ran(&flight);
+}
+
+/// The C callback of a closure stored in a slot: runs it once, then frees the slot.
+unsafe extern "C" fn slot_trampoline(user_data: *mut c_void) {
+    if user_data.is_null() {
+        return;
+    }
+    // SAFETY: `user_data` is a slot taken by `launch`, of a `Flight` kept alive until this
+    // callback has run (`pending` counts it; a `Subscribed` leaks its `Flight` rather than
+    // drop it while any is pending), and the runtime calls each callback exactly once (C1
+    // step 4), so this run holds the slot.
+    let slot = unsafe { &*user_data.cast::<Slot>() };
+    let flight = slot.flight;
+    // SAFETY: the slot's own `Flight`, alive (above).
+    let flight = unsafe { &*flight };
+    // SAFETY: this run holds the slot (above).
+    let take = unsafe { (*slot.take.get()).take() };
+    if let Some(take) = take {
+        // SAFETY: `launch` stored an initialised closure of the type `take` was made for,
+        // used once, here.
+        run_callback(&flight.shared, || unsafe {
+            take(slot.data.get().cast(), true)
+        });
+    }
+    slot.busy.store(false, Ordering::Release);
+    ran(flight);
 }
 
 impl<'r, 's> Subscribed<'r, 's> {
@@ -83,29 +206,49 @@ impl<'r, 's> Subscribed<'r, 's> {
     ///
     /// `body` receives nothing and must be `'static`: it has no handle to call the runtime
     /// with (C8).
+    ///
+    /// A closure of at most six words (`size_of` ≤ 48 bytes, word-aligned: an `Arc`, a
+    /// channel sender and a few numbers) is stored in one of the subscription's 32 slots,
+    /// allocated at `subscribe`: such a launch allocates nothing. A larger closure, or one
+    /// launched while 32 are already in flight on this stream, is boxed.
     pub fn launch<F>(&self, mode: CallbackMode, body: F) -> Result<()>
     where
         F: FnOnce() + Send + 'static,
     {
         self.report.alive()?;
         self.stream.bind()?;
-        let payload = Box::new(Payload {
-            body: Box::new(body),
-            shared: Arc::clone(&self.report.shared),
-            pending: Arc::clone(&self.pending),
-        });
-        self.pending.fetch_add(1, Ordering::AcqRel);
-        self.report
-            .shared
-            .outstanding
-            .fetch_add(1, Ordering::AcqRel);
-        let user_data = Box::into_raw(payload).cast::<c_void>();
-        // SAFETY: the stream is live, subscribed and its context current; `trampoline` frees
-        // `user_data` on its only run, and the payload owns everything the closure needs
-        // ('static).
+        let flight: &Flight = &self.flight;
+        // Small closures go in a slot (no allocation); others, or when every slot is in
+        // flight, in a box.
+        let slot = flight.take_slot::<F>();
+        let (callback, user_data): (aclrtCallback, *mut c_void) = match slot {
+            Some(slot) => {
+                // SAFETY: this thread holds the slot (taken above); `F` fits its storage in
+                // size and alignment (checked by `take_slot`).
+                unsafe { slot.data.get().cast::<F>().write(body) };
+                // SAFETY: as above.
+                unsafe { *slot.take.get() = Some(take_erased::<F>) };
+                (
+                    Some(slot_trampoline),
+                    std::ptr::from_ref(slot).cast_mut().cast(),
+                )
+            }
+            None => {
+                let payload = Box::new(Payload {
+                    body: Box::new(body),
+                    flight: Arc::clone(&self.flight),
+                });
+                (Some(trampoline), Box::into_raw(payload).cast())
+            }
+        };
+        flight.pending.fetch_add(1, Ordering::AcqRel);
+        flight.shared.outstanding.fetch_add(1, Ordering::AcqRel);
+        // SAFETY: the stream is live, subscribed and its context current; the trampoline
+        // frees `user_data` (the box, or the slot) on its only run, and the closure owns
+        // everything it needs ('static).
         let launched = unsafe {
             self.stream.context().api().launch_callback(
-                Some(trampoline),
+                callback,
                 user_data,
                 mode.raw(),
                 self.stream.as_raw(),
@@ -113,23 +256,35 @@ impl<'r, 's> Subscribed<'r, 's> {
         };
         if let Err(e) = launched {
             // Not enqueued: the counters first (the closure's captures may panic when
-            // dropped), then take the payload back, so that it is neither lost nor run.
-            self.pending.fetch_sub(1, Ordering::AcqRel);
-            self.report
-                .shared
-                .outstanding
-                .fetch_sub(1, Ordering::AcqRel);
-            // SAFETY: the runtime refused the callback, so `user_data` is still ours alone.
-            drop(unsafe { Box::from_raw(user_data.cast::<Payload>()) });
+            // dropped), then take the closure back, so that it is neither lost nor run.
+            flight.pending.fetch_sub(1, Ordering::AcqRel);
+            flight.shared.outstanding.fetch_sub(1, Ordering::AcqRel);
+            match slot {
+                None => {
+                    // SAFETY: the runtime refused the callback, so `user_data` is still ours
+                    // alone.
+                    drop(unsafe { Box::from_raw(user_data.cast::<Payload>()) });
+                }
+                Some(slot) => {
+                    // SAFETY: as above: the slot is still this thread's.
+                    unsafe { *slot.take.get() = None };
+                    // SAFETY: as above, and it holds the initialised `F` written above, moved
+                    // out once, here.
+                    let body = unsafe { std::ptr::read(slot.data.get().cast::<F>()) };
+                    // Freed before the closure is dropped: its drop may panic.
+                    slot.busy.store(false, Ordering::Release);
+                    drop(body);
+                }
+            }
             return Err(e.into());
         }
-        self.report.shared.enqueued.fetch_add(1, Ordering::AcqRel);
+        flight.shared.enqueued.fetch_add(1, Ordering::AcqRel);
         Ok(())
     }
 
     /// Callbacks launched on this stream that have not run yet.
     pub fn pending_callbacks(&self) -> usize {
-        self.pending.load(Ordering::Acquire)
+        self.flight.pending.load(Ordering::Acquire)
     }
 
     fn release(&self) -> Result<()> {
@@ -142,7 +297,7 @@ impl<'r, 's> Subscribed<'r, 's> {
         // thread failing for the whole of this wait gives up on it.
         let mut good = shared.good_calls.load(Ordering::Acquire);
         let mut failed = shared.failed_calls.load(Ordering::Acquire);
-        while self.pending.load(Ordering::Acquire) != 0 {
+        while self.flight.pending.load(Ordering::Acquire) != 0 {
             self.report.alive()?;
             let good_now = shared.good_calls.load(Ordering::Acquire);
             let failed_now = shared.failed_calls.load(Ordering::Acquire);
@@ -153,7 +308,7 @@ impl<'r, 's> Subscribed<'r, 's> {
             if failures >= STRANDED_AFTER {
                 return Err(Error::ReportThreadFailing {
                     failures,
-                    pending: self.pending.load(Ordering::Acquire),
+                    pending: self.flight.pending.load(Ordering::Acquire),
                 });
             }
             std::thread::sleep(Duration::from_micros(100));
@@ -181,8 +336,8 @@ impl<'r, 's> Subscribed<'r, 's> {
                 let mut this = ManuallyDrop::new(self);
                 // SAFETY: `this` is never used or dropped again; the stream is moved out once.
                 let stream = unsafe { ManuallyDrop::take(&mut this.stream) };
-                // SAFETY: as above, for the counter (dropping the Arc).
-                drop(unsafe { std::ptr::read(&this.pending) });
+                // SAFETY: as above, for the callbacks' state: every callback has run.
+                drop(unsafe { ManuallyDrop::take(&mut this.flight) });
                 Ok(stream)
             }
             Err(e) => Err(Failed::new(e, self)),
@@ -200,12 +355,14 @@ impl Drop for Subscribed<'_, '_> {
         });
         if released.is_err() {
             // Still subscribed, maybe with callbacks outstanding: destroying the stream could
-            // drop them (C1); leak it and report.
+            // drop them (C1), and they may still run and use their slots: leak both, report.
             report_drop_error("Subscribed (stream leaked: still subscribed)", released);
             return;
         }
         // SAFETY: dropped once, here; `unsubscribe` forgets `self` instead of dropping it.
         unsafe { ManuallyDrop::drop(&mut self.stream) };
+        // SAFETY: as above; every callback has run (released).
+        unsafe { ManuallyDrop::drop(&mut self.flight) };
     }
 }
 
