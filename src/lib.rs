@@ -120,6 +120,48 @@
 //!
 //! The library itself, once loaded, stays loaded for the life of the process either way.
 //!
+//! ## Long-lived handles (the embedded pattern)
+//!
+//! A program that creates its runtime objects once at start-up and keeps them for its whole
+//! life builds on [`Acl::shared`]: the device goes in a `static`, and every handle borrowed
+//! from it is `'static`. A stream that is kept for the program's life can be made `'static`
+//! too (`Box::leak`; it is then never destroyed, which D3 allows), and the events recorded
+//! on it are `'static` as well: a worker's struct holds its stream and its events side by
+//! side, and re-records them in place ([`Event::reset_completed`], E10). Every compile-time
+//! rule still holds; what the borrows order at teardown is simply never torn down.
+//!
+//! ```no_run
+//! use std::sync::OnceLock;
+//! use ascend_typestate::{Acl, DefaultContext, Device, Event, Recorded, Result, Stream};
+//!
+//! static DEVICE: OnceLock<Device<'static, DefaultContext>> = OnceLock::new();
+//!
+//! struct Worker {
+//!     stream: &'static Stream<'static>,
+//!     frame_done: Event<'static, Recorded>,
+//! }
+//!
+//! fn main() -> Result<()> {
+//!     let device = Acl::shared()?.set_device(0)?.into_default_context()?;
+//!     let device = DEVICE.get_or_init(|| device);
+//!     let worker = std::thread::spawn(move || -> Result<()> {
+//!         let stream: &'static Stream<'static> = Box::leak(Box::new(device.create_stream()?));
+//!         let frame_done = device.create_event()?.record(stream)?;
+//!         let mut worker = Worker { stream, frame_done };
+//!         loop {
+//!             // ... the frame's work on `worker.stream` ...
+//!             worker.frame_done.synchronize()?;
+//!             let done = worker.frame_done.reset_completed(worker.stream)?;
+//!             worker.frame_done = done.record(worker.stream)?;
+//!         }
+//!     });
+//!     worker.join().expect("the worker panicked")
+//! }
+//! ```
+//!
+//! A stream is `Send` but not `Sync`, so the worker's struct (which borrows its stream)
+//! stays on the thread that made it. `tests/shared_runtime.rs` runs this pattern.
+//!
 //! ## What soundness rests on
 //!
 //! A safe program cannot cause a data race, a crash, a protocol violation the simulator's

@@ -323,3 +323,62 @@ fn p2_a_later_shared_call_with_another_configuration_is_refused() {
         Err(Error::InvalidArgument(_))
     ));
 }
+
+/// The embedded pattern of the crate docs ("Long-lived handles"): the runtime and the
+/// device in statics, initialised once; a worker thread (`std::thread::spawn`) that keeps its
+/// stream and its events in a struct of its own for as long as it runs, every event
+/// recorded and re-used in place (E10), nothing created in its loop.
+#[test]
+fn the_embedded_pattern_static_device_worker_struct_and_reused_events() {
+    if in_child() {
+        return;
+    }
+    use ascend_typestate::{DefaultContext, Event, Recorded, Stream};
+    static DEVICE: OnceLock<Device<'static, DefaultContext>> = OnceLock::new();
+    let device: &'static Device<'static, DefaultContext> = DEVICE.get_or_init(|| {
+        acl()
+            .set_device(1)
+            .and_then(|d| d.into_default_context().map_err(Into::into))
+            .expect("device 1 in its default context")
+    });
+
+    /// What the worker owns: its stream (created once, kept for the program's life) and
+    /// the event that marks each frame done.
+    struct Worker {
+        stream: &'static Stream<'static>,
+        frame_done: Event<'static, Recorded>,
+    }
+
+    impl Worker {
+        fn new(
+            device: &'static Device<'static, DefaultContext>,
+        ) -> ascend_typestate::Result<Worker> {
+            // Kept for the program's life: never destroyed (D3 holds trivially), so events
+            // recorded on it are `'static` and live beside it in this struct.
+            let stream: &'static Stream<'static> = Box::leak(Box::new(device.create_stream()?));
+            let frame_done = device.create_event()?.record(stream)?;
+            Ok(Worker { stream, frame_done })
+        }
+
+        fn frame(self) -> ascend_typestate::Result<Worker> {
+            self.frame_done.synchronize()?;
+            let frame_done = self
+                .frame_done
+                .reset_completed(self.stream)?
+                .record(self.stream)?;
+            Ok(Worker { frame_done, ..self })
+        }
+    }
+
+    // The worker lives on its thread (a stream is not `Sync`, so `&Stream` stays there).
+    let worker = std::thread::spawn(move || {
+        let mut worker = Worker::new(device).unwrap();
+        for _ in 0..200 {
+            worker = worker.frame().unwrap();
+        }
+        worker.frame_done.synchronize().unwrap();
+        worker.frame_done.is_complete().unwrap()
+    });
+    assert!(worker.join().unwrap());
+    assert_no_findings(acl());
+}
