@@ -78,6 +78,22 @@ fn copy_cycles(
     Ok(())
 }
 
+/// Counted by callgrind: N callback launches (each synchronised), nothing else.
+#[unsafe(no_mangle)]
+#[inline(never)]
+fn raw_callbacks(api: &Api, stream: aclrtStream, n: u64) -> Result<(), Error> {
+    callback_cycles(api, stream, n)
+}
+
+/// The loop, also run once (uncounted) as the warm-up.
+#[inline(never)]
+fn callback_cycles(api: &Api, stream: aclrtStream, n: u64) -> Result<(), Error> {
+    for _ in 0..n {
+        raw_callback(api, stream)?;
+    }
+    Ok(())
+}
+
 fn main() -> Result<(), Error> {
     // `cargo bench` passes `--bench`: ignore flags (then the defaults run, as a smoke test).
     let mut args = std::env::args().skip(1).filter(|a| !a.starts_with('-'));
@@ -109,7 +125,20 @@ fn main() -> Result<(), Error> {
             raw_copies(api, s1, buffers.0, buffers.1, n)?;
             free_raw_buffers(api, buffers)?;
         }
-        other => panic!("unknown workload {other:?} (events|copies)"),
+        "callbacks" => {
+            // The raw report thread needs the `'static` table: the one `acl.api()` borrows
+            // (the library is loaded once per process).
+            let global = ascend_typestate::sys::loader::global().expect("loaded by Acl::init");
+            let thread = RawReportThread::spawn(global, ctx.as_raw());
+            // SAFETY: the stream is live; the thread processes reports until `stop`.
+            unsafe { api.subscribe_report(thread.thread_id, s1)? };
+            callback_cycles(api, s1, 1)?;
+            raw_callbacks(api, s1, n)?;
+            // SAFETY: every callback ran (synchronised); subscribed to this thread.
+            unsafe { api.unsubscribe_report(thread.thread_id, s1)? };
+            thread.stop();
+        }
+        other => panic!("unknown workload {other:?} (events|copies|callbacks)"),
     }
     // SAFETY: synchronised, destroyed once, in the current context.
     unsafe {

@@ -1,10 +1,11 @@
 //! Callgrind workload, typed API (run by `scripts/callgrind.sh`, with `callgrind_raw` as the
-//! baseline): `callgrind_typed events|events_direct|copies N` runs N cycles of the sequence
-//! inside `typed_events` / `typed_events_direct` / `typed_copies`, the functions callgrind's
+//! baseline): `callgrind_typed events|events_direct|copies|callbacks N` runs N cycles of the
+//! sequence inside `typed_events` / `typed_events_direct` / `typed_copies` /
+//! `typed_callbacks`, the functions callgrind's
 //! `--toggle-collect` counts. Setup and teardown are
 //! outside it, and so is one warm-up cycle (steady state: every counted cycle re-records).
 
-use ascend_typestate::{Acl, Context, Error, Event, Reset, Stream};
+use ascend_typestate::{Acl, Context, Error, Event, ReportThread, Reset, Stream, Subscribed};
 use ascend_typestate::{DeviceBuffer, HostBuffer, MallocPolicy};
 
 #[path = "common/mod.rs"]
@@ -84,6 +85,22 @@ fn copy_cycles(
     Ok(())
 }
 
+/// Counted by callgrind: N callback launches (each synchronised), nothing else.
+#[unsafe(no_mangle)]
+#[inline(never)]
+fn typed_callbacks(stream: &Subscribed<'_, '_>, n: u64) -> Result<(), Error> {
+    callback_cycles(stream, n)
+}
+
+/// The loop, also run once (uncounted) as the warm-up (see `event_cycles`).
+#[inline(never)]
+fn callback_cycles(stream: &Subscribed<'_, '_>, n: u64) -> Result<(), Error> {
+    for _ in 0..n {
+        typed_callback(stream)?;
+    }
+    Ok(())
+}
+
 fn main() -> Result<(), Error> {
     // `cargo bench` passes `--bench`: ignore flags (then the defaults run, as a smoke test).
     let mut args = std::env::args().skip(1).filter(|a| !a.starts_with('-'));
@@ -113,7 +130,15 @@ fn main() -> Result<(), Error> {
             dst.free()?;
             src.free()?;
         }
-        other => panic!("unknown workload {other:?} (events|events_direct|copies)"),
+        "callbacks" => {
+            let report = ReportThread::spawn(&ctx)?;
+            let stream = report.subscribe(ctx.create_stream()?)?;
+            callback_cycles(&stream, 1)?;
+            typed_callbacks(&stream, n)?;
+            stream.unsubscribe()?.destroy()?;
+            report.stop()?;
+        }
+        other => panic!("unknown workload {other:?} (events|events_direct|copies|callbacks)"),
     }
     s1.destroy()?;
     s2.destroy()?;

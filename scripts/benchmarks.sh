@@ -218,6 +218,7 @@ if ((want_callgrind)); then
         if (w == "events") return "events (`wait` scope)"
         if (w == "events_direct") return "events (`wait_and_reset`)"
         if (w == "copies") return "copy 4 KiB"
+        if (w == "callbacks") return "callback launch + synchronize"
         return w
       }
       /^Host thread, inside/ { sec = "host"; next }
@@ -230,7 +231,7 @@ if ((want_callgrind)); then
           sec == "host" ? "host thread" : "whole program", $1, label($2), commas($3),
           commas($4), commas($5), commas($6), $7, $8)
         if (sec == "host") host[++nh] = row; else whole[++nw] = row
-        if (sec == "whole" && $7 > worst) worst = $7
+        if (sec == "whole" && $2 != "callbacks" && $7 > worst) worst = $7
         next
       }
       sec == "added" {
@@ -256,7 +257,7 @@ if ((want_callgrind)); then
           print "| run | workload | typed − raw (Ir per cycle, host thread) | budget | within |"
           print "|---|---|---:|---:|---|"
           for (i = 1; i <= na; i++) print added[i]
-          printf "\nWorst whole-program ratio with identical simulator work: **%s** (limit 1.02). %s\n", worst,
+          printf "\nWorst whole-program ratio with identical simulator work (events and copies; callbacks are gated by their budget only): **%s** (limit 1.02). %s\n", worst,
             (over || worst > 1.02) ? "**`--check` would fail.**" : "`--check` passes."
         } else {
           if (!nj) exit 1
