@@ -220,8 +220,9 @@ unsafe impl Send for SendContext {}
 ///   [`Error::InsideCallback`] by the typed API (and flagged C8 by the simulator). A panic is
 ///   caught at the FFI boundary, never unwinds into C, and is reported by
 ///   [`ReportThread::take_panics`] and [`ReportThread::stop`].
-/// * Nothing launched is lost or run twice: each callback is boxed once and freed by the
-///   only run of its trampoline; `unsubscribe` waits until every callback launched on the
+/// * Nothing launched is lost or run twice: each callback's closure is stored once (in an
+///   inline slot of its subscription, or boxed when large) and taken by the only run of its
+///   trampoline; `unsubscribe` waits until every callback launched on the
 ///   stream has run, and `stop` does not compile while a stream is subscribed. A leaked
 ///   (`mem::forget`) [`Subscribed`] leaves its stream subscribed: `stop` then returns
 ///   [`Error::LiveChildren`] and the thread keeps serving it for the life of the process.

@@ -46,7 +46,7 @@ pub(super) struct Flight {
 /// thread until the runtime has the callback, then the callback's only run.
 struct Slot {
     busy: AtomicBool,
-    /// Moves the closure out of `data` and runs it (`true`) or drops it (`false`).
+    /// Moves the closure out of `data` and runs it.
     take: UnsafeCell<Option<TakeFn>>,
     data: UnsafeCell<MaybeUninit<[usize; SLOT_BYTES / size_of::<usize>()]>>,
     /// The `Flight` holding this slot (set once, at creation).
@@ -54,7 +54,7 @@ struct Slot {
 }
 
 /// See [`Slot::take`].
-type TakeFn = unsafe fn(*mut u8, bool);
+type TakeFn = unsafe fn(*mut u8);
 
 // SAFETY: `take` and `data` are only accessed by the holder of `busy` (set with a CAS), and
 // `flight` is written once before the `Flight` is shared; the closures stored are `Send`.
@@ -95,16 +95,14 @@ impl Flight {
     }
 }
 
-/// Moves the `F` stored at `data` out, and runs or drops it.
+/// Moves the `F` stored at `data` out and runs it.
 ///
 /// # Safety
 /// `data` holds an initialised `F`, which is not used again.
-unsafe fn take_erased<F: FnOnce()>(data: *mut u8, run: bool) {
+unsafe fn take_erased<F: FnOnce()>(data: *mut u8) {
     // SAFETY: the caller's contract.
     let body = unsafe { std::ptr::read(data.cast::<F>()) };
-    if run {
-        body();
-    }
+    body();
 }
 
 impl<'s> Deref for Subscribed<'_, 's> {
@@ -154,11 +152,14 @@ fn run_callback(shared: &Shared, body: impl FnOnce()) {
 }
 
 /// A callback has run: the counters, `pending` last, since its reaching zero lets the
-/// `Flight` (and with it `shared`) be dropped.
-fn ran(flight: &Flight) {
-    flight.shared.enqueued.fetch_sub(1, Ordering::AcqRel);
-    flight.shared.outstanding.fetch_sub(1, Ordering::AcqRel);
-    flight.pending.fetch_sub(1, Ordering::AcqRel);
+/// `Flight` that holds it be dropped. Takes the counters, not the `Flight`: a reference
+/// argument must stay valid until the function returns, which the `Flight` need not once
+/// `pending` is decremented (an `AtomicUsize` alone, as `Arc::drop` does it). `shared` is
+/// kept alive by the report thread's own `Arc` beyond that point too.
+fn ran(shared: &Shared, pending: &AtomicUsize) {
+    shared.enqueued.fetch_sub(1, Ordering::AcqRel);
+    shared.outstanding.fetch_sub(1, Ordering::AcqRel);
+    pending.fetch_sub(1, Ordering::AcqRel);
 }
 
 /// The C callback of a boxed closure: runs it once.
@@ -171,7 +172,7 @@ unsafe extern "C" fn trampoline(user_data: *mut c_void) {
     let payload = unsafe { Box::from_raw(user_data.cast::<Payload>()) };
     let Payload { body, flight } = *payload;
     run_callback(&flight.shared, body);
-    ran(&flight);
+    ran(&flight.shared, &flight.pending);
 }
 
 /// The C callback of a closure stored in a slot: runs it once, then frees the slot.
@@ -192,12 +193,10 @@ unsafe extern "C" fn slot_trampoline(user_data: *mut c_void) {
     if let Some(take) = take {
         // SAFETY: `launch` stored an initialised closure of the type `take` was made for,
         // used once, here.
-        run_callback(&flight.shared, || unsafe {
-            take(slot.data.get().cast(), true)
-        });
+        run_callback(&flight.shared, || unsafe { take(slot.data.get().cast()) });
     }
     slot.busy.store(false, Ordering::Release);
-    ran(flight);
+    ran(&flight.shared, &flight.pending);
 }
 
 impl<'r, 's> Subscribed<'r, 's> {
