@@ -55,13 +55,27 @@ pub(crate) fn may_release(children: usize) -> Result<()> {
     Ok(())
 }
 
-/// A join event to destroy once the stream that waited on it is synchronised (E9).
+/// A join event to release once the stream that waited on it is synchronised (E9).
 #[derive(Clone, Copy)]
 struct Deferred {
     seq: u64,
     stream: aclrtStream,
     event: aclrtEvent,
+    /// Its record, wait and reset were all issued: once its stream is synchronised it is
+    /// back to a fresh event (flag clear, no task refers to it), and may join again.
+    reusable: bool,
 }
+
+/// Join events waiting for a synchronisation, and those known to be done and kept for the
+/// next joins (no create/destroy per join in a loop that synchronises now and then).
+#[derive(Default)]
+struct Joins {
+    deferred: Vec<Deferred>,
+    pool: Vec<aclrtEvent>,
+}
+
+/// The most done join events a context keeps for reuse; more are destroyed.
+const JOIN_POOL: usize = 64;
 
 /// Which deferred join events a synchronisation has shown to be done.
 #[derive(Clone, Copy)]
@@ -117,7 +131,7 @@ pub struct Context<'dev> {
     api: &'static Api,
     /// Join events of multi-stream waits (E5), destroyed once the stream they were issued on
     /// has been synchronised (E9): `(stream, event)`.
-    deferred: Mutex<Vec<Deferred>>,
+    deferred: Mutex<Joins>,
     /// Live streams, events, buffers and report threads created in this context. Only a
     /// leak (`mem::forget`) can leave any at `destroy`; then the context is kept (D3).
     children: AtomicUsize,
@@ -180,7 +194,7 @@ impl<'dev> Context<'dev> {
             id,
             device,
             api,
-            deferred: Mutex::new(Vec::new()),
+            deferred: Mutex::new(Joins::default()),
             children: AtomicUsize::new(0),
             device_contexts,
             deferred_seq: AtomicU64::new(0),
@@ -368,23 +382,32 @@ impl<'dev> Context<'dev> {
             return Ok(());
         }
         let api = self.api;
-        // SAFETY: a crate-private event in the bound context, destroyed through the deferred
-        // list below (E9).
-        let join = unsafe { api.create_event_with_flag(ACL_EVENT_SYNC)? };
-        // SAFETY: `join` is fresh; both streams are live (the caller borrows them) and in the
-        // current context; `join` is recorded before it is waited on (E1) and reset right
-        // after the wait on its only waiting stream (E4); it is never recorded again.
+        let pooled = {
+            let mut joins = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
+            joins.pool.pop()
+        };
+        let join = match pooled {
+            Some(join) => join,
+            // SAFETY: a crate-private event in the bound context, released through the
+            // deferred list below (E9).
+            None => unsafe { api.create_event_with_flag(ACL_EVENT_SYNC)? },
+        };
+        // SAFETY: `join` is fresh, or pooled (a join whose record, wait and reset have all
+        // run: its flag is clear and no task refers to it); both streams are live (the
+        // caller borrows them) and in the current context; `join` is recorded before it is
+        // waited on (E1) and reset right after the wait on its only waiting stream (E4); it is
+        // recorded again only once all that has run (pooled).
         let recorded = unsafe { api.record_event(join, from) };
         if let Err(error) = recorded {
             // Nothing refers to it: destroyed once `to` is synchronised, like the others.
-            self.defer_destroy(to, join);
+            self.defer_destroy(to, join, false);
             return Err(error.into());
         }
         // SAFETY: as above.
         if let Err(error) = unsafe { api.stream_wait_event(to, join) } {
             // Only the record, on `from`, refers to it: destroyed once `from` is
-            // synchronised (E9).
-            self.defer_destroy(from, join);
+            // synchronised (E9). Its flag stays set: never reused.
+            self.defer_destroy(from, join, false);
             return Err(error.into());
         }
         // SAFETY: as above. Whether or not the reset is issued, once `to` has passed its
@@ -410,7 +433,8 @@ impl<'dev> Context<'dev> {
                     // SAFETY: as above.
                     .and_then(|()| unsafe { api.reset_event(join, to) })
             });
-        self.defer_destroy(to, join);
+        // Reusable only if the reset was issued: else its flag may stay set.
+        self.defer_destroy(to, join, reset.is_ok());
         Ok(reset?)
     }
 
@@ -421,17 +445,25 @@ impl<'dev> Context<'dev> {
         if self.deferred_len.load(Ordering::Acquire) == 0 {
             return;
         }
-        let mut list = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
-        for entry in list.iter_mut().filter(|entry| entry.stream == stream) {
+        let mut joins = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
+        for entry in joins.deferred.iter_mut().filter(|e| e.stream == stream) {
             entry.stream = std::ptr::null_mut();
+            // Its tasks may have been dropped unrun (S8): its flag is unknown.
+            entry.reusable = false;
         }
     }
 
-    pub(crate) fn defer_destroy(&self, stream: aclrtStream, event: aclrtEvent) {
-        let mut list = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
+    pub(crate) fn defer_destroy(&self, stream: aclrtStream, event: aclrtEvent, reusable: bool) {
+        let mut joins = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
         let seq = self.deferred_seq.fetch_add(1, Ordering::AcqRel);
-        list.push(Deferred { seq, stream, event });
-        self.deferred_len.store(list.len(), Ordering::Release);
+        joins.deferred.push(Deferred {
+            seq,
+            stream,
+            event,
+            reusable,
+        });
+        self.deferred_len
+            .store(joins.deferred.len(), Ordering::Release);
     }
 
     /// Destroys the deferred events whose tasks the caller has just seen complete.
@@ -481,9 +513,12 @@ impl<'dev> Context<'dev> {
     /// first error; the others are reported.
     fn try_destroy_deferred(&self, finished: Finished) -> Result<()> {
         let done: Vec<Deferred> = {
-            let mut list = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
+            let mut joins = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
+            let Joins { deferred, pool } = &mut *joins;
+            // Allocated only for events that must be destroyed (not pooled): none in the
+            // steady state of a loop.
             let mut done = Vec::new();
-            list.retain(|entry| {
+            deferred.retain(|entry| {
                 let is_done = match finished {
                     Finished::Stream { stream, before } => {
                         entry.stream == stream && entry.seq < before
@@ -492,11 +527,28 @@ impl<'dev> Context<'dev> {
                     Finished::All => true,
                 };
                 if is_done {
-                    done.push(*entry);
+                    let keep = entry.reusable
+                        && !matches!(finished, Finished::All)
+                        && pool.len() < JOIN_POOL;
+                    if keep {
+                        // Every task using it has run (E9): a fresh event again.
+                        pool.push(entry.event);
+                    } else {
+                        done.push(*entry);
+                    }
                 }
                 !is_done
             });
-            self.deferred_len.store(list.len(), Ordering::Release);
+            if matches!(finished, Finished::All) {
+                // The context ends: the kept ones go too.
+                done.extend(pool.drain(..).map(|event| Deferred {
+                    seq: 0,
+                    stream: std::ptr::null_mut(),
+                    event,
+                    reusable: true,
+                }));
+            }
+            self.deferred_len.store(deferred.len(), Ordering::Release);
             done
         };
         let mut errors = Vec::new();
@@ -506,9 +558,10 @@ impl<'dev> Context<'dev> {
             if let Err(error) = unsafe { self.api.destroy_event(entry.event) } {
                 // Still alive: kept, and destroyed by a later synchronisation, or before the
                 // context (which is not destroyed over it, D3).
-                let mut list = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
-                list.push(entry);
-                self.deferred_len.store(list.len(), Ordering::Release);
+                let mut joins = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
+                joins.deferred.push(entry);
+                self.deferred_len
+                    .store(joins.deferred.len(), Ordering::Release);
                 errors.push(error);
             }
         }

@@ -181,7 +181,15 @@ impl<'ctx> Stream<'ctx> {
     /// waited for: E5, E9.)
     #[inline(always)]
     pub(crate) fn mark_reset_pending(&self) {
-        self.resets_issued.fetch_add(1, Ordering::AcqRel);
+        let issued = self
+            .resets_issued
+            .fetch_add(1, Ordering::AcqRel)
+            .wrapping_add(1);
+        // After 2^32 resets without a synchronisation the count would equal the synchronised
+        // one again and read as "nothing pending": skip that value.
+        if issued == self.resets_synced.load(Ordering::Acquire) {
+            self.resets_issued.fetch_add(1, Ordering::AcqRel);
+        }
     }
 
     #[inline(always)]

@@ -87,9 +87,11 @@ fn race_program(iterations: usize, idle_waiters: usize) {
             // `r` now has: wait(e1), joins from the idle streams and from s5 (blocked
             // behind s5's 3 ms kernel), then the reset of e1. A record of e1 on s1 must be
             // joined after that reset.
-            let before = sim.call_count("aclrtCreateEventWithFlag");
+            // A join is a wait issued by `record` (the record itself issues none); its event
+            // may be a kept one, so event creations do not count joins.
+            let before = sim.call_count("aclrtStreamWaitEvent");
             let again = reset.record(&s1).unwrap();
-            let joins = sim.call_count("aclrtCreateEventWithFlag") - before;
+            let joins = sim.call_count("aclrtStreamWaitEvent") - before;
             if joins == 0 {
                 println!("HIT {i}: record issued without a join while the reset is queued");
                 hit = Some(i);

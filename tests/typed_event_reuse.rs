@@ -110,11 +110,8 @@ fn e10_a_wait_after_a_re_record_waits_for_the_new_record() {
         let event = event.record(&s2).unwrap();
         session.sim.reset_call_counts();
         let event = event.wait_and_reset(&s3).unwrap();
-        assert_eq!(
-            session.sim.call_count("aclrtCreateEventWithFlag"),
-            0,
-            "no join event"
-        );
+        // `wait_and_reset` issues one wait; a join (maybe with a kept event) another.
+        assert_eq!(session.sim.call_count("aclrtStreamWaitEvent"), 1, "no join");
         assert!(
             !s3.is_complete().unwrap(),
             "s3 must wait for the re-record behind s2's kernel"
@@ -126,6 +123,56 @@ fn e10_a_wait_after_a_re_record_waits_for_the_new_record() {
         );
         event.destroy().unwrap();
         for s in [s1, s2, s3] {
+            s.destroy().unwrap();
+        }
+        ctx.destroy().unwrap();
+        device.reset().unwrap();
+    }
+    let findings = session.finish();
+    assert!(findings.is_empty(), "{findings:#?}");
+}
+
+/// A refused `reset_completed` issues nothing: not even the join after a reset still
+/// pending on another stream (only the completion query runs).
+#[test]
+fn e10_a_refused_reset_completed_issues_nothing() {
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let (a, b, c) = (
+            ctx.create_stream().unwrap(),
+            ctx.create_stream().unwrap(),
+            ctx.create_stream().unwrap(),
+        );
+        let event = ctx.create_event().unwrap().record(&b).unwrap();
+        session.sim.sleep_kernel(a.as_raw(), 300_000);
+        // Reset pending on a (behind the kernel); recorded again on b, joined after it.
+        let event = event.wait_and_reset(&a).unwrap().record(&b).unwrap();
+        session.sim.reset_call_counts();
+        let (error, event) = event
+            .reset_completed(&c)
+            .expect_err("the record is pending")
+            .into_parts();
+        assert!(matches!(error, Error::NotComplete { .. }), "{error:?}");
+        for call in [
+            "aclrtCreateEventWithFlag",
+            "aclrtRecordEvent",
+            "aclrtStreamWaitEvent",
+            "aclrtResetEvent",
+        ] {
+            assert_eq!(
+                session.sim.call_count(call),
+                0,
+                "{call} issued by a refusal"
+            );
+        }
+        assert!(c.is_complete().unwrap(), "c was not queued behind a");
+        event.synchronize().unwrap();
+        let event = event.reset_completed(&c).unwrap();
+        c.synchronize().unwrap();
+        event.destroy().unwrap();
+        for s in [a, b, c] {
             s.destroy().unwrap();
         }
         ctx.destroy().unwrap();

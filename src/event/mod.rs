@@ -154,9 +154,12 @@ impl Recordable for Reset {}
 /// record's flag. In the usual pipeline (producer records, consumer waits and resets) that
 /// is one join per cycle, on the producer; none when the same stream records and resets.
 ///
-/// Join events are fresh each time (never re-recorded) and destroyed once the stream that
-/// waited on them is synchronised (E9). A program that never synchronises keeps them alive:
-/// synchronise streams (or the device) now and then in long-running loops.
+/// A join event is recorded again only once a synchronisation has shown its record, wait and
+/// reset all done (E9): the context keeps up to 64 such events for the next joins and
+/// destroys them with itself, so a loop that synchronises its streams now and then creates
+/// none in its steady state (`tests/steady_state.rs`). A program that never synchronises
+/// creates one per join and keeps them until it does: synchronise streams (or the device)
+/// now and then in long-running loops.
 ///
 /// Every typed event is created with `ACL_EVENT_SYNC`, so the E7 error cannot occur.
 pub struct Event<'s, S: EventState> {

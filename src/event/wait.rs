@@ -37,8 +37,10 @@ impl<'s> Event<'s, Recorded> {
     /// The record must be complete (`aclrtQueryEventStatus`; after
     /// [`synchronize`](Self::synchronize) it is): a record still pending could set the flag
     /// again after the reset, and a later wait would pass on it. Otherwise
-    /// [`Error::NotComplete`] and the event is given back, as on any failure. Recording
-    /// again on the same stream then needs no join.
+    /// [`Error::NotComplete`] and the event is given back, as on any failure, with nothing
+    /// issued (the query is the only runtime call). Recording again on the same stream then
+    /// needs no join. A record that a stopped context dropped (S6: stop on failure) never
+    /// completes: such an event keeps answering `NotComplete` and can only be destroyed.
     ///
     /// ```no_run
     /// # use ascend_typestate::Acl;
@@ -65,9 +67,9 @@ impl<'s> Event<'s, Recorded> {
     where
         's: 't,
     {
-        if !self.is_ready_for(stream)
-            && let Err(e) = self.prepare_slow(stream)
-        {
+        // Refused before anything is issued: the stream's context first, then completion
+        // (a query), and only then the join after an earlier reset, if one is needed.
+        if let Err(e) = self.check_stream(stream) {
             return Err(Failed::new(e, self));
         }
         match self.is_complete() {
@@ -77,6 +79,11 @@ impl<'s> Event<'s, Recorded> {
                 return Err(Failed::new(Error::NotComplete { what }, self));
             }
             Err(e) => return Err(Failed::new(e, self)),
+        }
+        if !self.is_ready_for(stream)
+            && let Err(e) = self.prepare_slow(stream)
+        {
+            return Err(Failed::new(e, self));
         }
         // SAFETY: both handles are live (borrowed), the stream's context is current (bound
         // above), the event's record is complete (queried: it cannot set the flag after this
