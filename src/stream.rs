@@ -223,6 +223,14 @@ impl<'ctx> Stream<'ctx> {
 
     fn release_force(&self) -> Result<()> {
         self.bind()?;
+        // Join events this stream waited on first, before the destroy starts: their waits
+        // and resets are about to be dropped (their flags may stay set: never reused), and
+        // their records, on other streams, may still be pending, so they wait for a device
+        // synchronisation or the context's end (E9), not for a stream that could reuse this
+        // handle. (Marked after the call, a device synchronisation returning while the
+        // destroy runs, which no longer waits for this stream, could keep one for reuse
+        // with its flag set.) If the destroy fails, they are only released later.
+        self.ctx.orphan_deferred_of(self.raw);
         // SAFETY: `self.raw` is live and its context current (bound above); the value is
         // consumed, so this is the only destruction. Nothing of the typed API waits for a
         // task of this stream: events borrow the streams they were used on, so none is
@@ -232,10 +240,6 @@ impl<'ctx> Stream<'ctx> {
         // `Subscribed`, which owns its stream. The dropped tasks can thus only be tasks the
         // typed API no longer depends on (S8).
         unsafe { self.ctx.api().destroy_stream_force(self.raw)? };
-        // Join events this stream waited on: their records, on other streams, may still be
-        // pending, so they wait for a device synchronisation or the context's end (E9),
-        // not for a stream that could reuse this handle.
-        self.ctx.orphan_deferred_of(self.raw);
         self.ctx.orphan();
         Ok(())
     }

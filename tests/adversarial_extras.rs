@@ -806,3 +806,82 @@ fn p5_timed_out_kernel_inside_an_async_scope_with_a_join() {
 
 #[allow(dead_code)]
 fn _uses(_: AclError, _: Error) {}
+
+/// Red-team (join pool): a join aimed at a stream that is force-destroyed (S8) while a device
+/// synchronisation returns must never be kept for reuse with its flag set: its wait and reset
+/// are dropped. Here an event leaked after its record on `b` (safe code) leaves such a join;
+/// the next join of the context must still order a chained copy. Run in a child process
+/// (leaks).
+#[test]
+fn s8_e5_a_join_of_a_force_destroyed_stream_is_never_reused() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        return;
+    }
+    let (status, out, err) = support::child::in_child(
+        "child_join_of_a_force_destroyed_stream",
+        CHILD_ENV,
+        std::time::Duration::from_secs(60),
+    );
+    assert!(status.is_some_and(|s| s.success()), "{out}\n{err}");
+    assert!(out.contains("1 passed"), "{out}");
+}
+
+#[test]
+fn child_join_of_a_force_destroyed_stream() {
+    if std::env::var_os(CHILD_ENV).is_none() {
+        return;
+    }
+    use ascend_typestate::MallocPolicy;
+    let session = Session::start();
+    let device = session.acl().set_device(0).unwrap();
+    let ctx = device.create_context().unwrap();
+    let (r, x, y) = (
+        ctx.create_stream().unwrap(),
+        ctx.create_stream().unwrap(),
+        ctx.create_stream().unwrap(),
+    );
+    let b = ctx.create_stream().unwrap().with_host_functions();
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    b.launch(move || {
+        let _ = rx.recv();
+    })
+    .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let e = ctx.create_event().unwrap().record(&r).unwrap();
+    let e = e.wait_and_reset(&r).unwrap();
+    // A join r -> b: its record runs at once, its wait and reset queue behind the host fn.
+    std::mem::forget(e.record(&b).unwrap());
+    std::thread::scope(|s| {
+        let t = s.spawn(move || b.destroy_force().map_err(|f| f.error).unwrap());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        ctx.synchronize_device().unwrap();
+        tx.send(()).unwrap();
+        t.join().unwrap();
+    });
+    // A chain x -> y: a join, which must order y's copy after x's kernel.
+    let input: Vec<u32> = (0..256).collect();
+    let mut a = ctx.alloc::<u32>(256, MallocPolicy::HugeFirst).unwrap();
+    ctx.copy(&mut a, &input[..]).unwrap();
+    let mut mid = ctx.alloc::<u32>(256, MallocPolicy::HugeFirst).unwrap();
+    let mut host = vec![0u32; 256];
+    ctx.async_scope(|scope| {
+        let p = scope.simulated_map(
+            &x,
+            std::time::Duration::from_millis(100),
+            &a,
+            &mut mid,
+            |v| v + 1,
+        )?;
+        scope.copy(&y, &mut host, p)?;
+        Ok(())
+    })
+    .unwrap();
+    let stale = host
+        .iter()
+        .zip(&input)
+        .filter(|(h, v)| **h != **v + 1)
+        .count();
+    assert_eq!(stale, 0, "the copy on y ran before x's kernel");
+    // Everything leaks with the child process (the forgotten event keeps its context).
+    std::mem::forget((a, mid, r, x, y));
+}
