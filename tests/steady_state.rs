@@ -10,7 +10,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use ascend_typestate::MallocPolicy;
+use ascend_typestate::{Event, MallocPolicy, Recorded, Stream};
 use support::sim::{Session, Sim};
 
 /// Counts the allocations of threads that opted in (the loop's own thread), not those of the
@@ -91,10 +91,18 @@ fn the_counting_allocator_counts() {
     session.finish();
 }
 
-/// Producer records, consumer waits and resets, both synchronised each cycle (the
-/// pipeline's hand-off): no allocation, no runtime object created.
-#[test]
-fn an_event_hand_off_cycle_allocates_and_creates_nothing() {
+/// A producer/consumer hand-off on device 0's default context: `body` gets the simulator,
+/// both streams and the event (recorded on the producer) and gives the event back; then
+/// everything is torn down, and nothing may be left alive or found.
+fn hand_off<F>(body: F)
+where
+    F: for<'a> FnOnce(
+        &Sim,
+        &'a Stream<'a>,
+        &'a Stream<'a>,
+        Event<'a, Recorded>,
+    ) -> Event<'a, Recorded>,
+{
     let session = Session::start();
     {
         let device = session
@@ -107,22 +115,38 @@ fn an_event_hand_off_cycle_allocates_and_creates_nothing() {
             device.create_stream().unwrap(),
             device.create_stream().unwrap(),
         );
-        let mut event = Some(device.create_event().unwrap().record(&producer).unwrap());
-        let (allocations, calls) = measure(&session.sim, 1000, || {
-            let recorded = event.take().unwrap();
-            let reset = recorded.wait_and_reset(&consumer).unwrap();
-            consumer.synchronize().unwrap();
-            event = Some(reset.record(&producer).unwrap());
-            producer.synchronize().unwrap();
-        });
-        assert_eq!((allocations, calls), (0, 0));
-        event.unwrap().destroy().unwrap();
+        let event = device.create_event().unwrap().record(&producer).unwrap();
+        let event = body(&session.sim, &producer, &consumer, event);
+        consumer.synchronize().unwrap();
+        event.destroy().unwrap();
         producer.destroy().unwrap();
         consumer.destroy().unwrap();
         device.reset().unwrap();
     }
+    assert_eq!(
+        session.sim.live_objects(),
+        0,
+        "kept join events end with the context"
+    );
     let findings = session.finish();
     assert!(findings.is_empty(), "{findings:#?}");
+}
+
+/// Producer records, consumer waits and resets, both synchronised each cycle (the
+/// pipeline's hand-off): no allocation, no runtime object created.
+#[test]
+fn an_event_hand_off_cycle_allocates_and_creates_nothing() {
+    hand_off(|sim, producer, consumer, event| {
+        let mut event = Some(event);
+        let (allocations, calls) = measure(sim, 1000, || {
+            let reset = event.take().unwrap().wait_and_reset(consumer).unwrap();
+            consumer.synchronize().unwrap();
+            event = Some(reset.record(producer).unwrap());
+            producer.synchronize().unwrap();
+        });
+        assert_eq!((allocations, calls), (0, 0));
+        event.unwrap()
+    });
 }
 
 /// A timing pair re-recorded every frame (E10): nothing created, nothing allocated.
@@ -195,43 +219,21 @@ fn an_async_copy_cycle_allocates_and_creates_nothing() {
 /// synchronisation shows them done and uses again: nothing created, nothing allocated.
 #[test]
 fn a_hand_off_synchronised_every_tenth_cycle_reuses_its_join_events() {
-    let session = Session::start();
-    {
-        let device = session
-            .acl()
-            .set_device(0)
-            .unwrap()
-            .into_default_context()
-            .unwrap();
-        let (producer, consumer) = (
-            device.create_stream().unwrap(),
-            device.create_stream().unwrap(),
-        );
-        let mut event = Some(device.create_event().unwrap().record(&producer).unwrap());
+    hand_off(|sim, producer, consumer, event| {
+        let mut event = Some(event);
         let mut cycle = 0u64;
-        let (allocations, calls) = measure(&session.sim, 1000, || {
+        let (allocations, calls) = measure(sim, 1000, || {
             cycle += 1;
-            let reset = event.take().unwrap().wait_and_reset(&consumer).unwrap();
-            event = Some(reset.record(&producer).unwrap());
+            let reset = event.take().unwrap().wait_and_reset(consumer).unwrap();
+            event = Some(reset.record(producer).unwrap());
             if cycle.is_multiple_of(10) {
                 consumer.synchronize().unwrap();
                 producer.synchronize().unwrap();
             }
         });
         assert_eq!((allocations, calls), (0, 0));
-        consumer.synchronize().unwrap();
-        event.unwrap().destroy().unwrap();
-        producer.destroy().unwrap();
-        consumer.destroy().unwrap();
-        device.reset().unwrap();
-    }
-    assert_eq!(
-        session.sim.live_objects(),
-        0,
-        "the kept join events end with the context"
-    );
-    let findings = session.finish();
-    assert!(findings.is_empty(), "{findings:#?}");
+        event.unwrap()
+    });
 }
 
 /// Not reached yet (issue 15): when the waiting stream is never synchronised, no join event
@@ -239,33 +241,15 @@ fn a_hand_off_synchronised_every_tenth_cycle_reuses_its_join_events() {
 /// synchronisation). Asserted as it is, so that a design without them shows here.
 #[test]
 fn an_unsynchronised_hand_off_cycle_still_creates_a_join_event_per_cycle() {
-    let session = Session::start();
-    {
-        let device = session
-            .acl()
-            .set_device(0)
-            .unwrap()
-            .into_default_context()
-            .unwrap();
-        let (producer, consumer) = (
-            device.create_stream().unwrap(),
-            device.create_stream().unwrap(),
-        );
-        let mut event = Some(device.create_event().unwrap().record(&producer).unwrap());
-        session.sim.reset_call_counts();
+    hand_off(|sim, producer, consumer, mut event| {
+        sim.reset_call_counts();
         for _ in 0..100 {
-            let reset = event.take().unwrap().wait_and_reset(&consumer).unwrap();
-            event = Some(reset.record(&producer).unwrap());
+            let reset = event.wait_and_reset(consumer).unwrap();
+            event = reset.record(producer).unwrap();
         }
-        assert_eq!(session.sim.call_count("aclrtCreateEventWithFlag"), 100);
-        consumer.synchronize().unwrap();
-        event.unwrap().destroy().unwrap();
-        producer.destroy().unwrap();
-        consumer.destroy().unwrap();
-        device.reset().unwrap();
-    }
-    let findings = session.finish();
-    assert!(findings.is_empty(), "{findings:#?}");
+        assert_eq!(sim.call_count("aclrtCreateEventWithFlag"), 100);
+        event
+    });
 }
 
 /// A callback launch whose closure fits a slot (six words) allocates nothing: an `Arc`
