@@ -629,15 +629,8 @@ impl<'dev> Context<'dev> {
         reason = "a context is destroyed once, off any hot path; giving it back is the point"
     )]
     pub fn destroy(self) -> Result<(), Failed<Context<'dev>>> {
-        if self.device_contexts.is_none() {
-            // The default context is left through its device (`Device::reset`), not here.
-            return Err(Failed::new(
-                crate::Error::InvalidArgument(
-                    "the default context is released by its device (Device::reset), not destroyed (D5)",
-                ),
-                self,
-            ));
-        }
+        // (A default context is never owned outside its device, so never destroyed here;
+        // `release` would not call `aclrtDestroyContext` on it anyway, D5.)
         match self.release() {
             Ok(()) => {
                 self.forget_released();

@@ -105,12 +105,7 @@ where
 {
     let session = Session::start();
     {
-        let device = session
-            .acl()
-            .set_device(0)
-            .unwrap()
-            .into_default_context()
-            .unwrap();
+        let device = session.default_device(0);
         let (producer, consumer) = (
             device.create_stream().unwrap(),
             device.create_stream().unwrap(),
@@ -135,7 +130,7 @@ where
 /// Producer records, consumer waits and resets, both synchronised each cycle (the
 /// pipeline's hand-off): no allocation, no runtime object created.
 #[test]
-fn an_event_hand_off_cycle_allocates_and_creates_nothing() {
+fn an_event_hand_off_cycle_allocates_and_creates_nothing_e2_e4() {
     hand_off(|sim, producer, consumer, event| {
         let mut event = Some(event);
         let (allocations, calls) = measure(sim, 1000, || {
@@ -151,15 +146,10 @@ fn an_event_hand_off_cycle_allocates_and_creates_nothing() {
 
 /// A timing pair re-recorded every frame (E10): nothing created, nothing allocated.
 #[test]
-fn a_timing_event_cycle_allocates_and_creates_nothing() {
+fn a_timing_event_cycle_allocates_and_creates_nothing_e10() {
     let session = Session::start();
     {
-        let device = session
-            .acl()
-            .set_device(0)
-            .unwrap()
-            .into_default_context()
-            .unwrap();
+        let device = session.default_device(0);
         let stream = device.create_stream().unwrap();
         let mut start = Some(device.create_event().unwrap().record(&stream).unwrap());
         let mut end = Some(device.create_event().unwrap().record(&stream).unwrap());
@@ -183,15 +173,10 @@ fn a_timing_event_cycle_allocates_and_creates_nothing() {
 /// A 4 KiB host-to-device copy in an async scope, synchronised by the scope: nothing
 /// created, nothing allocated.
 #[test]
-fn an_async_copy_cycle_allocates_and_creates_nothing() {
+fn an_async_copy_cycle_allocates_and_creates_nothing_m1() {
     let session = Session::start();
     {
-        let device = session
-            .acl()
-            .set_device(0)
-            .unwrap()
-            .into_default_context()
-            .unwrap();
+        let device = session.default_device(0);
         let stream = device.create_stream().unwrap();
         let mut host = device.alloc_host::<u8>(4096).unwrap();
         host.fill(7);
@@ -218,7 +203,7 @@ fn an_async_copy_cycle_allocates_and_creates_nothing() {
 /// joined after the previous reset (E5) with join events, which the context keeps once a
 /// synchronisation shows them done and uses again: nothing created, nothing allocated.
 #[test]
-fn a_hand_off_synchronised_every_tenth_cycle_reuses_its_join_events() {
+fn a_hand_off_synchronised_every_tenth_cycle_reuses_its_join_events_e5_e9() {
     hand_off(|sim, producer, consumer, event| {
         let mut event = Some(event);
         let mut cycle = 0u64;
@@ -240,7 +225,7 @@ fn a_hand_off_synchronised_every_tenth_cycle_reuses_its_join_events() {
 /// is ever shown done, so each cycle creates one (destroyed or kept at the next
 /// synchronisation). Asserted as it is, so that a design without them shows here.
 #[test]
-fn an_unsynchronised_hand_off_cycle_still_creates_a_join_event_per_cycle() {
+fn an_unsynchronised_hand_off_cycle_still_creates_a_join_event_per_cycle_e5() {
     hand_off(|sim, producer, consumer, mut event| {
         sim.reset_call_counts();
         for _ in 0..100 {
@@ -255,18 +240,13 @@ fn an_unsynchronised_hand_off_cycle_still_creates_a_join_event_per_cycle() {
 /// A callback launch whose closure fits a slot (six words) allocates nothing: an `Arc`
 /// clone and a number are captured, the callback runs, the stream is synchronised.
 #[test]
-fn a_callback_cycle_allocates_and_creates_nothing() {
+fn a_callback_cycle_allocates_and_creates_nothing_c1() {
     use ascend_typestate::{CallbackMode, ReportThread};
     use std::sync::Arc;
     use std::sync::atomic::AtomicUsize;
     let session = Session::start();
     {
-        let device = session
-            .acl()
-            .set_device(0)
-            .unwrap()
-            .into_default_context()
-            .unwrap();
+        let device = session.default_device(0);
         let report = ReportThread::spawn(&device).unwrap();
         let stream = report.subscribe(device.create_stream().unwrap()).unwrap();
         let ran = Arc::new(AtomicUsize::new(0));
@@ -295,18 +275,13 @@ fn a_callback_cycle_allocates_and_creates_nothing() {
 /// Closures too large for a slot, and more callbacks in flight than there are slots (a
 /// blocking callback holds the stream), still run, each exactly once (boxed then).
 #[test]
-fn callbacks_beyond_the_slots_are_boxed_and_all_run() {
+fn callbacks_beyond_the_slots_are_boxed_and_all_run_c1() {
     use ascend_typestate::{CallbackMode, ReportThread};
     use std::sync::Arc;
     use std::sync::atomic::AtomicUsize;
     let session = Session::start();
     {
-        let device = session
-            .acl()
-            .set_device(0)
-            .unwrap()
-            .into_default_context()
-            .unwrap();
+        let device = session.default_device(0);
         let report = ReportThread::spawn(&device).unwrap();
         let stream = report.subscribe(device.create_stream().unwrap()).unwrap();
         let ran = Arc::new(AtomicUsize::new(0));

@@ -12,12 +12,7 @@ use support::sim::Session;
 fn e10_a_timing_event_is_created_once_and_recorded_every_frame() {
     let session = Session::start();
     {
-        let device = session
-            .acl()
-            .set_device(0)
-            .unwrap()
-            .into_default_context()
-            .unwrap();
+        let device = session.default_device(0);
         let stream = device.create_stream().unwrap();
         session.sim.reset_call_counts();
         let mut start = device.create_event().unwrap().record(&stream).unwrap();

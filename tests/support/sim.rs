@@ -47,6 +47,18 @@ impl Session {
         self.sim.set_quiet(1);
     }
 
+    /// Device `id`, set and in its default context (the samples' pattern), for tests whose
+    /// subject is not the device itself.
+    pub fn default_device(
+        &self,
+        id: i32,
+    ) -> ascend_typestate::Device<'_, ascend_typestate::DefaultContext> {
+        self.acl()
+            .set_device(id)
+            .and_then(|d| d.into_default_context().map_err(Into::into))
+            .expect("set the device and take its default context")
+    }
+
     pub fn acl(&self) -> &Acl {
         self.acl.as_ref().expect("the session's Acl was finalized")
     }
