@@ -222,6 +222,7 @@ mod error;
 mod event;
 mod host_fn;
 mod memory;
+mod pipeline;
 mod runtime;
 mod stream;
 
@@ -242,6 +243,7 @@ pub use memory::{
     AsyncScope, DeviceBuffer, DeviceSlice, DeviceSliceMut, HostBuffer, Location, MallocPolicy,
     Memory, MemoryMut, Pending, PendingDevice, PendingHost, Source,
 };
+pub use pipeline::{Launch, MAX_PIPELINE_SLOTS, Pipeline, PipelineConfig, Slot};
 pub use runtime::{
     Acl, DropErrorHandler, Failed, InitOptions, RuntimeLibrary, Timeout, set_drop_error_handler,
 };

@@ -219,7 +219,7 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
         D: MemoryMut<T> + ?Sized,
         S: Source<'scope, T>,
     {
-        let sim = SimulatorTable::of(self.ctx.api()).ok_or(Error::Unsupported {
+        let sim = SimulatorTable::of_cached(self.ctx.api()).ok_or(Error::Unsupported {
             symbol: "aclsimLaunchKernel",
         })?;
         if S::LOCATION != Location::Device || D::LOCATION != Location::Device {
@@ -274,6 +274,75 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
     }
 }
 
+impl<I: Pod, O: Pod> crate::pipeline::Launch<'_, '_, I, O> {
+    /// The frame's kernel, synthetic, on the simulator only (`aclsimLaunchKernel`): after
+    /// `duration`, `output[i] = f(input[i])` for the first `min(input_len, output_len)`
+    /// elements of the slot's device buffers, on the compute stream. Once per frame (a second
+    /// call is [`Error::InvalidArgument`]); no allocation: the job is kept in the pipeline.
+    ///
+    /// As for [`AsyncScope::simulated_map`]: `f` runs on the simulator's thread (C8), a panic
+    /// in it is reported as [`Error::CallbackPanicked`]; on the vendor runtime this is
+    /// [`Error::Unsupported`].
+    pub fn simulated_map(&self, duration: std::time::Duration, f: fn(I) -> O) -> Result<()> {
+        let sim = SimulatorTable::of_cached(self.api()).ok_or(Error::Unsupported {
+            symbol: "aclsimLaunchKernel",
+        })?;
+        if self.launched.replace(true) {
+            return Err(Error::InvalidArgument(
+                "one simulated kernel per pipeline frame",
+            ));
+        }
+        let job = self.job.as_ptr();
+        // SAFETY: the slot's job, in the pipeline's own allocation: no kernel reads it now
+        // (the slot's previous frame is proven done, and this is the frame's only launch), and
+        // no Rust reference to it exists. Written through the raw pointer only.
+        unsafe {
+            job.write(crate::pipeline::KernelJob {
+                input: self.input_ptr().cast(),
+                output: self.output_ptr().cast(),
+                len: self.input_len().min(self.output_len()),
+                f,
+            })
+        };
+        let buffers = [self.input_ptr().cast_mut(), self.output_ptr()];
+        let micros = u64::try_from(duration.as_micros()).unwrap_or(u64::MAX);
+        // SAFETY: the stream is live and its context current (bound by `submit`); both
+        // buffers are the slot's device memory, which the pipeline hands to nothing else until
+        // the frame is proven done (M3); `run_slot_map::<I, O>` matches the job's type and
+        // only reads it.
+        let code = unsafe {
+            (sim.aclsimLaunchKernel)(
+                self.raw_stream(),
+                micros,
+                Some(run_slot_map::<I, O>),
+                job.cast::<c_void>(),
+                buffers.as_ptr(),
+                buffers.len(),
+            )
+        };
+        if let Err(code) = crate::error::check(code) {
+            self.launched.set(false);
+            return Err(Error::Runtime {
+                call: "aclsimLaunchKernel",
+                code,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The simulator calls this once, on the stream's worker, when the stream reaches the task.
+unsafe extern "C" fn run_slot_map<I: Pod, O: Pod>(
+    user_data: *mut c_void,
+    _b: *const *mut c_void,
+    _n: usize,
+) {
+    // SAFETY: `user_data` is the slot's `KernelJob<I, O>`, written before the launch and not
+    // again before the frame is proven done; copied out at once.
+    let job = unsafe { user_data.cast::<crate::pipeline::KernelJob<I, O>>().read() };
+    run_elementwise(job.input, job.output, job.len, job.f);
+}
+
 /// A synthetic kernel's work: `output[i] = f(input[i])`.
 struct MapJob<T> {
     input: *const T,
@@ -286,21 +355,28 @@ struct MapJob<T> {
 unsafe extern "C" fn run_map<T: Pod>(user_data: *mut c_void, _b: *const *mut c_void, _n: usize) {
     // SAFETY: `user_data` is the `MapJob<T>` boxed by `simulated_map`, run once.
     let job = unsafe { Box::from_raw(user_data.cast::<MapJob<T>>()) };
+    run_elementwise(job.input, job.output, job.len, job.f);
+}
+
+/// `output[i] = f(input[i])` for `i < len`, on the simulator's thread.
+///
+/// Both ranges are device memory of at least `len` elements that no one else touches until
+/// the task that runs this is proven done (an async scope's borrow, or a pipeline slot, M3).
+fn run_elementwise<I: Pod, O: Pod>(input: *const I, output: *mut O, len: usize, f: fn(I) -> O) {
     // The function runs on the runtime's own thread, like a callback: C8 for every entry
     // point of the crate it might reach through a `static`.
     let previous = crate::context::enter_callback();
     let run = || {
-        for i in 0..job.len {
-            // SAFETY: both ranges are device memory of at least `len` elements, borrowed by
-            // the scope until the stream is synchronised; unaligned access keeps any `Pod`
-            // valid.
-            let input = unsafe { job.input.add(i) };
+        for i in 0..len {
+            // SAFETY: see above: both ranges are valid for `len` elements and used by this
+            // task alone; unaligned access keeps any `Pod` valid.
+            let from = unsafe { input.add(i) };
             // SAFETY: as above.
-            let output = unsafe { job.output.add(i) };
+            let to = unsafe { output.add(i) };
             // SAFETY: as above.
-            let value = unsafe { input.read_unaligned() };
+            let value = unsafe { from.read_unaligned() };
             // SAFETY: as above.
-            unsafe { output.write_unaligned((job.f)(value)) };
+            unsafe { to.write_unaligned(f(value)) };
         }
     };
     // Never unwind into the simulator's C ABI.
@@ -367,6 +443,20 @@ impl SimulatorTable {
         // SAFETY: a library exporting the `aclsim*` names is the simulator, whose symbols
         // have the prototypes of sim/include/aclsim.h; the library is never unloaded.
         unsafe { SimulatorTable::resolve(api.library()) }
+    }
+
+    /// [`of`](Self::of), resolved once for the process's first runtime library and kept:
+    /// per-launch paths must not look symbols up (a `dlsym` each).
+    pub(crate) fn of_cached(api: &Api) -> Option<SimulatorTable> {
+        static CACHE: std::sync::OnceLock<(usize, Option<SimulatorTable>)> =
+            std::sync::OnceLock::new();
+        let key = std::ptr::from_ref(api.library()) as usize;
+        let (cached_key, table) = CACHE.get_or_init(|| (key, SimulatorTable::of(api)));
+        if *cached_key == key {
+            *table
+        } else {
+            SimulatorTable::of(api)
+        }
     }
 
     /// # Safety
