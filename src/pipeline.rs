@@ -209,8 +209,10 @@ pub(crate) struct KernelJob<I, O> {
 /// ```
 pub struct Pipeline<'ctx, I: Pod, O: Pod> {
     ctx: &'ctx Context<'ctx>,
-    compute: Stream<'ctx>,
-    download: Stream<'ctx>,
+    /// The streams, slots and jobs are released by hand (`release`), in that order's reverse,
+    /// only once both streams were seen done; else they are leaked (M2, E9).
+    compute: ManuallyDrop<Stream<'ctx>>,
+    download: ManuallyDrop<Stream<'ctx>>,
     /// Released by hand: only once both streams were seen done, else leaked (M2, E9).
     slots: ManuallyDrop<Box<[Resources<'ctx, I, O>]>>,
     /// One [`KernelJob`] per slot (`slots.len()` of them), freed with the slots.
@@ -274,8 +276,8 @@ impl<'ctx, I: Pod, O: Pod> Pipeline<'ctx, I, O> {
         let jobs = NonNull::from(Box::leak(jobs)).cast::<KernelJob<I, O>>();
         Ok(Pipeline {
             ctx,
-            compute,
-            download,
+            compute: ManuallyDrop::new(compute),
+            download: ManuallyDrop::new(download),
             slots: ManuallyDrop::new(slots.into_boxed_slice()),
             jobs,
             next: 0,
@@ -446,19 +448,10 @@ impl<'ctx, I: Pod, O: Pod> Pipeline<'ctx, I, O> {
             .compute
             .settle("Pipeline (its compute stream)")
             .and_then(|()| self.download.settle("Pipeline (its download stream)"));
-        if let Err(error) = quiesced {
-            // Leaked, never released under a task that may use them (M2, E9): the slots and
-            // jobs are never dropped (`ManuallyDrop`, raw), the streams are forgotten.
-            // SAFETY: each stream is moved out once; the value is not used afterwards.
-            let streams = unsafe {
-                (
-                    std::ptr::read(&self.compute),
-                    std::ptr::read(&self.download),
-                )
-            };
-            std::mem::forget(streams);
-            return Err(error);
-        }
+        // If a stream cannot be seen done, everything is leaked, never released under a task
+        // that may use it (M2, E9): the streams, slots and jobs are never dropped
+        // (`ManuallyDrop`, a raw pointer).
+        quiesced?;
         let mut errors: Vec<Error> = Vec::new();
         // SAFETY: both streams are done (settled above), so no task uses a slot's buffers or
         // events (M2, E9); the slots are taken once (the value is not used afterwards).
@@ -474,13 +467,11 @@ impl<'ctx, I: Pod, O: Pod> Pipeline<'ctx, I, O> {
                 self.config.slots,
             ))
         });
-        // SAFETY: each stream is moved out once; the value is not used afterwards.
-        let streams = unsafe {
-            [
-                std::ptr::read(&self.compute),
-                std::ptr::read(&self.download),
-            ]
-        };
+        // SAFETY: each stream is taken once; the value is not used afterwards.
+        let compute = unsafe { ManuallyDrop::take(&mut self.compute) };
+        // SAFETY: as above.
+        let download = unsafe { ManuallyDrop::take(&mut self.download) };
+        let streams = [compute, download];
         for stream in streams {
             if let Err(failed) = stream.destroy() {
                 let (error, stream) = failed.into_parts();
@@ -698,8 +689,11 @@ pub struct Launch<'l, 'ctx, I: Pod, O: Pod> {
     pub(crate) job: NonNull<KernelJob<I, O>>,
     /// A simulated kernel was launched: the job is in use until the frame is done.
     pub(crate) launched: std::cell::Cell<bool>,
-    _elements: PhantomData<(fn() -> I, fn() -> O)>,
+    _elements: Elements<I, O>,
 }
+
+/// The element types of a [`Launch`], without owning any.
+type Elements<I, O> = PhantomData<(fn() -> I, fn() -> O)>;
 
 impl<'l, 'ctx, I: Pod, O: Pod> Launch<'l, 'ctx, I, O> {
     /// The compute stream: issue the frame's kernel here (its input copy is already issued
