@@ -1,6 +1,7 @@
 //! Callgrind workload, raw calls through `acl.api()` (the baseline of `callgrind_typed`, run
-//! by `scripts/callgrind.sh`): `callgrind_raw events|copies N [join|minimal]` runs N cycles
-//! inside `raw_events` / `raw_copies`, the functions
+//! by `scripts/callgrind.sh`): `callgrind_raw events|copies|callbacks|pipeline N [join|minimal]`
+//! runs N cycles inside `raw_events` / `raw_copies` / `raw_callbacks` / `raw_pipeline`, the
+//! functions
 //! callgrind counts. `join` (the default) issues exactly the
 //! runtime calls of the typed API, including its join event per re-record; `minimal` is
 //! what a C programmer writes (no join: the host synchronisation already orders the cycles).
@@ -94,6 +95,22 @@ fn callback_cycles(api: &Api, stream: aclrtStream, n: u64) -> Result<(), Error> 
     Ok(())
 }
 
+/// Counted by callgrind: N frames of the double-buffered pipeline, nothing else.
+#[unsafe(no_mangle)]
+#[inline(never)]
+fn raw_pipeline(frames: &mut pipeline::RawLoop, first: u64, n: u64) -> Result<(), Error> {
+    pipeline_cycles(frames, first, n)
+}
+
+/// The loop, also run (uncounted) as the warm-up that fills every slot.
+#[inline(never)]
+fn pipeline_cycles(frames: &mut pipeline::RawLoop, first: u64, n: u64) -> Result<(), Error> {
+    for frame in first..first + n {
+        frames.frame(frame)?;
+    }
+    Ok(())
+}
+
 fn main() -> Result<(), Error> {
     // `cargo bench` passes `--bench`: ignore flags (then the defaults run, as a smoke test).
     let mut args = std::env::args().skip(1).filter(|a| !a.starts_with('-'));
@@ -138,7 +155,17 @@ fn main() -> Result<(), Error> {
             unsafe { api.unsubscribe_report(thread.thread_id, s1)? };
             thread.stop();
         }
-        other => panic!("unknown workload {other:?} (events|copies|callbacks)"),
+        "pipeline" => {
+            let library = acl.library();
+            let global = ascend_typestate::sys::loader::global().expect("loaded by Acl::init");
+            let mut frames =
+                pipeline::RawLoop::new(global, library.path(), std::time::Duration::ZERO)?;
+            let warm = pipeline::SLOTS as u64;
+            pipeline_cycles(&mut frames, 0, warm)?;
+            raw_pipeline(&mut frames, warm, n)?;
+            frames.finish()?;
+        }
+        other => panic!("unknown workload {other:?} (events|copies|callbacks|pipeline)"),
     }
     // SAFETY: synchronised, destroyed once, in the current context.
     unsafe {

@@ -1,7 +1,7 @@
 //! Callgrind workload, typed API (run by `scripts/callgrind.sh`, with `callgrind_raw` as the
-//! baseline): `callgrind_typed events|events_direct|copies|callbacks N` runs N cycles of the
-//! sequence inside `typed_events` / `typed_events_direct` / `typed_copies` /
-//! `typed_callbacks`, the functions callgrind's
+//! baseline): `callgrind_typed events|events_direct|copies|callbacks|pipeline N` runs N cycles
+//! of the sequence inside `typed_events` / `typed_events_direct` / `typed_copies` /
+//! `typed_callbacks` / `typed_pipeline`, the functions callgrind's
 //! `--toggle-collect` counts. Setup and teardown are
 //! outside it, and so is one warm-up cycle (steady state: every counted cycle re-records).
 
@@ -101,6 +101,22 @@ fn callback_cycles(stream: &Subscribed<'_, '_>, n: u64) -> Result<(), Error> {
     Ok(())
 }
 
+/// Counted by callgrind: N frames of the double-buffered pipeline, nothing else.
+#[unsafe(no_mangle)]
+#[inline(never)]
+fn typed_pipeline(frames: &mut pipeline::TypedLoop<'_>, first: u64, n: u64) -> Result<(), Error> {
+    pipeline_cycles(frames, first, n)
+}
+
+/// The loop, also run (uncounted) as the warm-up that fills every slot.
+#[inline(never)]
+fn pipeline_cycles(frames: &mut pipeline::TypedLoop<'_>, first: u64, n: u64) -> Result<(), Error> {
+    for frame in first..first + n {
+        frames.frame(frame)?;
+    }
+    Ok(())
+}
+
 fn main() -> Result<(), Error> {
     // `cargo bench` passes `--bench`: ignore flags (then the defaults run, as a smoke test).
     let mut args = std::env::args().skip(1).filter(|a| !a.starts_with('-'));
@@ -138,7 +154,16 @@ fn main() -> Result<(), Error> {
             stream.unsubscribe()?.destroy()?;
             report.stop()?;
         }
-        other => panic!("unknown workload {other:?} (events|events_direct|copies|callbacks)"),
+        "pipeline" => {
+            let mut frames = pipeline::TypedLoop::new(&ctx, std::time::Duration::ZERO)?;
+            let warm = pipeline::SLOTS as u64;
+            pipeline_cycles(&mut frames, 0, warm)?;
+            typed_pipeline(&mut frames, warm, n)?;
+            frames.finish()?;
+        }
+        other => {
+            panic!("unknown workload {other:?} (events|events_direct|copies|callbacks|pipeline)")
+        }
     }
     s1.destroy()?;
     s2.destroy()?;

@@ -93,6 +93,7 @@ host() {
     --compress-strings=no --compress-pos=no \
     --toggle-collect=typed_events --toggle-collect=typed_events_direct \
     --toggle-collect=typed_copies --toggle-collect=typed_callbacks \
+    --toggle-collect=typed_pipeline --toggle-collect=raw_pipeline \
     --toggle-collect=raw_events --toggle-collect=raw_copies --toggle-collect=raw_callbacks \
     --callgrind-out-file="$work/$name" "$@" >"$work/$name.log" 2>&1 \
     || { echo "callgrind.sh: $name failed:" >&2; cat "$work/$name.log" >&2; exit 1; }
@@ -124,7 +125,7 @@ worst=0
 # Instructions per cycle the typed API may add to the raw program's own, per workload
 # (set at 117, 97 and 51; 112, 91 and 51 since the raw layer got its own error type;
 # callbacks measured at 101 when added, with inline slots instead of two boxes).
-declare -A BUDGET=([events]=125 [events_direct]=105 [copies]=60 [callbacks]=110)
+declare -A BUDGET=([events]=125 [events_direct]=105 [copies]=60 [callbacks]=110 [pipeline]=215)
 over=""
 added_report=""
 row() { # run work typed_lib typed_rt raw_lib raw_rt
@@ -145,7 +146,7 @@ echo "Host thread, inside the counted function:"
 header
 joins=()
 for run in $(seq 1 "$runs"); do
-  for w in events events_direct copies callbacks; do
+  for w in events events_direct copies callbacks pipeline; do
     read -r tl tr < <(host "t-$w-$run" "$typed" "$w" "$n")
     case "$w" in
       events)
@@ -171,7 +172,7 @@ echo
 echo "Whole program, every thread (the simulator's workers included):"
 header
 for run in $(seq 1 "$runs"); do
-  for w in events events_direct copies callbacks; do
+  for w in events events_direct copies callbacks pipeline; do
     read -r tl tr < <(whole "wt-$w-$run" "$typed" "$w")
     case "$w" in
       events | events_direct) read -r ml mr < <(whole "wm-$w-$run" "$raw" events minimal) ;;

@@ -18,6 +18,8 @@ use ascend_typestate::sys::loader::Api;
 use ascend_typestate::{AsyncScope, DeviceBuffer, HostBuffer};
 use ascend_typestate::{CallbackMode, Error, Event, Reset, Stream, Subscribed};
 
+pub mod pipeline;
+
 /// Bytes of the small copy of sequence (b).
 pub const COPY_BYTES: usize = 4096;
 
