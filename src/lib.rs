@@ -162,6 +162,61 @@
 //! A stream is `Send` but not `Sync`, so the worker's struct (which borrows its stream)
 //! stays on the thread that made it. `tests/shared_runtime.rs` runs this pattern.
 //!
+//! ## Pipelines
+//!
+//! A double-buffered inference loop (host-to-device copy, kernel, device-to-host copy for each
+//! frame, on two streams joined by events) is a [`Pipeline`]: created once with
+//! [`Context::create_pipeline`], it owns its two streams and, for each slot, four buffers and
+//! two events. [`Pipeline::next_slot`] hands out the oldest slot once its previous frame is
+//! **proven done** (its completion event synchronised, M3); through the [`Slot`] the host
+//! reads that frame's output and writes the next input; [`Slot::submit`] consumes the guard
+//! and issues the frame, the kernel given a [`Launch`] (the compute stream and the slot's
+//! device buffers). While one frame is copied back, the next is computed: nothing drains.
+//!
+//! ```no_run
+//! use ascend_typestate::{Acl, DefaultContext, Device, Pipeline, PipelineConfig, Result};
+//!
+//! fn infer(x: f32) -> f32 { x * 2.0 + 1.0 }
+//!
+//! /// The application's worker: everything its loop uses, created once.
+//! struct Worker {
+//!     pipeline: Pipeline<'static, f32, f32>,
+//! }
+//!
+//! fn main() -> Result<()> {
+//!     let device: &'static Device<'static, DefaultContext> =
+//!         Box::leak(Box::new(Acl::shared()?.set_device(0)?.into_default_context()?));
+//!     let mut worker = Worker {
+//!         pipeline: device.create_pipeline(PipelineConfig::new(1024, 1024).slots(2))?,
+//!     };
+//!     std::thread::spawn(move || -> Result<()> {
+//!         for _ in 0..1000 {
+//!             let mut slot = worker.pipeline.next_slot()?;   // its previous frame is done
+//!             if let Some((frame, output)) = slot.output() {
+//!                 println!("frame {frame}: {}", output[0]);
+//!             }
+//!             slot.input_mut().fill(1.0);
+//!             slot.submit(|launch| launch.simulated_map(std::time::Duration::ZERO, infer))?;
+//!         }
+//!         worker.pipeline.wait_all()?;                       // the last frames
+//!         worker.pipeline.destroy()
+//!     })
+//!     .join()
+//!     .expect("the worker panicked")
+//! }
+//! ```
+//!
+//! What does not compile: writing a submitted frame's input or reading its output (the guard
+//! is consumed), holding two slots at once, destroying the pipeline while a slot is held,
+//! keeping what the kernel was lent (`ui-tests/fail/*pipeline*`). What cannot happen at run
+//! time: the state of each slot lives in the pipeline, so a forgotten guard, a kernel that
+//! fails or panics half-way, or an injected runtime failure leaves the slot *unsettled*, and
+//! both streams are synchronised before its buffers are handed out again; forgetting the
+//! pipeline leaks its buffers rather than freeing them under running tasks
+//! (`tests/typed_pipeline.rs`). The steady state creates no runtime object and allocates
+//! nothing (`tests/steady_state.rs`), and runs within 1.02 of the raw program's host
+//! instructions (`docs/benchmarks.md`).
+//!
 //! ## What soundness rests on
 //!
 //! A safe program cannot cause a data race, a crash, a protocol violation the simulator's
@@ -296,4 +351,9 @@ mod assertions {
     assert_impl_all!(StreamConfig: Send, Sync, Copy);
     assert_eq_size!(DeviceBuffer<'static, f32>, [Raw; 3]); // pointer + length + context
     assert_impl_all!(Timeout: Send, Sync, Copy);
+    assert_impl_all!(Pipeline<'static, f32, u8>: Send);
+    assert_not_impl_any!(Pipeline<'static, f32, u8>: Sync);
+    assert_impl_all!(Slot<'static, 'static, f32, u8>: Send);
+    assert_not_impl_any!(Launch<'static, 'static, f32, u8>: Send, Sync);
+    assert_impl_all!(PipelineConfig: Send, Sync, Copy);
 }

@@ -382,3 +382,64 @@ fn the_embedded_pattern_static_device_worker_struct_and_reused_events() {
     assert!(worker.join().unwrap());
     assert_no_findings(acl());
 }
+
+/// Issue 15's pipeline in an application's own struct, on a `std::thread::spawn`ed thread:
+/// the pipeline (streams, events, buffers) is created on the main thread from a `'static`
+/// device and moved into the worker; every output checked (M3, D6).
+#[test]
+fn a_pipeline_in_a_worker_struct_runs_on_a_spawned_thread() {
+    if in_child() {
+        return;
+    }
+    use ascend_typestate::{DefaultContext, Pipeline, PipelineConfig};
+    static DEVICE: OnceLock<Device<'static, DefaultContext>> = OnceLock::new();
+    let device: &'static Device<'static, DefaultContext> = DEVICE.get_or_init(|| {
+        acl()
+            .set_device(0)
+            .and_then(|d| d.into_default_context().map_err(Into::into))
+            .expect("device 0 in its default context")
+    });
+    fn plus_one(x: f32) -> f32 {
+        x + 1.0
+    }
+
+    struct Worker {
+        pipeline: Pipeline<'static, f32, f32>,
+        checked: u64,
+    }
+
+    impl Worker {
+        fn frame(&mut self) -> ascend_typestate::Result<()> {
+            let mut slot = self.pipeline.next_slot()?;
+            if let Some((n, output)) = slot.output() {
+                assert!(output.iter().all(|&y| y == n as f32 + 1.0), "frame {n}");
+                self.checked += 1;
+            }
+            let n = slot.frame();
+            slot.input_mut().fill(n as f32);
+            slot.submit(|launch| {
+                launch.simulated_map(std::time::Duration::from_micros(20), plus_one)
+            })?;
+            Ok(())
+        }
+    }
+
+    let mut worker = Worker {
+        pipeline: device
+            .create_pipeline(PipelineConfig::new(512, 512))
+            .unwrap(),
+        checked: 0,
+    };
+    let worker = std::thread::spawn(move || {
+        for _ in 0..300 {
+            worker.frame().unwrap();
+        }
+        worker.pipeline.wait_all().unwrap();
+        let last = worker.pipeline.outputs().count() as u64;
+        let checked = worker.checked + last;
+        worker.pipeline.destroy().unwrap();
+        checked
+    });
+    assert_eq!(worker.join().unwrap(), 300);
+    assert_no_findings(acl());
+}

@@ -322,3 +322,35 @@ fn callbacks_beyond_the_slots_are_boxed_and_all_run_c1() {
     let findings = session.finish();
     assert!(findings.is_empty(), "{findings:#?}");
 }
+
+/// The pipeline's loop (H2D, kernel, D2H on two streams, per-slot events): 1,000 frames make
+/// no create or destroy call and no allocation on the loop's thread (M3, E10).
+#[test]
+fn a_pipeline_frame_allocates_and_creates_nothing_m3() {
+    fn twice(x: f32) -> f32 {
+        x * 2.0
+    }
+    let session = Session::start();
+    {
+        let device = session.default_device(0);
+        let mut pipeline = device
+            .create_pipeline::<f32, f32>(ascend_typestate::PipelineConfig::new(1024, 1024))
+            .unwrap();
+        let mut seen = 0.0f32;
+        let (allocations, calls) = measure(&session.sim, 1000, || {
+            let mut slot = pipeline.next_slot().unwrap();
+            if let Some((_, output)) = slot.output() {
+                seen += output[0];
+            }
+            slot.input_mut()[0] = 1.0;
+            slot.submit(|launch| launch.simulated_map(std::time::Duration::ZERO, twice))
+                .unwrap();
+        });
+        assert_eq!((allocations, calls), (0, 0));
+        assert!(seen > 0.0);
+        pipeline.destroy().unwrap();
+        device.reset().unwrap();
+    }
+    let findings = session.finish();
+    assert!(findings.is_empty(), "{findings:#?}");
+}

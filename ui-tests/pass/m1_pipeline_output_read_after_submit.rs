@@ -1,0 +1,25 @@
+// M1: twin of ui-tests/fail/m1_pipeline_output_read_after_submit.rs, the same program in the legal order (reads the output before submitting); it compiles.
+
+use ascend_typestate::{Acl, Error, PipelineConfig};
+
+fn double(x: f32) -> f32 {
+    x * 2.0
+}
+
+fn program(acl: &Acl) -> Result<(), Error> {
+    let device = acl.set_device(0)?.into_default_context()?;
+    let mut pipeline = device.create_pipeline::<f32, f32>(PipelineConfig::new(16, 16))?;
+    let slot = pipeline.next_slot()?;
+    let output = slot.output();
+    if let Some((_, values)) = output {
+        println!("{}", values[0]);
+    }
+    slot.submit(|launch| launch.simulated_map(std::time::Duration::ZERO, double))?;
+    pipeline.destroy()?;
+    Ok(())
+}
+
+fn main() {
+    // Built, never run: trybuild runs pass cases, and this program needs a runtime.
+    let _ = program;
+}
