@@ -11,11 +11,14 @@
 #              tabulated by scripts/bench_summary.sh: blocks criterion-typed-vs-raw,
 #              criterion-bandwidth
 #   latency    cargo bench -p ascendcl-sim --bench latency, RUNS times: block latency
+#   pipeline   cargo bench --bench pipeline, RUNS times (each 15 interleaved rounds of 1,000
+#              frames typed and raw): block pipeline
 # Each block starts with a line recording the date, `rustc -V`, the CPU model and the load
 # average, on which the numbers depend.
 #
 # Usage: scripts/benchmarks.sh [--only PART[,PART...]] [--runs N] [--cycles N] [--dry-run]
-#   --only PART   regenerate only these parts (callgrind, criterion, latency; repeatable)
+#   --only PART   regenerate only these parts (callgrind, criterion, latency, pipeline;
+#                 repeatable)
 #   --runs N      runs of each measurement (default 2)
 #   --cycles N    cycles per callgrind workload (default 1000)
 #   --dry-run     print the new docs/benchmarks.md on stdout instead of writing it
@@ -43,7 +46,7 @@ dry_run=0
 while (($#)); do
   case "$1" in
     --only)
-      [ $# -ge 2 ] || die "--only needs a part: callgrind, criterion or latency"
+      [ $# -ge 2 ] || die "--only needs a part: callgrind, criterion, latency or pipeline"
       IFS=, read -r -a more <<<"$2"
       parts+=("${more[@]}")
       shift 2
@@ -79,14 +82,15 @@ while (($#)); do
 done
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || die "--runs: not a positive number: $runs"
 [[ "$cycles" =~ ^[1-9][0-9]*$ ]] || die "--cycles: not a positive number: $cycles"
-((${#parts[@]})) || parts=(callgrind criterion latency)
-want_callgrind=0 want_criterion=0 want_latency=0
+((${#parts[@]})) || parts=(callgrind criterion latency pipeline)
+want_callgrind=0 want_criterion=0 want_latency=0 want_pipeline=0
 for p in "${parts[@]}"; do
   case "$p" in
     callgrind) want_callgrind=1 ;;
     criterion) want_criterion=1 ;;
     latency) want_latency=1 ;;
-    *) die "unknown part: $p (callgrind, criterion or latency)" ;;
+    pipeline) want_pipeline=1 ;;
+    *) die "unknown part: $p (callgrind, criterion, latency or pipeline)" ;;
   esac
 done
 
@@ -108,6 +112,7 @@ names=()
 ((want_callgrind)) && names+=(callgrind callgrind-added callgrind-join)
 ((want_criterion)) && names+=(criterion-typed-vs-raw criterion-bandwidth)
 ((want_latency)) && names+=(latency)
+((want_pipeline)) && names+=(pipeline)
 
 # splice DOC: DOC with the blocks named in $names replaced by the files in $blocks. Fails
 # when a marker is missing, repeated, unbalanced or nested.
@@ -219,6 +224,7 @@ if ((want_callgrind)); then
         if (w == "events_direct") return "events (`wait_and_reset`)"
         if (w == "copies") return "copy 4 KiB"
         if (w == "callbacks") return "callback launch + synchronize"
+        if (w == "pipeline") return "pipeline frame (H2D, kernel, D2H)"
         return w
       }
       /^Host thread, inside/ { sec = "host"; next }
@@ -417,6 +423,47 @@ if ((want_latency)); then
         }
       }' "${lat_files[@]}"
   } >"$blocks/latency" || die "could not tabulate the latency bench"
+fi
+
+# ---- pipeline -----------------------------------------------------------------------------
+if ((want_pipeline)); then
+  pipe_loads=()
+  : >"$work/pipeline.rows"
+  for r in $(seq 1 "$runs"); do
+    pipe_loads+=("$(loadavg)")
+    step "cargo bench --bench pipeline (run $r of $runs)"
+    run "$work/pipeline-$r.log" cargo bench --bench pipeline
+    # "pipeline: F frames, K µs kernels, R rounds: typed T ms, raw W ms (medians), typed/raw A
+    # (medians), B (median of the rounds' ratios; LO to HI)"
+    awk -v run="$r" '
+      /^pipeline: / {
+        line = $0
+        gsub(/[(),;:]/, " ", line)
+        n = split(line, w, " ")
+        for (i = 1; i <= n; i++) {
+          if (w[i] == "frames") frames = w[i - 1]
+          if (w[i] == "µs") kernel = w[i - 1]
+          if (w[i] == "rounds") rounds = w[i - 1]
+          if (w[i] == "typed" && w[i + 2] == "ms") typed = w[i + 1]
+          if (w[i] == "raw" && w[i + 2] == "ms") raw = w[i + 1]
+          if (w[i] == "typed/raw") ratio = w[i + 1]
+          if (w[i] == "median" && w[i + 1] == "of") paired = w[i - 1]
+          if (w[i] == "to") { lo = w[i - 1]; hi = w[i + 1] }
+        }
+        printf "| %s | %s | %s | %s | %s | %s | **%s** | %s | %s to %s |\n", run, frames, kernel, rounds, typed, raw, ratio, paired, lo, hi
+        found = 1
+      }
+      END { exit !found }' "$work/pipeline-$r.log" >>"$work/pipeline.rows" \
+      || die "cargo bench --bench pipeline printed no result line"
+  done
+  info="$(machine), $(loads "${pipe_loads[@]}")"
+  {
+    stamp "$info"
+    echo
+    echo "| run | frames | kernel (µs) | rounds | typed (ms, median) | raw (ms, median) | **typed / raw** (medians) | median of the rounds' ratios | rounds' ratios |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---|"
+    cat "$work/pipeline.rows"
+  } >"$blocks/pipeline"
 fi
 
 # ---- The document -------------------------------------------------------------------------

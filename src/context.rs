@@ -382,15 +382,14 @@ impl<'dev> Context<'dev> {
             return Ok(());
         }
         let api = self.api;
-        let pooled = {
-            let mut joins = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
-            joins.pool.pop()
-        };
-        let join = match pooled {
+        let join = match self.pooled_join() {
             Some(join) => join,
-            // SAFETY: a crate-private event in the bound context, released through the
-            // deferred list below (E9).
-            None => unsafe { api.create_event_with_flag(ACL_EVENT_SYNC)? },
+            None => match self.reclaim_joins_of(to)? {
+                Some(join) => join,
+                // SAFETY: a crate-private event in the bound context, released through the
+                // deferred list below (E9).
+                None => unsafe { api.create_event_with_flag(ACL_EVENT_SYNC)? },
+            },
         };
         // SAFETY: `join` is fresh, or pooled (a join whose record, wait and reset have all
         // run: its flag is clear and no task refers to it); both streams are live (the
@@ -438,6 +437,36 @@ impl<'dev> Context<'dev> {
         Ok(reset?)
     }
 
+    /// A join event known to be done, kept for reuse.
+    #[inline]
+    fn pooled_join(&self) -> Option<aclrtEvent> {
+        let mut joins = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
+        joins.pool.pop()
+    }
+
+    /// No join event is free: if `JOIN_POOL` of them already wait for `to` to be
+    /// synchronised, synchronise it here (they are then done and kept for reuse, E9) and take
+    /// one, rather than create another. So a loop that never synchronises the stream that
+    /// waits on its joins keeps at most `JOIN_POOL` of them alive, and creates none once it
+    /// has that many: the crate synchronises that stream once every `JOIN_POOL` joins. An
+    /// error of one of its tasks is returned (it is not lost: the caller's call fails with it).
+    #[cold]
+    #[inline(never)]
+    fn reclaim_joins_of(&self, to: aclrtStream) -> Result<Option<aclrtEvent>> {
+        let waiting = {
+            let joins = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
+            joins.deferred.iter().filter(|e| e.stream == to).count()
+        };
+        if waiting < JOIN_POOL {
+            return Ok(None);
+        }
+        let before = self.deferred_seq.load(Ordering::Acquire);
+        // SAFETY: `to` is live (the caller borrows its stream) and in the bound context.
+        unsafe { self.api.synchronize_stream(to)? };
+        self.destroy_deferred(Finished::Stream { stream: to, before });
+        Ok(self.pooled_join())
+    }
+
     /// The join events `stream` waited on no longer wait for its synchronisation (it was
     /// destroyed without one, S8): a device synchronisation or the context's end destroys
     /// them.
@@ -455,6 +484,12 @@ impl<'dev> Context<'dev> {
 
     pub(crate) fn defer_destroy(&self, stream: aclrtStream, event: aclrtEvent, reusable: bool) {
         let mut joins = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
+        if joins.deferred.capacity() == 0 {
+            // Once, with the first join: the lists then never grow in a loop's steady state
+            // (at most `JOIN_POOL` wait for one stream before it is synchronised).
+            joins.deferred.reserve(JOIN_POOL);
+            joins.pool.reserve(JOIN_POOL);
+        }
         let seq = self.deferred_seq.fetch_add(1, Ordering::AcqRel);
         joins.deferred.push(Deferred {
             seq,

@@ -157,9 +157,10 @@ impl Recordable for Reset {}
 /// A join event is recorded again only once a synchronisation has shown its record, wait and
 /// reset all done (E9): the context keeps up to 64 such events for the next joins and
 /// destroys them with itself, so a loop that synchronises its streams now and then creates
-/// none in its steady state (`tests/steady_state.rs`). A program that never synchronises
-/// creates one per join and keeps them until it does: synchronise streams (or the device)
-/// now and then in long-running loops.
+/// none in its steady state (`tests/steady_state.rs`). In a program that never synchronises
+/// the stream that waits on the joins, once 64 of them wait for it the crate synchronises it
+/// itself (a host wait, once every 64 joins) and reuses them: the number of join events
+/// stays bounded, and the steady state creates none either.
 ///
 /// Every typed event is created with `ACL_EVENT_SYNC`, so the E7 error cannot occur.
 pub struct Event<'s, S: EventState> {
