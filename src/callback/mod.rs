@@ -372,9 +372,10 @@ impl<'ctx> ReportThread<'ctx> {
 
     /// The thread still runs callbacks (its loop ends only at `stop`; this catches a thread
     /// that died, which would leave launched callbacks waiting forever).
+    #[inline(always)]
     fn alive(&self) -> Result<()> {
         if self.shared.exited.load(Ordering::Acquire) {
-            return Err(Error::ReportThreadStopped("its loop has ended".to_owned()));
+            return Err(loop_ended());
         }
         Ok(())
     }
@@ -461,6 +462,13 @@ impl std::fmt::Debug for ReportThread<'_> {
             .field("thread_id", &self.thread_id)
             .finish()
     }
+}
+
+/// The error of a launch or subscription on a report thread whose loop has ended.
+#[cold]
+#[inline(never)]
+fn loop_ended() -> Error {
+    Error::ReportThreadStopped("its loop has ended".to_owned())
 }
 
 /// The report thread's loop: run callbacks until asked to stop with none outstanding.
