@@ -142,6 +142,19 @@ pub(crate) struct KernelJob<I, O> {
     pub(crate) output: *mut O,
     pub(crate) len: usize,
     pub(crate) f: fn(I) -> O,
+    /// Set by the kernel if `f` panicked: the frame's output is incomplete.
+    pub(crate) panicked: bool,
+}
+
+/// The error of a frame whose simulated kernel's function panicked (the panic itself went to
+/// the drop-error handler when it happened).
+#[cold]
+#[inline(never)]
+fn kernel_panicked(frame: u64) -> Error {
+    Error::CallbackPanicked {
+        count: 1,
+        first: format!("the simulated kernel of frame {frame} panicked: its output is incomplete"),
+    }
 }
 
 /// A double-buffered (or deeper) inference loop: host-to-device copy, kernel and
@@ -271,6 +284,7 @@ impl<'ctx, I: Pod, O: Pod> Pipeline<'ctx, I, O> {
                 output: std::ptr::null_mut(),
                 len: 0,
                 f: |_| O::zeroed(),
+                panicked: false,
             })
             .collect();
         let jobs = NonNull::from(Box::leak(jobs)).cast::<KernelJob<I, O>>();
@@ -284,6 +298,13 @@ impl<'ctx, I: Pod, O: Pod> Pipeline<'ctx, I, O> {
             submitted: 0,
             config,
         })
+    }
+
+    /// Slot `index`'s kernel job, `index < slots.len()` (the caller looked the slot up).
+    #[inline(always)]
+    fn job(&self, index: usize) -> *mut KernelJob<I, O> {
+        // `wrapping_add` keeps this safe; an index past the jobs is never dereferenced.
+        self.jobs.as_ptr().wrapping_add(index)
     }
 
     /// The context the pipeline was created in.
@@ -306,8 +327,12 @@ impl<'ctx, I: Pod, O: Pod> Pipeline<'ctx, I, O> {
     /// A slot left unsettled by a failed submission is settled first (both streams
     /// synchronised). On error the slot stays where it was, and the next call tries again.
     ///
-    /// The error of an asynchronous task of the slot's frame is returned here (P3): that
-    /// frame's output is then not available, and the slot is free again.
+    /// A failure of the slot's frame on the device is returned here: a task error captured
+    /// by its completion event (P3: a kernel fault or timeout, a failed copy, on either
+    /// stream), or a panic of its simulated kernel's function. That frame's output is then
+    /// not available ([`Slot::output`] is `None`), and the slot is free again once settled
+    /// (the next call). Frames already in flight behind it may report the same error: they
+    /// are dropped too rather than handed out unproven.
     #[inline]
     pub fn next_slot(&mut self) -> Result<Slot<'_, 'ctx, I, O>> {
         if !self.ctx.is_bound() {
@@ -340,6 +365,7 @@ impl<'ctx, I: Pod, O: Pod> Pipeline<'ctx, I, O> {
     fn complete(&mut self, index: usize, frame: u64) -> Result<()> {
         let api = self.ctx.api();
         let download = self.download.as_raw();
+        let job = self.job(index);
         let Some(slot) = self.slots.get_mut(index) else {
             return Err(Error::InvalidArgument("no such pipeline slot"));
         };
@@ -349,8 +375,13 @@ impl<'ctx, I: Pod, O: Pod> Pipeline<'ctx, I, O> {
             slot.phase = Phase::Unsettled;
             return Err(error.into());
         }
-        // The frame is done: its output is complete, whatever happens to the reset below.
-        slot.output = Some(frame);
+        // The frame is done; its output is complete unless its simulated kernel panicked.
+        // SAFETY: the slot's job (the slot exists); the kernel that may write the flag ran
+        // before `done` completed (synchronised above), and no reference to it exists.
+        let panicked = unsafe { (*job).panicked };
+        if !panicked {
+            slot.output = Some(frame);
+        }
         // SAFETY: both handles are live, the context is current (bound by the caller), and the
         // event's record is complete (synchronised above), so it cannot set the flag again
         // after this reset (E10). No wait refers to it.
@@ -358,6 +389,9 @@ impl<'ctx, I: Pod, O: Pod> Pipeline<'ctx, I, O> {
             Ok(()) => {
                 slot.done.set = false;
                 slot.phase = Phase::Free;
+                if panicked {
+                    return Err(kernel_panicked(frame));
+                }
                 Ok(())
             }
             Err(error) => {
@@ -599,6 +633,7 @@ impl<'p, 'ctx, I: Pod, O: Pod> Slot<'p, 'ctx, I, O> {
         let frame = pipeline.submitted;
         let api = pipeline.ctx.api();
         let (compute, download) = (pipeline.compute.as_raw(), pipeline.download.as_raw());
+        let job = pipeline.job(index);
         let Some(slot) = pipeline.slots.get_mut(index) else {
             return Err(Error::InvalidArgument("no such pipeline slot"));
         };
@@ -606,6 +641,9 @@ impl<'p, 'ctx, I: Pod, O: Pod> Slot<'p, 'ctx, I, O> {
         // again before both streams are seen done (a panic included).
         slot.phase = Phase::Unsettled;
         slot.output = None;
+        // SAFETY: the slot's job; no kernel of the slot is pending (the slot was free), and no
+        // reference to the job exists.
+        unsafe { (*job).panicked = false };
         let (in_bytes, out_bytes) = (
             slot.host_in.len() * size_of::<I>(),
             slot.host_out.len() * size_of::<O>(),
@@ -616,8 +654,7 @@ impl<'p, 'ctx, I: Pod, O: Pod> Slot<'p, 'ctx, I, O> {
             output: slot.dev_out.as_mut_ptr(),
             input_len: slot.dev_in.len(),
             output_len: slot.dev_out.len(),
-            // SAFETY: `index < slots.len()` (checked above), the number of jobs.
-            job: unsafe { pipeline.jobs.add(index) },
+            job: NonNull::new(job).unwrap_or(pipeline.jobs),
             launched: std::cell::Cell::new(false),
             _elements: PhantomData,
         };

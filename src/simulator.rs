@@ -292,6 +292,11 @@ impl<I: Pod, O: Pod> crate::pipeline::Launch<'_, '_, I, O> {
                 "one simulated kernel per pipeline frame",
             ));
         }
+        // The closure may have made another context current (D6).
+        if let Err(e) = self.stream().bind() {
+            self.launched.set(false);
+            return Err(e);
+        }
         let job = self.job.as_ptr();
         // SAFETY: the slot's job, in the pipeline's own allocation: no kernel reads it now
         // (the slot's previous frame is proven done, and this is the frame's only launch), and
@@ -302,6 +307,7 @@ impl<I: Pod, O: Pod> crate::pipeline::Launch<'_, '_, I, O> {
                 output: self.output_ptr().cast(),
                 len: self.input_len().min(self.output_len()),
                 f,
+                panicked: false,
             })
         };
         let buffers = [self.input_ptr().cast_mut(), self.output_ptr()];
@@ -337,10 +343,21 @@ unsafe extern "C" fn run_slot_map<I: Pod, O: Pod>(
     _b: *const *mut c_void,
     _n: usize,
 ) {
+    let job = user_data.cast::<crate::pipeline::KernelJob<I, O>>();
     // SAFETY: `user_data` is the slot's `KernelJob<I, O>`, written before the launch and not
-    // again before the frame is proven done; copied out at once.
-    let job = unsafe { user_data.cast::<crate::pipeline::KernelJob<I, O>>().read() };
-    run_elementwise(job.input, job.output, job.len, job.f);
+    // again before the frame is proven done; copied out, not referenced.
+    let crate::pipeline::KernelJob {
+        input,
+        output,
+        len,
+        f,
+        ..
+    } = unsafe { job.read() };
+    if run_elementwise(input, output, len, f) {
+        // SAFETY: as above; the host reads the flag only once the frame is proven done (the
+        // runtime's synchronisation orders this write before it).
+        unsafe { (*job).panicked = true };
+    }
 }
 
 /// A synthetic kernel's work: `output[i] = f(input[i])`.
@@ -355,14 +372,21 @@ struct MapJob<T> {
 unsafe extern "C" fn run_map<T: Pod>(user_data: *mut c_void, _b: *const *mut c_void, _n: usize) {
     // SAFETY: `user_data` is the `MapJob<T>` boxed by `simulated_map`, run once.
     let job = unsafe { Box::from_raw(user_data.cast::<MapJob<T>>()) };
-    run_elementwise(job.input, job.output, job.len, job.f);
+    // A panic is reported by `run_elementwise`; the scope's caller sees it there.
+    let _ = run_elementwise(job.input, job.output, job.len, job.f);
 }
 
-/// `output[i] = f(input[i])` for `i < len`, on the simulator's thread.
+/// `output[i] = f(input[i])` for `i < len`, on the simulator's thread. Returns whether `f`
+/// panicked (the output is then incomplete; the panic is reported).
 ///
 /// Both ranges are device memory of at least `len` elements that no one else touches until
 /// the task that runs this is proven done (an async scope's borrow, or a pipeline slot, M3).
-fn run_elementwise<I: Pod, O: Pod>(input: *const I, output: *mut O, len: usize, f: fn(I) -> O) {
+fn run_elementwise<I: Pod, O: Pod>(
+    input: *const I,
+    output: *mut O,
+    len: usize,
+    f: fn(I) -> O,
+) -> bool {
     // The function runs on the runtime's own thread, like a callback: C8 for every entry
     // point of the crate it might reach through a `static`.
     let previous = crate::context::enter_callback();
@@ -381,6 +405,7 @@ fn run_elementwise<I: Pod, O: Pod>(input: *const I, output: *mut O, len: usize, 
     };
     // Never unwind into the simulator's C ABI.
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run));
+    let panicked = outcome.is_err();
     if let Err(panic) = outcome {
         let first = crate::callback::panic_message(panic.as_ref());
         // Not dropped: a payload whose own `Drop` panics would unwind into C (abort).
@@ -393,6 +418,7 @@ fn run_elementwise<I: Pod, O: Pod>(input: *const I, output: *mut O, len: usize, 
         );
     }
     crate::context::leave_callback(previous);
+    panicked
 }
 
 /// A synthetic kernel body of the simulator (`aclsimKernelFn`).

@@ -430,3 +430,162 @@ fn creation_failures_release_everything() {
     assert!(errors.take().is_empty());
     ends_clean(session);
 }
+
+/// Drives frames like `run_frames`, but a frame may fail: `next_slot` errors are counted (the
+/// loop goes on), and every output handed out must be right.
+fn run_frames_tolerant(
+    pipeline: &mut Pipeline<'_, f32, f32>,
+    frames: u64,
+    kernel: impl Fn(u64) -> (Duration, fn(f32) -> f32),
+    mut before_submit: impl FnMut(u64, &ascend_typestate::Launch<'_, '_, f32, f32>),
+) -> (u64, u64) {
+    let (mut checked, mut failed) = (0, 0);
+    let mut submitted = 0;
+    while submitted < frames {
+        let mut slot = match pipeline.next_slot() {
+            Ok(slot) => slot,
+            Err(_) => {
+                failed += 1;
+                assert!(failed < 20, "the loop does not recover");
+                continue;
+            }
+        };
+        if let Some((n, output)) = slot.output() {
+            check_output(n, output);
+            checked += 1;
+        }
+        let n = slot.frame();
+        frame_input(n, slot.input_mut());
+        let (time, f) = kernel(n);
+        slot.submit(|launch| {
+            before_submit(n, launch);
+            launch.simulated_map(time, f)
+        })
+        .unwrap();
+        submitted += 1;
+    }
+    while pipeline.wait_all().is_err() {
+        failed += 1;
+        assert!(failed < 20, "wait_all does not recover");
+    }
+    for (n, output) in pipeline.outputs() {
+        check_output(n, output);
+        checked += 1;
+    }
+    (checked, failed)
+}
+
+/// A frame whose kernel fails on the device (stopped by the operator timeout, P5, or an
+/// injected task failure) is never handed out: the error its completion event captured is
+/// returned by `next_slot` (P3), and the frames after it are right (M3).
+#[test]
+fn p3_m3_a_frame_whose_kernel_fails_on_the_device_is_not_handed_out() {
+    let session = Session::start();
+    let errors = DropErrors::capture();
+    {
+        let device = session.default_device(0);
+        let mut pipeline = device
+            .create_pipeline::<f32, f32>(PipelineConfig::new(LEN, LEN))
+            .unwrap();
+        // The operator execution timeout stops frame 4's kernel (safe API).
+        let acl = session.acl();
+        let (checked, failed) = run_frames_tolerant(
+            &mut pipeline,
+            10,
+            |n| {
+                let time = if n == 4 { 50_000 } else { 0 };
+                (Duration::from_micros(time), infer)
+            },
+            |n, _| {
+                let limit = if n == 4 { 1 } else { 0 };
+                acl.set_op_execute_timeout(Duration::from_millis(limit))
+                    .unwrap();
+            },
+        );
+        assert!(failed >= 1, "the failed frame was reported");
+        assert!(
+            checked < 10,
+            "the failed frame was not handed out ({checked})"
+        );
+        // An injected task failure of frame 3's kernel.
+        let sim = &session.sim;
+        let (_, failed) = run_frames_tolerant(
+            &mut pipeline,
+            8,
+            |_| (Duration::ZERO, infer),
+            |n, launch| {
+                if n == 13 {
+                    sim.inject_task_failure(launch.stream().as_raw(), 507_000);
+                }
+            },
+        );
+        assert!(failed >= 1, "the failed frame was reported");
+        pipeline.destroy().unwrap();
+        device.reset().unwrap();
+    }
+    // The failures also reach the handler when the streams are settled (reported, not lost).
+    let _ = errors.take();
+    ends_clean(session);
+}
+
+/// A frame whose simulated kernel's function panics half-way is not handed out: `next_slot`
+/// returns `Error::CallbackPanicked` for it, and the loop goes on.
+#[test]
+fn m3_a_frame_whose_kernel_function_panics_is_not_handed_out() {
+    fn sometimes_panics(x: f32) -> f32 {
+        if (4000.0..4010.0).contains(&x) {
+            panic!("the kernel's function panics on frame 4");
+        }
+        infer(x)
+    }
+    let session = Session::start();
+    let errors = DropErrors::capture();
+    {
+        let device = session.default_device(0);
+        let mut pipeline = device
+            .create_pipeline::<f32, f32>(PipelineConfig::new(LEN, LEN))
+            .unwrap();
+        let (checked, failed) = run_frames_tolerant(
+            &mut pipeline,
+            9,
+            |_| (Duration::ZERO, sometimes_panics),
+            |_, _| {},
+        );
+        assert_eq!((checked, failed), (8, 1));
+        pipeline.destroy().unwrap();
+        device.reset().unwrap();
+    }
+    let reported = errors.take();
+    assert!(
+        reported.iter().any(|r| r.contains("panicked")),
+        "{reported:?}"
+    );
+    ends_clean(session);
+}
+
+/// A kernel closure that makes another context current before launching: the launch binds
+/// the pipeline's context again (D6).
+#[test]
+fn d6_a_kernel_closure_that_uses_another_context_still_launches() {
+    let session = Session::start();
+    {
+        let device = session.default_device(0);
+        let other_device = session.acl().set_device(1).unwrap();
+        let other = other_device.create_context().unwrap();
+        let mut pipeline = device
+            .create_pipeline::<f32, f32>(PipelineConfig::new(LEN, LEN))
+            .unwrap();
+        let (checked, failed) = run_frames_tolerant(
+            &mut pipeline,
+            6,
+            |_| (Duration::ZERO, infer),
+            |_, _| other.synchronize_device().unwrap(),
+        );
+        assert_eq!((checked, failed), (6, 0));
+        pipeline.destroy().unwrap();
+        other.destroy().unwrap();
+        other_device.reset().unwrap();
+        device.reset().unwrap();
+    }
+    ends_clean(session);
+}

@@ -213,6 +213,11 @@ pub struct Stream {
     pub cv: Option<Box<PCond>>,
     pub thread: Option<PThread>,
     pub async_error: Option<i32>,
+    /// An unreported task error of another stream that this stream waited for (P3): its
+    /// wait passed on a record that captured that error. Carried into this stream's later
+    /// records, so that synchronising them reports it; cleared by a synchronisation of this
+    /// stream (or the device).
+    pub inherited_error: Option<i32>,
     /// Callbacks launched and not yet run (delivered or not).
     pub cb_outstanding: u32,
     pub subscriber: Option<u64>,
@@ -238,6 +243,12 @@ pub struct Event {
     pub ts: Option<Instant>,
     /// (task id, stream id) of the record that last set the flag.
     pub last_record: Option<(u64, u64)>,
+    /// The unreported task error the last executed record captured (P3): one on its stream
+    /// before it, or one its stream inherited through a wait. Passed on to streams that wait
+    /// on the record.
+    pub record_error: Option<i32>,
+    /// `record_error` was already reported by a synchronisation of this event (once).
+    pub record_error_reported: bool,
     /// Waits issued since the last reset was issued (E4).
     pub unreset_waits: u32,
     /// Issued waits not yet executed: task id -> stream id (E5). Ordered, so that a

@@ -222,10 +222,11 @@ fn sync_device(timeout: Option<i32>, name: &str) -> R {
     let rt = rt_of(&mut g)?;
     let mut err = None;
     for sid in &targets {
-        if let Some(s) = rt.streams.get_mut(sid)
-            && let Some(e) = s.async_error.take()
-        {
-            err.get_or_insert(e);
+        if let Some(s) = rt.streams.get_mut(sid) {
+            s.inherited_error = None;
+            if let Some(e) = s.async_error.take() {
+                err.get_or_insert(e);
+            }
         }
     }
     match err {

@@ -26,6 +26,8 @@ fn create_event(event: *mut *mut c_void, flags: u32, plain: bool, name: &str) ->
             flag_set: false,
             ts: None,
             last_record: None,
+            record_error: None,
+            record_error_reported: false,
             unreset_waits: 0,
             pending_waits: Default::default(),
             blocked: Vec::new(),
@@ -221,9 +223,17 @@ fn sync_event(event: *mut c_void, timeout: Option<i32>, name: &str) -> R {
         WaitEnd::Gone => code::UNINITIALIZE,
     })?;
     // S6: the record this event waited for was dropped by a stop: reported once.
-    match crate::extra::take_failed_record(rt_of(&mut g)?, eid) {
-        Some(code) => Err(code),
-        None => Ok(()),
+    let rt = rt_of(&mut g)?;
+    if let Some(code) = crate::extra::take_failed_record(rt, eid) {
+        return Err(code);
+    }
+    // P3: the record captured a task error: reported once, here too.
+    match rt.events.get_mut(&eid) {
+        Some(e) if e.record_error.is_some() && !e.record_error_reported => {
+            e.record_error_reported = true;
+            Err(e.record_error.unwrap_or(code::RT_INTERNAL_ERROR))
+        }
+        _ => Ok(()),
     }
 }
 

@@ -67,7 +67,10 @@ fn sync_stream(stream: *mut c_void, timeout: Option<i32>, name: &str) -> R {
     })?;
     let rt = rt_of(&mut g)?;
     // S2, P3, P5, S6: an asynchronous failure is reported once.
-    match rt.streams.get_mut(&sid).and_then(|s| s.async_error.take()) {
+    match rt.streams.get_mut(&sid).and_then(|s| {
+        s.inherited_error = None;
+        s.async_error.take()
+    }) {
         Some(e) => Err(e),
         None => Ok(()),
     }

@@ -69,6 +69,7 @@ pub fn create_stream(rt: &mut Rt, ctx: u64, is_default: bool) -> Result<u64, i32
             cv: Some(cv),
             thread: Some(thread),
             async_error: None,
+            inherited_error: None,
             cb_outstanding: 0,
             subscriber: None,
             waiters: Vec::new(),
@@ -167,8 +168,16 @@ pub(crate) fn release_task(rt: &mut Rt, sid: u64, t: &Task, executed: bool) {
     }
     let ev = match &t.kind {
         TaskKind::Record { ev } => {
+            // P3: the record captures an unreported error of a task before it (on its stream,
+            // or on a stream its stream waited for): synchronising the event reports it.
+            let captured = rt
+                .streams
+                .get(&sid)
+                .and_then(|s| s.async_error.or(s.inherited_error));
             if let Some(e) = rt.events.get_mut(ev) {
                 if executed {
+                    e.record_error = captured;
+                    e.record_error_reported = false;
                     e.records_finished += 1;
                 } else {
                     // A dropped record (S6, S8, teardown) never completes its event: the
@@ -183,8 +192,16 @@ pub(crate) fn release_task(rt: &mut Rt, sid: u64, t: &Task, executed: bool) {
             Some(*ev)
         }
         TaskKind::Wait { ev, .. } => {
+            let mut inherited = None;
             if let Some(e) = rt.events.get_mut(ev) {
                 e.pending_waits.remove(&t.id);
+                inherited = e.record_error.filter(|_| executed);
+            }
+            // P3: a wait that passed on a record capturing an error carries it on.
+            if let Some(code) = inherited
+                && let Some(s) = rt.streams.get_mut(&sid)
+            {
+                s.inherited_error.get_or_insert(code);
             }
             Some(*ev)
         }
