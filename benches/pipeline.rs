@@ -4,7 +4,7 @@
 //! spawned thread, alternately, in one process (`benches/common/pipeline.rs` has both).
 //!
 //! ```sh
-//! cargo bench --bench pipeline                 # 15 rounds of each, 1,000 frames, 20 µs kernels
+//! cargo bench --bench pipeline                 # 31 rounds of each, 1,000 frames, 20 µs kernels
 //! cargo bench --bench pipeline -- 11 1000 0    # rounds, frames, kernel µs
 //! ```
 //!
@@ -82,7 +82,7 @@ fn median(mut v: Vec<Duration>) -> Duration {
 fn main() -> Result<(), Error> {
     // `cargo bench` passes `--bench`: ignore flags.
     let mut args = std::env::args().skip(1).filter(|a| !a.starts_with('-'));
-    let rounds: usize = args.next().map_or(15, |s| s.parse().expect("rounds"));
+    let rounds: usize = args.next().map_or(31, |s| s.parse().expect("rounds"));
     let frames: u64 = args.next().map_or(1000, |s| s.parse().expect("frames"));
     let kernel = Duration::from_micros(args.next().map_or(20, |s| s.parse().expect("µs")));
     let acl = Acl::shared()?;

@@ -11,7 +11,7 @@
 #              tabulated by scripts/bench_summary.sh: blocks criterion-typed-vs-raw,
 #              criterion-bandwidth
 #   latency    cargo bench -p ascendcl-sim --bench latency, RUNS times: block latency
-#   pipeline   cargo bench --bench pipeline, RUNS times (each 15 interleaved rounds of 1,000
+#   pipeline   cargo bench --bench pipeline, RUNS times (each 31 interleaved rounds of 1,000
 #              frames typed and raw): block pipeline
 # Each block starts with a line recording the date, `rustc -V`, the CPU model and the load
 # average, on which the numbers depend.
@@ -263,7 +263,7 @@ if ((want_callgrind)); then
           print "| run | workload | typed − raw (Ir per cycle, host thread) | budget | within |"
           print "|---|---|---:|---:|---|"
           for (i = 1; i <= na; i++) print added[i]
-          printf "\nWorst whole-program ratio with identical simulator work (events and copies; callbacks are gated by their budget only): **%s** (limit 1.02). %s\n", worst,
+          printf "\nWorst whole-program ratio with identical simulator work (events, copies and the pipeline frame; callbacks are gated by their budget only): **%s** (limit 1.02). %s\n", worst,
             (over || worst > 1.02) ? "**`--check` would fail.**" : "`--check` passes."
         } else {
           if (!nj) exit 1

@@ -219,9 +219,10 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
         D: MemoryMut<T> + ?Sized,
         S: Source<'scope, T>,
     {
-        let sim = SimulatorTable::of_cached(self.ctx.api()).ok_or(Error::Unsupported {
-            symbol: "aclsimLaunchKernel",
-        })?;
+        let launch_kernel =
+            SimulatorTable::launch_kernel_of(self.ctx.api()).ok_or(Error::Unsupported {
+                symbol: "aclsimLaunchKernel",
+            })?;
         if S::LOCATION != Location::Device || D::LOCATION != Location::Device {
             return Err(Error::InvalidArgument(
                 "a kernel reads and writes device memory",
@@ -253,7 +254,7 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
         // borrowed until the scope synchronises `stream`; `run_map::<T>` matches the job's
         // type and frees it on its only run.
         let code = unsafe {
-            (sim.aclsimLaunchKernel)(
+            launch_kernel(
                 stream.as_raw(),
                 micros,
                 Some(run_map::<T>),
@@ -284,9 +285,10 @@ impl<I: Pod, O: Pod> crate::pipeline::Launch<'_, '_, I, O> {
     /// in it is reported as [`Error::CallbackPanicked`]; on the vendor runtime this is
     /// [`Error::Unsupported`].
     pub fn simulated_map(&self, duration: std::time::Duration, f: fn(I) -> O) -> Result<()> {
-        let sim = SimulatorTable::of_cached(self.api()).ok_or(Error::Unsupported {
-            symbol: "aclsimLaunchKernel",
-        })?;
+        let launch_kernel =
+            SimulatorTable::launch_kernel_of(self.api()).ok_or(Error::Unsupported {
+                symbol: "aclsimLaunchKernel",
+            })?;
         if self.launched.replace(true) {
             return Err(Error::InvalidArgument(
                 "one simulated kernel per pipeline frame",
@@ -317,7 +319,7 @@ impl<I: Pod, O: Pod> crate::pipeline::Launch<'_, '_, I, O> {
         // the frame is proven done (M3); `run_slot_map::<I, O>` matches the job's type and
         // only reads it.
         let code = unsafe {
-            (sim.aclsimLaunchKernel)(
+            launch_kernel(
                 self.raw_stream(),
                 micros,
                 Some(run_slot_map::<I, O>),
@@ -424,6 +426,16 @@ fn run_elementwise<I: Pod, O: Pod>(
 /// A synthetic kernel body of the simulator (`aclsimKernelFn`).
 type SimKernelFn = unsafe extern "C" fn(*mut c_void, *const *mut c_void, usize);
 
+/// `aclsimLaunchKernel`.
+pub(crate) type LaunchKernelFn = unsafe extern "C" fn(
+    aclrtStream,
+    u64,
+    Option<SimKernelFn>,
+    *mut c_void,
+    *const *mut c_void,
+    usize,
+) -> aclError;
+
 /// The simulator's extension API (`sim/include/aclsim.h`), resolved when the loaded library
 /// is the simulator. The vendor runtime has none of these symbols.
 #[allow(non_snake_case)]
@@ -432,14 +444,7 @@ pub(crate) struct SimulatorTable {
     /// `aclsimApiVersion`.
     pub aclsimApiVersion: unsafe extern "C" fn() -> u32,
     /// `aclsimLaunchKernel`.
-    pub aclsimLaunchKernel: unsafe extern "C" fn(
-        aclrtStream,
-        u64,
-        Option<SimKernelFn>,
-        *mut c_void,
-        *const *mut c_void,
-        usize,
-    ) -> aclError,
+    pub aclsimLaunchKernel: LaunchKernelFn,
     /// `aclsimFindingCount`.
     pub aclsimFindingCount: unsafe extern "C" fn() -> usize,
     /// `aclsimGetFinding`.
@@ -471,17 +476,20 @@ impl SimulatorTable {
         unsafe { SimulatorTable::resolve(api.library()) }
     }
 
-    /// [`of`](Self::of), resolved once for the process's first runtime library and kept:
-    /// per-launch paths must not look symbols up (a `dlsym` each).
-    pub(crate) fn of_cached(api: &Api) -> Option<SimulatorTable> {
-        static CACHE: std::sync::OnceLock<(usize, Option<SimulatorTable>)> =
+    /// `aclsimLaunchKernel` of the library `api` was loaded from, if it is the simulator:
+    /// resolved once for the process's first runtime library and kept (per-launch paths must
+    /// not look symbols up, a `dlsym` each, nor copy the whole table).
+    #[inline]
+    pub(crate) fn launch_kernel_of(api: &Api) -> Option<LaunchKernelFn> {
+        static CACHE: std::sync::OnceLock<(usize, Option<LaunchKernelFn>)> =
             std::sync::OnceLock::new();
         let key = std::ptr::from_ref(api.library()) as usize;
-        let (cached_key, table) = CACHE.get_or_init(|| (key, SimulatorTable::of(api)));
+        let (cached_key, launch) =
+            CACHE.get_or_init(|| (key, SimulatorTable::of(api).map(|t| t.aclsimLaunchKernel)));
         if *cached_key == key {
-            *table
+            *launch
         } else {
-            SimulatorTable::of(api)
+            SimulatorTable::of(api).map(|t| t.aclsimLaunchKernel)
         }
     }
 
