@@ -113,6 +113,16 @@ typedef enum aclDeviceInfo {
 #define ACL_ERROR_REPEAT_INITIALIZE 100002
 #define ACL_ERROR_REPEAT_SUBSCRIBE 100033
 #define ACL_ERROR_REPEAT_FINALIZE 100037
+#define ACL_ERROR_INVALID_MODEL_ID 100011
+#define ACL_ERROR_DESERIALIZE_MODEL 100012
+#define ACL_ERROR_PARSE_MODEL 100013
+#define ACL_ERROR_READ_MODEL_FAILURE 100014
+#define ACL_ERROR_MODEL_SIZE_INVALID 100015
+#define ACL_ERROR_MODEL_MISSING_ATTR 100016
+#define ACL_ERROR_MODEL_INPUT_NOT_MATCH 100017
+#define ACL_ERROR_MODEL_OUTPUT_NOT_MATCH 100018
+#define ACL_ERROR_MODEL_NOT_DYNAMIC 100019
+#define ACL_ERROR_RESOURCE_NOT_MATCH 200004
 #define ACL_ERROR_BAD_ALLOC 200000
 #define ACL_ERROR_API_NOT_SUPPORT 200001
 #define ACL_ERROR_INVALID_RESOURCE_HANDLE 200005
@@ -125,19 +135,24 @@ typedef enum aclDeviceInfo {
 #define ACL_ERROR_RT_INVALID_DEVICEID 107001
 #define ACL_ERROR_RT_CONTEXT_NULL 107002
 #define ACL_ERROR_RT_STREAM_CONTEXT 107003
+#define ACL_ERROR_RT_MODEL_CONTEXT 107004
+#define ACL_ERROR_RT_STREAM_MODEL 107005
 #define ACL_ERROR_RT_STREAM_SUBSCRIBE 107011
 #define ACL_ERROR_RT_THREAD_SUBSCRIBE 107012
 #define ACL_ERROR_RT_STREAM_NO_CB_REG 107015
 #define ACL_ERROR_RT_WAIT_TIMEOUT 107019
 #define ACL_ERROR_RT_TASK_TIMEOUT 107020
 #define ACL_ERROR_RT_STREAM_ABORT 107023
+#define ACL_ERROR_RT_MODEL_RUNNING 107037
 #define ACL_ERROR_RT_FEATURE_NOT_SUPPORT 207000
 #define ACL_ERROR_RT_MEMORY_ALLOCATION 207001
 #define ACL_ERROR_RT_NO_DEVICE 207004
 #define ACL_ERROR_RT_NO_EVENT_RESOURCE 207007
 #define ACL_ERROR_RT_NO_STREAM_RESOURCE 207008
+#define ACL_ERROR_RT_NO_MODEL_RESOURCE 207010
 #define ACL_ERROR_RT_INTERNAL_ERROR 507000
 #define ACL_ERROR_RT_STREAM_NOT_COMPLETE 507004
+#define ACL_ERROR_RT_MODEL_EXECUTE 507011
 #define ACL_ERROR_RT_EVENT_NOT_COMPLETE 507006
 #define ACL_ERROR_RT_CONTEXT_RELEASE_ERROR 507007
 #define ACL_ERROR_RT_REPORT_TIMEOUT 507012
@@ -241,6 +256,64 @@ aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t cou
 aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count);
 aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t count,
                           aclrtStream stream);
+
+/* ---- Model execution (MD1-MD12) ------------------------------------------
+ * acl_mdl.h and acl_base_rt.h. In libascendcl.so on older releases and board
+ * images; in libacl_mdl.so (beside libacl_rt.so) on newer CANN. */
+
+typedef struct aclmdlDesc aclmdlDesc;
+typedef struct aclmdlDataset aclmdlDataset;
+typedef struct aclDataBuffer aclDataBuffer;
+
+#define ACL_MAX_DIM_CNT 128
+#define ACL_MAX_TENSOR_NAME_LEN 128
+#define ACL_DYNAMIC_TENSOR_NAME "ascend_mbatch_shape_data"
+
+typedef struct aclmdlIODims {
+    char name[ACL_MAX_TENSOR_NAME_LEN];
+    size_t dimCount;
+    int64_t dims[ACL_MAX_DIM_CNT];
+} aclmdlIODims;
+
+aclmdlDesc *aclmdlCreateDesc(void);
+aclError aclmdlDestroyDesc(aclmdlDesc *modelDesc);
+aclError aclmdlGetDesc(aclmdlDesc *modelDesc, uint32_t modelId);
+size_t aclmdlGetNumInputs(aclmdlDesc *modelDesc);
+size_t aclmdlGetNumOutputs(aclmdlDesc *modelDesc);
+size_t aclmdlGetInputSizeByIndex(aclmdlDesc *modelDesc, size_t index);
+size_t aclmdlGetOutputSizeByIndex(aclmdlDesc *modelDesc, size_t index);
+aclError aclmdlGetInputIndexByName(const aclmdlDesc *modelDesc, const char *name, size_t *index);
+aclError aclmdlGetInputDims(const aclmdlDesc *modelDesc, size_t index, aclmdlIODims *dims);
+aclError aclmdlGetOutputDims(const aclmdlDesc *modelDesc, size_t index, aclmdlIODims *dims);
+aclError aclmdlGetCurOutputDims(const aclmdlDesc *modelDesc, size_t index, aclmdlIODims *dims);
+
+aclmdlDataset *aclmdlCreateDataset(void);
+aclError aclmdlDestroyDataset(const aclmdlDataset *dataset);
+aclError aclmdlAddDatasetBuffer(aclmdlDataset *dataset, aclDataBuffer *dataBuffer);
+size_t aclmdlGetDatasetNumBuffers(const aclmdlDataset *dataset);
+aclDataBuffer *aclmdlGetDatasetBuffer(const aclmdlDataset *dataset, size_t index);
+
+aclError aclmdlQuerySize(const char *fileName, size_t *workSize, size_t *weightSize);
+aclError aclmdlLoadFromFile(const char *modelPath, uint32_t *modelId);
+aclError aclmdlLoadFromMem(const void *model, size_t modelSize, uint32_t *modelId);
+aclError aclmdlLoadFromFileWithMem(const char *modelPath, uint32_t *modelId, void *workPtr,
+                                   size_t workSize, void *weightPtr, size_t weightSize);
+aclError aclmdlLoadFromMemWithMem(const void *model, size_t modelSize, uint32_t *modelId,
+                                  void *workPtr, size_t workSize, void *weightPtr,
+                                  size_t weightSize);
+aclError aclmdlExecute(uint32_t modelId, const aclmdlDataset *input, aclmdlDataset *output);
+aclError aclmdlExecuteAsync(uint32_t modelId, const aclmdlDataset *input, aclmdlDataset *output,
+                            aclrtStream stream);
+aclError aclmdlUnload(uint32_t modelId);
+aclError aclmdlSetDynamicBatchSize(uint32_t modelId, aclmdlDataset *dataset, size_t index,
+                                   uint64_t batchSize);
+aclError aclmdlSetDynamicHWSize(uint32_t modelId, aclmdlDataset *dataset, size_t index,
+                                uint64_t height, uint64_t width);
+
+aclDataBuffer *aclCreateDataBuffer(void *data, size_t size);
+aclError aclDestroyDataBuffer(const aclDataBuffer *dataBuffer);
+void *aclGetDataBufferAddr(const aclDataBuffer *dataBuffer);
+size_t aclGetDataBufferSizeV2(const aclDataBuffer *dataBuffer);
 
 #ifdef __cplusplus
 }

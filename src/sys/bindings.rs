@@ -21,6 +21,16 @@ pub const ACL_ERROR_UNINITIALIZE: u32 = 100001;
 pub const ACL_ERROR_REPEAT_INITIALIZE: u32 = 100002;
 pub const ACL_ERROR_REPEAT_SUBSCRIBE: u32 = 100033;
 pub const ACL_ERROR_REPEAT_FINALIZE: u32 = 100037;
+pub const ACL_ERROR_INVALID_MODEL_ID: u32 = 100011;
+pub const ACL_ERROR_DESERIALIZE_MODEL: u32 = 100012;
+pub const ACL_ERROR_PARSE_MODEL: u32 = 100013;
+pub const ACL_ERROR_READ_MODEL_FAILURE: u32 = 100014;
+pub const ACL_ERROR_MODEL_SIZE_INVALID: u32 = 100015;
+pub const ACL_ERROR_MODEL_MISSING_ATTR: u32 = 100016;
+pub const ACL_ERROR_MODEL_INPUT_NOT_MATCH: u32 = 100017;
+pub const ACL_ERROR_MODEL_OUTPUT_NOT_MATCH: u32 = 100018;
+pub const ACL_ERROR_MODEL_NOT_DYNAMIC: u32 = 100019;
+pub const ACL_ERROR_RESOURCE_NOT_MATCH: u32 = 200004;
 pub const ACL_ERROR_BAD_ALLOC: u32 = 200000;
 pub const ACL_ERROR_API_NOT_SUPPORT: u32 = 200001;
 pub const ACL_ERROR_INVALID_RESOURCE_HANDLE: u32 = 200005;
@@ -31,24 +41,32 @@ pub const ACL_ERROR_RT_PARAM_INVALID: u32 = 107000;
 pub const ACL_ERROR_RT_INVALID_DEVICEID: u32 = 107001;
 pub const ACL_ERROR_RT_CONTEXT_NULL: u32 = 107002;
 pub const ACL_ERROR_RT_STREAM_CONTEXT: u32 = 107003;
+pub const ACL_ERROR_RT_MODEL_CONTEXT: u32 = 107004;
+pub const ACL_ERROR_RT_STREAM_MODEL: u32 = 107005;
 pub const ACL_ERROR_RT_STREAM_SUBSCRIBE: u32 = 107011;
 pub const ACL_ERROR_RT_THREAD_SUBSCRIBE: u32 = 107012;
 pub const ACL_ERROR_RT_STREAM_NO_CB_REG: u32 = 107015;
 pub const ACL_ERROR_RT_WAIT_TIMEOUT: u32 = 107019;
 pub const ACL_ERROR_RT_TASK_TIMEOUT: u32 = 107020;
 pub const ACL_ERROR_RT_STREAM_ABORT: u32 = 107023;
+pub const ACL_ERROR_RT_MODEL_RUNNING: u32 = 107037;
 pub const ACL_ERROR_RT_FEATURE_NOT_SUPPORT: u32 = 207000;
 pub const ACL_ERROR_RT_MEMORY_ALLOCATION: u32 = 207001;
 pub const ACL_ERROR_RT_NO_DEVICE: u32 = 207004;
 pub const ACL_ERROR_RT_NO_EVENT_RESOURCE: u32 = 207007;
 pub const ACL_ERROR_RT_NO_STREAM_RESOURCE: u32 = 207008;
+pub const ACL_ERROR_RT_NO_MODEL_RESOURCE: u32 = 207010;
 pub const ACL_ERROR_RT_INTERNAL_ERROR: u32 = 507000;
 pub const ACL_ERROR_RT_STREAM_NOT_COMPLETE: u32 = 507004;
+pub const ACL_ERROR_RT_MODEL_EXECUTE: u32 = 507011;
 pub const ACL_ERROR_RT_EVENT_NOT_COMPLETE: u32 = 507006;
 pub const ACL_ERROR_RT_CONTEXT_RELEASE_ERROR: u32 = 507007;
 pub const ACL_ERROR_RT_REPORT_TIMEOUT: u32 = 507012;
 pub const ACL_ERROR_RT_STREAM_SYNC_TIMEOUT: u32 = 507046;
 pub const ACL_ERROR_RT_EVENT_SYNC_TIMEOUT: u32 = 507047;
+pub const ACL_MAX_DIM_CNT: u32 = 128;
+pub const ACL_MAX_TENSOR_NAME_LEN: u32 = 128;
+pub const ACL_DYNAMIC_TENSOR_NAME: &[u8; 25] = b"ascend_mbatch_shape_data\0";
 pub type aclError = ::std::os::raw::c_int;
 pub type aclrtStream = *mut ::std::os::raw::c_void;
 pub type aclrtEvent = *mut ::std::os::raw::c_void;
@@ -327,4 +345,187 @@ unsafe extern "C" {
         count: usize,
         stream: aclrtStream,
     ) -> aclError;
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct aclmdlDesc {
+    _unused: [u8; 0],
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct aclmdlDataset {
+    _unused: [u8; 0],
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct aclDataBuffer {
+    _unused: [u8; 0],
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct aclmdlIODims {
+    pub name: [::std::os::raw::c_char; 128usize],
+    pub dimCount: usize,
+    pub dims: [i64; 128usize],
+}
+unsafe extern "C" {
+    pub fn aclmdlCreateDesc() -> *mut aclmdlDesc;
+}
+unsafe extern "C" {
+    pub fn aclmdlDestroyDesc(modelDesc: *mut aclmdlDesc) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclmdlGetDesc(modelDesc: *mut aclmdlDesc, modelId: u32) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclmdlGetNumInputs(modelDesc: *mut aclmdlDesc) -> usize;
+}
+unsafe extern "C" {
+    pub fn aclmdlGetNumOutputs(modelDesc: *mut aclmdlDesc) -> usize;
+}
+unsafe extern "C" {
+    pub fn aclmdlGetInputSizeByIndex(modelDesc: *mut aclmdlDesc, index: usize) -> usize;
+}
+unsafe extern "C" {
+    pub fn aclmdlGetOutputSizeByIndex(modelDesc: *mut aclmdlDesc, index: usize) -> usize;
+}
+unsafe extern "C" {
+    pub fn aclmdlGetInputIndexByName(
+        modelDesc: *const aclmdlDesc,
+        name: *const ::std::os::raw::c_char,
+        index: *mut usize,
+    ) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclmdlGetInputDims(
+        modelDesc: *const aclmdlDesc,
+        index: usize,
+        dims: *mut aclmdlIODims,
+    ) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclmdlGetOutputDims(
+        modelDesc: *const aclmdlDesc,
+        index: usize,
+        dims: *mut aclmdlIODims,
+    ) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclmdlGetCurOutputDims(
+        modelDesc: *const aclmdlDesc,
+        index: usize,
+        dims: *mut aclmdlIODims,
+    ) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclmdlCreateDataset() -> *mut aclmdlDataset;
+}
+unsafe extern "C" {
+    pub fn aclmdlDestroyDataset(dataset: *const aclmdlDataset) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclmdlAddDatasetBuffer(
+        dataset: *mut aclmdlDataset,
+        dataBuffer: *mut aclDataBuffer,
+    ) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclmdlGetDatasetNumBuffers(dataset: *const aclmdlDataset) -> usize;
+}
+unsafe extern "C" {
+    pub fn aclmdlGetDatasetBuffer(
+        dataset: *const aclmdlDataset,
+        index: usize,
+    ) -> *mut aclDataBuffer;
+}
+unsafe extern "C" {
+    pub fn aclmdlQuerySize(
+        fileName: *const ::std::os::raw::c_char,
+        workSize: *mut usize,
+        weightSize: *mut usize,
+    ) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclmdlLoadFromFile(
+        modelPath: *const ::std::os::raw::c_char,
+        modelId: *mut u32,
+    ) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclmdlLoadFromMem(
+        model: *const ::std::os::raw::c_void,
+        modelSize: usize,
+        modelId: *mut u32,
+    ) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclmdlLoadFromFileWithMem(
+        modelPath: *const ::std::os::raw::c_char,
+        modelId: *mut u32,
+        workPtr: *mut ::std::os::raw::c_void,
+        workSize: usize,
+        weightPtr: *mut ::std::os::raw::c_void,
+        weightSize: usize,
+    ) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclmdlLoadFromMemWithMem(
+        model: *const ::std::os::raw::c_void,
+        modelSize: usize,
+        modelId: *mut u32,
+        workPtr: *mut ::std::os::raw::c_void,
+        workSize: usize,
+        weightPtr: *mut ::std::os::raw::c_void,
+        weightSize: usize,
+    ) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclmdlExecute(
+        modelId: u32,
+        input: *const aclmdlDataset,
+        output: *mut aclmdlDataset,
+    ) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclmdlExecuteAsync(
+        modelId: u32,
+        input: *const aclmdlDataset,
+        output: *mut aclmdlDataset,
+        stream: aclrtStream,
+    ) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclmdlUnload(modelId: u32) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclmdlSetDynamicBatchSize(
+        modelId: u32,
+        dataset: *mut aclmdlDataset,
+        index: usize,
+        batchSize: u64,
+    ) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclmdlSetDynamicHWSize(
+        modelId: u32,
+        dataset: *mut aclmdlDataset,
+        index: usize,
+        height: u64,
+        width: u64,
+    ) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclCreateDataBuffer(
+        data: *mut ::std::os::raw::c_void,
+        size: usize,
+    ) -> *mut aclDataBuffer;
+}
+unsafe extern "C" {
+    pub fn aclDestroyDataBuffer(dataBuffer: *const aclDataBuffer) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclGetDataBufferAddr(dataBuffer: *const aclDataBuffer) -> *mut ::std::os::raw::c_void;
+}
+unsafe extern "C" {
+    pub fn aclGetDataBufferSizeV2(dataBuffer: *const aclDataBuffer) -> usize;
 }
