@@ -191,7 +191,7 @@ fn display_shows_c_name_code_and_description() {
 
 #[test]
 fn unknown_codes_are_carried_intact() {
-    for code in [42, -1, 1, 99_999, 107_004, 507_999, i32::MAX, i32::MIN] {
+    for code in [42, -1, 1, 99_999, 107_006, 507_999, i32::MAX, i32::MIN] {
         let e = AclError::from_code(code);
         assert_eq!(e, AclError::Unknown(code));
         assert_eq!(e.code(), code);

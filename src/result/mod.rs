@@ -158,5 +158,6 @@ pub(crate) mod current;
 mod device;
 mod event;
 mod memory;
+mod model;
 mod process;
 mod stream;

@@ -244,6 +244,8 @@ pub struct Api {
     /// Never closed (see the type's docs), so `table`'s pointers stay valid for the life of
     /// the process.
     _library: std::mem::ManuallyDrop<libloading::Library>,
+    /// The model functions, found on first use ([`Api::models`]).
+    models: std::sync::OnceLock<Result<super::model::ModelTable, super::model::ModelApiError>>,
 }
 
 impl std::fmt::Debug for Api {
@@ -351,6 +353,7 @@ impl Api {
                         origin,
                         source: candidate.source,
                         _library: std::mem::ManuallyDrop::new(library),
+                        models: std::sync::OnceLock::new(),
                     });
                 }
                 Err(e) => {
@@ -398,6 +401,21 @@ impl Api {
     /// The loaded library, for symbols outside the runtime's table (the simulator's).
     pub(crate) fn library(&self) -> &libloading::Library {
         &self._library
+    }
+
+    /// The model functions (`aclmdl*`) and the data-buffer functions: from the runtime
+    /// library itself (older releases, board images), else from `libacl_mdl.so` beside its
+    /// file, else from the `libacl_mdl.so` the system loader finds (newer CANN). Looked up
+    /// once; the answer (the table, or which symbol is missing where) is kept.
+    pub fn models(&self) -> Result<&super::model::ModelTable, &super::model::ModelApiError> {
+        self.models
+            .get_or_init(|| {
+                // SAFETY: the runtime library is never unloaded (see the type's docs); a
+                // model library found beside it or by the system loader is an AscendCL model
+                // library, trusted as the runtime is.
+                unsafe { super::model::find_model_table(self.library(), self.resolved_path()) }
+            })
+            .as_ref()
     }
 
     /// Whether the loaded library provides `symbol` (required ones always do).

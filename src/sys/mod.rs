@@ -27,6 +27,7 @@ pub mod bindings {
 }
 
 pub mod loader;
+pub mod model;
 
 pub use bindings::{aclError, aclrtCallback, aclrtContext, aclrtEvent, aclrtHostFunc, aclrtStream};
 use std::ffi::{c_char, c_void};

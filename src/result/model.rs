@@ -1,0 +1,325 @@
+//! Model execution and data buffers (MD1-MD12): the functions of [`Api::models`], which may
+//! come from another library than the runtime's ([`CallError::Unsupported`] names the first
+//! missing one).
+
+use std::ffi::{CStr, c_void};
+
+use super::*;
+use crate::sys::bindings::{aclDataBuffer, aclmdlDataset, aclmdlDesc, aclmdlIODims};
+use crate::sys::model::ModelTable;
+
+/// Calls a function of the model table: `model_call!(self, aclmdlFoo(a, b))`.
+macro_rules! model_call {
+    ($api:expr, $name:ident($($arg:expr),* $(,)?)) => {
+        check(stringify!($name), ($api.model_table()?.$name)($($arg),*))
+    };
+}
+
+/// A null handle from a creating function: the runtime's way of failing there.
+#[cold]
+#[inline(never)]
+fn null_handle(call: &'static str) -> CallError {
+    CallError::Failed {
+        call,
+        code: AclError::Failure,
+    }
+}
+
+impl Api {
+    /// The model table, or [`CallError::Unsupported`] naming the first missing function.
+    #[inline]
+    fn model_table(&self) -> Result<&ModelTable> {
+        self.models()
+            .map_err(|e| CallError::Unsupported { symbol: e.symbol })
+    }
+
+    /// `aclmdlQuerySize(path, &work, &weight)` (MD2): the work and weight memory a
+    /// `...WithMem` load of the model file needs. A query: safe.
+    pub fn model_query_size(&self, path: &CStr) -> Result<(usize, usize)> {
+        let (mut work, mut weight) = (0, 0);
+        // SAFETY: a NUL-terminated path and two writable locals.
+        unsafe { model_call!(self, aclmdlQuerySize(path.as_ptr(), &mut work, &mut weight))? };
+        Ok((work, weight))
+    }
+
+    /// `aclmdlLoadFromFile(path, &id)` (MD1): the model is bound to the current context.
+    ///
+    /// # Safety
+    /// The [common contract](crate::result#safety-of-the-raw-layer); the model is the
+    /// caller's to unload.
+    pub unsafe fn model_load_from_file(&self, path: &CStr) -> Result<u32> {
+        let mut id = 0;
+        // SAFETY: a NUL-terminated path and a writable local.
+        unsafe { model_call!(self, aclmdlLoadFromFile(path.as_ptr(), &mut id))? };
+        Ok(id)
+    }
+
+    /// `aclmdlLoadFromMem(bytes, size, &id)` (MD3).
+    ///
+    /// # Safety
+    /// As [`model_load_from_file`](Self::model_load_from_file), and: `bytes` stays valid and
+    /// unchanged until the model is unloaded (MD3).
+    pub unsafe fn model_load_from_mem(&self, bytes: *const c_void, size: usize) -> Result<u32> {
+        let mut id = 0;
+        // SAFETY: the caller's contract; a writable local.
+        unsafe { model_call!(self, aclmdlLoadFromMem(bytes, size, &mut id))? };
+        Ok(id)
+    }
+
+    /// `aclmdlLoadFromFileWithMem(path, &id, work, work_size, weight, weight_size)` (MD2).
+    ///
+    /// # Safety
+    /// As [`model_load_from_file`](Self::model_load_from_file), and: both ranges are device
+    /// memory of at least the sizes [`model_query_size`](Self::model_query_size) reports,
+    /// allocated and used by nothing else until the model is unloaded (MD2).
+    pub unsafe fn model_load_from_file_with_mem(
+        &self,
+        path: &CStr,
+        work: (*mut c_void, usize),
+        weight: (*mut c_void, usize),
+    ) -> Result<u32> {
+        let mut id = 0;
+        // SAFETY: the caller's contract; a NUL-terminated path and a writable local.
+        unsafe {
+            model_call!(
+                self,
+                aclmdlLoadFromFileWithMem(
+                    path.as_ptr(),
+                    &mut id,
+                    work.0,
+                    work.1,
+                    weight.0,
+                    weight.1
+                )
+            )?
+        };
+        Ok(id)
+    }
+
+    /// `aclmdlUnload(id)` (MD7).
+    ///
+    /// # Safety
+    /// The [common contract](crate::result#safety-of-the-raw-layer), and: no execution of the
+    /// model is pending, and neither it nor its description is used afterwards (MD4, MD7).
+    pub unsafe fn model_unload(&self, id: u32) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { model_call!(self, aclmdlUnload(id)) }
+    }
+
+    /// `aclmdlCreateDesc()` then `aclmdlGetDesc(desc, id)` (MD4); the description is
+    /// destroyed again if the second call fails.
+    ///
+    /// # Safety
+    /// The [common contract](crate::result#safety-of-the-raw-layer); the description is the
+    /// caller's to destroy, before the model is unloaded (MD4).
+    pub unsafe fn model_desc(&self, id: u32) -> Result<*mut aclmdlDesc> {
+        let table = self.model_table()?;
+        // SAFETY: no arguments.
+        let desc = unsafe { (table.aclmdlCreateDesc)() };
+        if desc.is_null() {
+            return Err(null_handle("aclmdlCreateDesc"));
+        }
+        // SAFETY: a live description, filled once.
+        if let Err(e) = unsafe { model_call!(self, aclmdlGetDesc(desc, id)) } {
+            // SAFETY: created above, used by nothing else.
+            let _ = unsafe { (table.aclmdlDestroyDesc)(desc) };
+            return Err(e);
+        }
+        Ok(desc)
+    }
+
+    /// `aclmdlDestroyDesc(desc)`.
+    ///
+    /// # Safety
+    /// `desc` is live and not used afterwards.
+    pub unsafe fn model_destroy_desc(&self, desc: *mut aclmdlDesc) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { model_call!(self, aclmdlDestroyDesc(desc)) }
+    }
+
+    /// The number of inputs and outputs, and each one's size in bytes (MD10).
+    ///
+    /// # Safety
+    /// `desc` is a live description of a loaded model (MD4).
+    pub unsafe fn model_io_sizes(&self, desc: *mut aclmdlDesc) -> Result<(Vec<usize>, Vec<usize>)> {
+        let t = self.model_table()?;
+        // SAFETY: the caller's contract.
+        let inputs = unsafe { (t.aclmdlGetNumInputs)(desc) };
+        // SAFETY: the caller's contract.
+        let outputs = unsafe { (t.aclmdlGetNumOutputs)(desc) };
+        let input_sizes = (0..inputs)
+            // SAFETY: the caller's contract; an index below the count.
+            .map(|i| unsafe { (t.aclmdlGetInputSizeByIndex)(desc, i) })
+            .collect();
+        let output_sizes = (0..outputs)
+            // SAFETY: as above.
+            .map(|i| unsafe { (t.aclmdlGetOutputSizeByIndex)(desc, i) })
+            .collect();
+        Ok((input_sizes, output_sizes))
+    }
+
+    /// `aclmdlGetInputDims` / `aclmdlGetOutputDims` / `aclmdlGetCurOutputDims` (MD12):
+    /// the tensor's name and dimensions. `which`: 0 input, 1 output, 2 current output.
+    ///
+    /// # Safety
+    /// `desc` is a live description of a loaded model (MD4).
+    pub unsafe fn model_dims(
+        &self,
+        desc: *mut aclmdlDesc,
+        which: u8,
+        index: usize,
+    ) -> Result<(String, Vec<i64>)> {
+        let t = self.model_table()?;
+        let mut dims = Box::new(aclmdlIODims {
+            name: [0; 128],
+            dimCount: 0,
+            dims: [0; 128],
+        });
+        let (call, function) = match which {
+            0 => ("aclmdlGetInputDims", t.aclmdlGetInputDims),
+            1 => ("aclmdlGetOutputDims", t.aclmdlGetOutputDims),
+            _ => ("aclmdlGetCurOutputDims", t.aclmdlGetCurOutputDims),
+        };
+        // SAFETY: the caller's contract; a writable, boxed `aclmdlIODims`.
+        check(call, unsafe { function(desc, index, &mut *dims) })?;
+        let name_len = dims.name.iter().position(|&c| c == 0).unwrap_or(128);
+        let name: Vec<u8> = dims.name[..name_len].iter().map(|&c| c as u8).collect();
+        let count = dims.dimCount.min(128);
+        Ok((
+            String::from_utf8_lossy(&name).into_owned(),
+            dims.dims[..count].to_vec(),
+        ))
+    }
+
+    /// `aclmdlGetInputIndexByName(desc, name, &index)`.
+    ///
+    /// # Safety
+    /// `desc` is a live description of a loaded model (MD4).
+    pub unsafe fn model_input_index(&self, desc: *mut aclmdlDesc, name: &CStr) -> Result<usize> {
+        let mut index = 0;
+        // SAFETY: the caller's contract; a NUL-terminated name and a writable local.
+        unsafe {
+            model_call!(
+                self,
+                aclmdlGetInputIndexByName(desc, name.as_ptr(), &mut index)
+            )?
+        };
+        Ok(index)
+    }
+
+    /// `aclmdlCreateDataset()`, then for each `(pointer, size)` `aclCreateDataBuffer` and
+    /// `aclmdlAddDatasetBuffer` (MD5). On failure, everything created is destroyed.
+    ///
+    /// # Safety
+    /// The [common contract](crate::result#safety-of-the-raw-layer); the dataset and its
+    /// buffers are the caller's to release ([`destroy_dataset`](Self::destroy_dataset)), and
+    /// the memory stays allocated while they are used.
+    pub unsafe fn create_dataset(
+        &self,
+        buffers: &[(*mut c_void, usize)],
+    ) -> Result<*mut aclmdlDataset> {
+        let t = self.model_table()?;
+        // SAFETY: no arguments.
+        let dataset = unsafe { (t.aclmdlCreateDataset)() };
+        if dataset.is_null() {
+            return Err(null_handle("aclmdlCreateDataset"));
+        }
+        for &(data, size) in buffers {
+            // SAFETY: the caller's contract.
+            let buffer = unsafe { (t.aclCreateDataBuffer)(data, size) };
+            let added = if buffer.is_null() {
+                Err(null_handle("aclCreateDataBuffer"))
+            } else {
+                // SAFETY: both live; the dataset takes the buffer's pointer (MD5).
+                unsafe { model_call!(self, aclmdlAddDatasetBuffer(dataset, buffer)) }.inspect_err(
+                    |_| {
+                        // SAFETY: not added: ours alone.
+                        let _ = unsafe { (t.aclDestroyDataBuffer)(buffer) };
+                    },
+                )
+            };
+            if let Err(e) = added {
+                // SAFETY: the dataset and the buffers added so far are ours alone.
+                let _ = unsafe { self.destroy_dataset(dataset) };
+                return Err(e);
+            }
+        }
+        Ok(dataset)
+    }
+
+    /// Destroys every data buffer of `dataset` (MD5: buffers first), then the dataset.
+    /// Returns the first error; every destroy is tried.
+    ///
+    /// # Safety
+    /// `dataset` and its buffers are live, no pending execution uses them (MD6), and none is
+    /// used afterwards.
+    pub unsafe fn destroy_dataset(&self, dataset: *mut aclmdlDataset) -> Result<()> {
+        let t = self.model_table()?;
+        let mut outcome = Ok(());
+        // SAFETY: the caller's contract.
+        let count = unsafe { (t.aclmdlGetDatasetNumBuffers)(dataset) };
+        for i in 0..count {
+            // SAFETY: the caller's contract; an index below the count.
+            let buffer: *mut aclDataBuffer = unsafe { (t.aclmdlGetDatasetBuffer)(dataset, i) };
+            if !buffer.is_null() {
+                // SAFETY: the caller's contract: not used afterwards.
+                let done = check("aclDestroyDataBuffer", unsafe {
+                    (t.aclDestroyDataBuffer)(buffer)
+                });
+                outcome = outcome.and(done);
+            }
+        }
+        // SAFETY: the caller's contract.
+        let done = unsafe { model_call!(self, aclmdlDestroyDataset(dataset)) };
+        outcome.and(done)
+    }
+
+    /// `aclmdlExecute(id, input, output)` (MD1, MD6): synchronous.
+    ///
+    /// # Safety
+    /// The [common contract](crate::result#safety-of-the-raw-layer), and: the model's context
+    /// is current, the datasets match the model (MD10) and their memory is device memory no
+    /// one else uses during the call (MD8, MD9).
+    pub unsafe fn model_execute(
+        &self,
+        id: u32,
+        input: *const aclmdlDataset,
+        output: *mut aclmdlDataset,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { model_call!(self, aclmdlExecute(id, input, output)) }
+    }
+
+    /// `aclmdlExecuteAsync(id, input, output, stream)` (MD6).
+    ///
+    /// # Safety
+    /// As [`model_execute`](Self::model_execute), and: the model, both datasets and their
+    /// memory stay alive and untouched until the execution is proven done (MD6, MD7), and no
+    /// execution of the model is pending on another stream (MD8).
+    pub unsafe fn model_execute_async(
+        &self,
+        id: u32,
+        input: *const aclmdlDataset,
+        output: *mut aclmdlDataset,
+        stream: aclrtStream,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { model_call!(self, aclmdlExecuteAsync(id, input, output, stream)) }
+    }
+
+    /// `aclmdlSetDynamicBatchSize(id, dataset, index, batch)` (MD11).
+    ///
+    /// # Safety
+    /// The [common contract](crate::result#safety-of-the-raw-layer), and: `dataset` is a live
+    /// input dataset of the model, used by no pending execution (MD6).
+    pub unsafe fn model_set_dynamic_batch(
+        &self,
+        id: u32,
+        dataset: *mut aclmdlDataset,
+        index: usize,
+        batch: u64,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { model_call!(self, aclmdlSetDynamicBatchSize(id, dataset, index, batch)) }
+    }
+}
