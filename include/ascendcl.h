@@ -268,12 +268,18 @@ typedef struct aclDataBuffer aclDataBuffer;
 #define ACL_MAX_DIM_CNT 128
 #define ACL_MAX_TENSOR_NAME_LEN 128
 #define ACL_DYNAMIC_TENSOR_NAME "ascend_mbatch_shape_data"
+#define ACL_MAX_BATCH_NUM 128
 
 typedef struct aclmdlIODims {
     char name[ACL_MAX_TENSOR_NAME_LEN];
     size_t dimCount;
     int64_t dims[ACL_MAX_DIM_CNT];
 } aclmdlIODims;
+
+typedef struct aclmdlBatch {
+    size_t batchCount;
+    uint64_t batch[ACL_MAX_BATCH_NUM];
+} aclmdlBatch;
 
 aclmdlDesc *aclmdlCreateDesc(void);
 aclError aclmdlDestroyDesc(aclmdlDesc *modelDesc);
@@ -286,6 +292,7 @@ aclError aclmdlGetInputIndexByName(const aclmdlDesc *modelDesc, const char *name
 aclError aclmdlGetInputDims(const aclmdlDesc *modelDesc, size_t index, aclmdlIODims *dims);
 aclError aclmdlGetOutputDims(const aclmdlDesc *modelDesc, size_t index, aclmdlIODims *dims);
 aclError aclmdlGetCurOutputDims(const aclmdlDesc *modelDesc, size_t index, aclmdlIODims *dims);
+aclError aclmdlGetDynamicBatch(const aclmdlDesc *modelDesc, aclmdlBatch *batch);
 
 aclmdlDataset *aclmdlCreateDataset(void);
 aclError aclmdlDestroyDataset(const aclmdlDataset *dataset);

@@ -459,6 +459,44 @@ pub enum Error {
         /// The device found.
         found: i32,
     },
+    /// A model cannot be unloaded, or executed on another stream or synchronously, while
+    /// executions of it are pending on a stream (MD7, MD8): wait for the frames that use it
+    /// ([`Pipeline::next_slot`](crate::Pipeline::next_slot),
+    /// [`Pipeline::wait_all`](crate::Pipeline::wait_all)) first. A model dropped in this state
+    /// is kept loaded (leaked) and reported, never unloaded under its executions.
+    #[error(
+        "{pending} execution(s) of the model are pending on a stream (MD7, MD8): wait for them first"
+    )]
+    ModelInUse {
+        /// Executions issued and not yet proven done.
+        pending: usize,
+    },
+    /// A buffer's size does not match the model's description of that input or output
+    /// (MD10): sizes come from the description.
+    #[error("model I/O size mismatch (MD10): the model describes {expected} bytes, found {found}")]
+    ModelSizeMismatch {
+        /// The size in the description, in bytes.
+        expected: usize,
+        /// The size given, in bytes.
+        found: usize,
+    },
+    /// A batch size that is not one of the model's compiled gears (MD11).
+    #[error("batch {batch} is not one of the model's gears (MD11)")]
+    NotAGear {
+        /// The batch asked for.
+        batch: u64,
+    },
+    /// A model loaded as the wrong kind: one with dynamic batch gears must be loaded with
+    /// [`Context::load_dynamic_model`](crate::Context::load_dynamic_model) (every execution
+    /// names a gear, MD11), one with fixed shapes with
+    /// [`Context::load_model`](crate::Context::load_model). Models with dynamic image sizes
+    /// or dimensions (no batch gears) are not supported.
+    #[error("{0}")]
+    WrongModelKind(&'static str),
+    /// A host view of device memory exists only in device run mode (on the board itself,
+    /// where host and device memory are one); in host run mode, copy it.
+    #[error("device memory can be read in place only in device run mode (on the board); copy it")]
+    NotInDeviceRunMode,
 }
 
 impl fmt::Debug for Error {
@@ -519,6 +557,18 @@ impl fmt::Debug for Error {
                 .field("expected", expected)
                 .field("found", found)
                 .finish(),
+            Error::ModelInUse { pending } => f
+                .debug_struct("ModelInUse")
+                .field("pending", pending)
+                .finish(),
+            Error::ModelSizeMismatch { expected, found } => f
+                .debug_struct("ModelSizeMismatch")
+                .field("expected", expected)
+                .field("found", found)
+                .finish(),
+            Error::NotAGear { batch } => f.debug_struct("NotAGear").field("batch", batch).finish(),
+            Error::WrongModelKind(why) => f.debug_tuple("WrongModelKind").field(why).finish(),
+            Error::NotInDeviceRunMode => f.write_str("NotInDeviceRunMode"),
         }
     }
 }

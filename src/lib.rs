@@ -277,6 +277,7 @@ mod error;
 mod event;
 mod host_fn;
 mod memory;
+mod model;
 mod pipeline;
 mod runtime;
 mod stream;
@@ -297,6 +298,9 @@ pub use host_fn::HostFnStream;
 pub use memory::{
     AsyncScope, DeviceBuffer, DeviceSlice, DeviceSliceMut, HostBuffer, Location, MallocPolicy,
     Memory, MemoryMut, Pending, PendingDevice, PendingHost, Source,
+};
+pub use model::{
+    DYNAMIC_BATCH_INPUT, Dynamic, Model, ModelIo, ModelKind, ModelSource, Static, TensorDesc,
 };
 pub use pipeline::{Launch, MAX_PIPELINE_SLOTS, Pipeline, PipelineConfig, Slot};
 pub use runtime::{

@@ -1,10 +1,12 @@
 //! Pipelines (M1, M2, M3, E2-E5, E10): frames in flight on two streams, each slot with buffers
 //! and events of its own, handed back to the host only once its work is proven done.
 
+use std::cell::RefCell;
 use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::mem::{ManuallyDrop, size_of};
 use std::ptr::NonNull;
+use std::sync::Arc;
 
 use bytemuck::Pod;
 
@@ -12,6 +14,7 @@ use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::memory::memcpy_kind;
 use crate::memory::{DeviceBuffer, HostBuffer, Location, MallocPolicy, Memory, MemoryMut};
+use crate::model::{Dynamic, Model, ModelKind, SlotDatasets, Static};
 use crate::runtime::{release_on_drop, report_drop_error};
 use crate::stream::Stream;
 use crate::sys::bindings::{ACL_EVENT_SYNC, aclrtEvent, aclrtStream};
@@ -96,6 +99,8 @@ struct Resources<'ctx, I: Pod, O: Pod> {
     phase: Phase,
     /// The frame whose output `host_out` holds, complete.
     output: Option<u64>,
+    /// The datasets of the model the slot executes ([`Launch::execute`]), if any.
+    model: RefCell<Option<SlotDatasets<'ctx>>>,
 }
 
 /// An `ACL_EVENT_SYNC` event owned by a pipeline slot. Destroyed only once the pipeline has
@@ -276,6 +281,7 @@ impl<'ctx, I: Pod, O: Pod> Pipeline<'ctx, I, O> {
                 done: PipelineEvent::create(ctx)?,
                 phase: Phase::Free,
                 output: None,
+                model: RefCell::new(None),
             });
         }
         let jobs: Box<[KernelJob<I, O>]> = (0..config.slots)
@@ -375,6 +381,10 @@ impl<'ctx, I: Pod, O: Pod> Pipeline<'ctx, I, O> {
             slot.phase = Phase::Unsettled;
             return Err(error.into());
         }
+        // The frame is done: so is its model execution (MD7).
+        if let Some(datasets) = slot.model.get_mut() {
+            datasets.finish();
+        }
         // The frame is done; its output is complete unless its simulated kernel panicked.
         // SAFETY: the slot's job (the slot exists); the kernel that may write the flag ran
         // before `done` completed (synchronised above), and no reference to it exists.
@@ -416,6 +426,10 @@ impl<'ctx, I: Pod, O: Pod> Pipeline<'ctx, I, O> {
         let Some(slot) = self.slots.get_mut(index) else {
             return Err(Error::InvalidArgument("no such pipeline slot"));
         };
+        // Both streams are done: so is any model execution of the slot (MD7).
+        if let Some(datasets) = slot.model.get_mut() {
+            datasets.finish();
+        }
         let mut reset_any = false;
         for event in [&mut slot.ready, &mut slot.done] {
             if event.set {
@@ -491,7 +505,7 @@ impl<'ctx, I: Pod, O: Pod> Pipeline<'ctx, I, O> {
         // events (M2, E9); the slots are taken once (the value is not used afterwards).
         let slots = unsafe { ManuallyDrop::take(&mut self.slots) };
         for slot in slots {
-            errors.extend(slot.release());
+            errors.extend(slot.release(self.ctx));
         }
         // SAFETY: allocated in `create` as a boxed slice of `slots` jobs; no kernel can read
         // them any more (both streams are done), and they are freed once.
@@ -527,7 +541,7 @@ impl<'ctx, I: Pod, O: Pod> Resources<'ctx, I, O> {
     /// Releases the slot's events and buffers (no task uses them: the caller saw both
     /// streams done); returns their errors (a resource whose release failed is dropped, and
     /// its `Drop` tries once more).
-    fn release(self) -> Vec<Error> {
+    fn release(self, ctx: &Context<'_>) -> Vec<Error> {
         let mut errors = Vec::new();
         let Resources {
             host_in,
@@ -536,8 +550,14 @@ impl<'ctx, I: Pod, O: Pod> Resources<'ctx, I, O> {
             host_out,
             ready,
             done,
+            model,
             ..
         } = self;
+        // Before the buffers they describe (MD5); no execution uses them (MD6).
+        if let Some(mut datasets) = model.into_inner() {
+            datasets.finish();
+            errors.extend(datasets.release(ctx));
+        }
         for event in [ready, done] {
             let event = ManuallyDrop::new(event);
             if let Err(error) = event.release() {
@@ -656,6 +676,8 @@ impl<'p, 'ctx, I: Pod, O: Pod> Slot<'p, 'ctx, I, O> {
             output_len: slot.dev_out.len(),
             job: NonNull::new(job).unwrap_or(pipeline.jobs),
             launched: std::cell::Cell::new(false),
+            model: &slot.model,
+            policy: pipeline.config.policy,
             _elements: PhantomData,
         };
         // SAFETY: the buffers are the slot's own, of the sizes given, at the locations the kind
@@ -726,6 +748,9 @@ pub struct Launch<'l, 'ctx, I: Pod, O: Pod> {
     pub(crate) job: NonNull<KernelJob<I, O>>,
     /// A simulated kernel was launched: the job is in use until the frame is done.
     pub(crate) launched: std::cell::Cell<bool>,
+    /// The slot's model datasets.
+    model: &'l RefCell<Option<SlotDatasets<'ctx>>>,
+    policy: MallocPolicy,
     _elements: Elements<I, O>,
 }
 
@@ -757,6 +782,101 @@ impl<'l, 'ctx, I: Pod, O: Pod> Launch<'l, 'ctx, I, O> {
     /// The number of output elements.
     pub fn output_len(&self) -> usize {
         self.output_len
+    }
+
+    /// `aclmdlExecuteAsync` of `model` on the compute stream (MD6), from the slot's device
+    /// input to its device output, whose sizes must be the model's (one data input and one
+    /// output: [`Error::ModelSizeMismatch`], MD10). The model must be of the pipeline's
+    /// context (MD1). One execution per frame.
+    ///
+    /// The execution is *pending* until the pipeline proves the frame done (the slot's next
+    /// [`Pipeline::next_slot`], [`Pipeline::wait_all`], or its end): meanwhile the model cannot
+    /// be unloaded (MD7) nor executed on another stream (MD8) ([`Error::ModelInUse`]), and the
+    /// slot's buffers and datasets are untouched (MD6). The slot's datasets are created on its
+    /// first execution of a model, so the steady state creates nothing.
+    pub fn execute(&self, model: &mut Model<'ctx, Static>) -> Result<()> {
+        self.execute_model(model, None)
+    }
+
+    /// As [`execute`](Self::execute) for a dynamic-batch model: `aclmdlSetDynamicBatchSize`
+    /// on the slot's input dataset, then the execution (MD11: before each one). `batch` must
+    /// be one of the model's [gears](Model::gears) ([`Error::NotAGear`]).
+    pub fn execute_batch(&self, model: &mut Model<'ctx, Dynamic>, batch: u64) -> Result<()> {
+        model.check_gear(batch)?;
+        self.execute_model(model, Some(batch))
+    }
+
+    fn execute_model<K: ModelKind>(
+        &self,
+        model: &mut Model<'ctx, K>,
+        batch: Option<u64>,
+    ) -> Result<()> {
+        let ctx = self.stream.context();
+        if !std::ptr::addr_eq(model.context(), ctx) {
+            return Err(ctx.mismatch(model.context(), "a model"));
+        }
+        // The kernel closure may have made another context current (D6).
+        if !ctx.is_bound() {
+            ctx.bind()?;
+        }
+        let mut slot_model = self
+            .model
+            .try_borrow_mut()
+            .map_err(|_| Error::InvalidArgument("a slot's model is in use"))?;
+        let reuse = match &*slot_model {
+            Some(datasets) if datasets.pending => {
+                return Err(Error::InvalidArgument(
+                    "one model execution per pipeline frame",
+                ));
+            }
+            Some(datasets) => Arc::ptr_eq(&datasets.shared, model.shared()),
+            None => false,
+        };
+        if !reuse {
+            if let Some(previous) = slot_model.take() {
+                // Not pending (checked above): the slot's last frame is proven done (MD6).
+                for error in previous.release(ctx) {
+                    report_drop_error("Pipeline (a slot's previous model datasets)", Err(error));
+                }
+            }
+            *slot_model = Some(SlotDatasets::create(
+                model,
+                (self.input.cast_mut(), self.input_len * size_of::<I>()),
+                (self.output, self.output_len * size_of::<O>()),
+                self.policy,
+            )?);
+        }
+        let Some(datasets) = slot_model.as_mut() else {
+            return Err(Error::InvalidArgument(
+                "a slot's model datasets are missing",
+            ));
+        };
+        let api = ctx.api();
+        // Counted before anything is issued: the slot is unsettled, and only the pipeline's
+        // proof that the frame is done uncounts it (MD7, MD8).
+        model.shared().begin(self.raw_stream())?;
+        datasets.pending = true;
+        if let (Some(batch), Some((index, _))) = (batch, &datasets.batch) {
+            // SAFETY: the slot's input dataset, used by no pending execution (the slot's last
+            // frame is proven done); a gear of the model (checked), at its batch input (MD11).
+            unsafe {
+                api.model_set_dynamic_batch(model.id(), datasets.input_set.as_ptr(), *index, batch)?
+            };
+        }
+        // SAFETY: the model is loaded in the stream's context (MD1, checked above); the
+        // datasets describe the slot's device buffers of the model's sizes (MD9, MD10),
+        // which nothing touches until the frame is proven done (M3, MD6); the model cannot be
+        // unloaded while the execution counts as pending (MD7) nor run on another stream
+        // (MD8, `begin`).
+        unsafe {
+            api.model_execute_async(
+                model.id(),
+                datasets.input_set.as_ptr(),
+                datasets.output_set.as_ptr(),
+                self.raw_stream(),
+            )?
+        };
+        Ok(())
     }
 
     pub(crate) fn api(&self) -> &'static crate::sys::loader::Api {

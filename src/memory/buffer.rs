@@ -203,6 +203,34 @@ impl<'ctx, T: Pod> DeviceBuffer<'ctx, T> {
         self.ptr.as_ptr()
     }
 
+    /// The context the buffer was allocated in.
+    pub(crate) fn context(&self) -> &'ctx Context<'ctx> {
+        self.ctx
+    }
+
+    /// The buffer's contents read in place by the host, in device run mode only (on the
+    /// board, where host and device memory are one: how the official samples read model
+    /// outputs there). Elsewhere [`Error::NotInDeviceRunMode`]: copy it instead.
+    ///
+    /// A shared borrow proves no task writes the buffer: the typed API's asynchronous
+    /// writes borrow it mutably until they are proven done (M2).
+    pub fn host_view(&self) -> Result<&[T]> {
+        self.ctx.bind()?;
+        if self.ctx.api().get_run_mode()? != crate::sys::bindings::ACL_DEVICE {
+            return Err(Error::NotInDeviceRunMode);
+        }
+        if !(self.ptr.as_ptr() as usize).is_multiple_of(std::mem::align_of::<T>()) {
+            return Err(Error::InvalidArgument(
+                "device memory misaligned for the element type",
+            ));
+        }
+        // SAFETY: in device run mode the host addresses device memory directly; the
+        // allocation holds `len` initialised (zeroed at allocation, `Pod`) elements, aligned
+        // (checked); the shared borrow keeps it allocated, and no task of the typed API
+        // writes it meanwhile (M2: writes borrow it mutably).
+        Ok(unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().cast::<T>(), self.len) })
+    }
+
     /// A read-only view of `range` (in elements); `None` when out of bounds.
     pub fn slice(&self, range: impl RangeBounds<usize>) -> Option<DeviceSlice<'_, T>> {
         let (start, end) = bounds(range, self.len)?;

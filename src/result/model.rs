@@ -5,7 +5,7 @@
 use std::ffi::{CStr, c_void};
 
 use super::*;
-use crate::sys::bindings::{aclDataBuffer, aclmdlDataset, aclmdlDesc, aclmdlIODims};
+use crate::sys::bindings::{aclDataBuffer, aclmdlBatch, aclmdlDataset, aclmdlDesc, aclmdlIODims};
 use crate::sys::model::ModelTable;
 
 /// Calls a function of the model table: `model_call!(self, aclmdlFoo(a, b))`.
@@ -189,6 +189,22 @@ impl Api {
             String::from_utf8_lossy(&name).into_owned(),
             dims.dims[..count].to_vec(),
         ))
+    }
+
+    /// `aclmdlGetDynamicBatch(desc, &batch)` (MD11): the model's batch gears, empty for a
+    /// model without dynamic batch.
+    ///
+    /// # Safety
+    /// `desc` is a live description of a loaded model (MD4).
+    pub unsafe fn model_dynamic_batch(&self, desc: *mut aclmdlDesc) -> Result<Vec<u64>> {
+        let mut gears = Box::new(aclmdlBatch {
+            batchCount: 0,
+            batch: [0; 128],
+        });
+        // SAFETY: the caller's contract; a writable, boxed `aclmdlBatch`.
+        unsafe { model_call!(self, aclmdlGetDynamicBatch(desc, &mut *gears))? };
+        let count = gears.batchCount.min(gears.batch.len());
+        Ok(gears.batch[..count].to_vec())
     }
 
     /// `aclmdlGetInputIndexByName(desc, name, &index)`.

@@ -67,6 +67,7 @@ pub const ACL_ERROR_RT_EVENT_SYNC_TIMEOUT: u32 = 507047;
 pub const ACL_MAX_DIM_CNT: u32 = 128;
 pub const ACL_MAX_TENSOR_NAME_LEN: u32 = 128;
 pub const ACL_DYNAMIC_TENSOR_NAME: &[u8; 25] = b"ascend_mbatch_shape_data\0";
+pub const ACL_MAX_BATCH_NUM: u32 = 128;
 pub type aclError = ::std::os::raw::c_int;
 pub type aclrtStream = *mut ::std::os::raw::c_void;
 pub type aclrtEvent = *mut ::std::os::raw::c_void;
@@ -368,6 +369,12 @@ pub struct aclmdlIODims {
     pub dimCount: usize,
     pub dims: [i64; 128usize],
 }
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct aclmdlBatch {
+    pub batchCount: usize,
+    pub batch: [u64; 128usize],
+}
 unsafe extern "C" {
     pub fn aclmdlCreateDesc() -> *mut aclmdlDesc;
 }
@@ -416,6 +423,10 @@ unsafe extern "C" {
         index: usize,
         dims: *mut aclmdlIODims,
     ) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclmdlGetDynamicBatch(modelDesc: *const aclmdlDesc, batch: *mut aclmdlBatch)
+    -> aclError;
 }
 unsafe extern "C" {
     pub fn aclmdlCreateDataset() -> *mut aclmdlDataset;

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 
 use super::bindings;
 use super::bindings::aclrtStream;
-use super::bindings::{aclDataBuffer, aclError, aclmdlDataset, aclmdlDesc, aclmdlIODims};
+use super::bindings::{
+    aclDataBuffer, aclError, aclmdlBatch, aclmdlDataset, aclmdlDesc, aclmdlIODims,
+};
 
 /// The name of the model library of newer CANN releases.
 pub const MODEL_LIBRARY: &str = "libacl_mdl.so";
@@ -78,6 +80,7 @@ model_table! {
     aclmdlGetInputDims: fn(*const aclmdlDesc, usize, *mut aclmdlIODims) -> aclError;
     aclmdlGetOutputDims: fn(*const aclmdlDesc, usize, *mut aclmdlIODims) -> aclError;
     aclmdlGetCurOutputDims: fn(*const aclmdlDesc, usize, *mut aclmdlIODims) -> aclError;
+    aclmdlGetDynamicBatch: fn(*const aclmdlDesc, *mut aclmdlBatch) -> aclError;
     aclmdlCreateDataset: fn() -> *mut aclmdlDataset;
     aclmdlDestroyDataset: fn(*const aclmdlDataset) -> aclError;
     aclmdlAddDatasetBuffer: fn(*mut aclmdlDataset, *mut aclDataBuffer) -> aclError;
@@ -141,7 +144,7 @@ pub(crate) unsafe fn find_model_table(
 ) -> Result<ModelTable, ModelApiError> {
     let mut tried = vec![(runtime_file.to_path_buf(), None)];
     // SAFETY: the caller's contract.
-    let symbol = match unsafe { ModelTable::resolve(&[runtime]) } {
+    let mut symbol = match unsafe { ModelTable::resolve(&[runtime]) } {
         Ok(table) => return Ok(table),
         Err(symbol) => symbol,
     };
@@ -163,7 +166,11 @@ pub(crate) unsafe fn find_model_table(
                 // functions live there on split installs), then the model library.
                 match unsafe { ModelTable::resolve(&[runtime, library]) } {
                     Ok(table) => return Ok(table),
-                    Err(_) => tried.push((candidate, None)),
+                    Err(missing) => {
+                        // The model library lacks it: name what is missing there.
+                        symbol = missing;
+                        tried.push((candidate, None));
+                    }
                 }
             }
             Err(e) => tried.push((candidate, Some(e.to_string()))),

@@ -1,0 +1,861 @@
+//! Model execution (MD1-MD12): a loaded model bound to its context, its description, the
+//! device memory of its inputs and outputs, synchronous execution here and asynchronous
+//! execution in a [`Pipeline`](crate::Pipeline) ([`Launch::execute`](crate::Launch::execute)).
+
+use std::ffi::{CString, c_void};
+use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
+use std::path::{Path, PathBuf};
+use std::ptr::NonNull;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+
+use bytemuck::Pod;
+
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::memory::{DeviceBuffer, MallocPolicy};
+use crate::runtime::{Failed, release_on_drop, report_drop_error};
+use crate::sys::bindings::{aclmdlDataset, aclmdlDesc, aclrtStream};
+
+/// The name of the extra input through which a dynamic-batch model receives its batch
+/// (`ACL_DYNAMIC_TENSOR_NAME`).
+pub const DYNAMIC_BATCH_INPUT: &str = "ascend_mbatch_shape_data";
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Static {}
+    impl Sealed for super::Dynamic {}
+}
+
+/// What a [`Model`] was compiled for: [`Static`] or [`Dynamic`] shapes (sealed).
+pub trait ModelKind: sealed::Sealed + 'static {
+    /// Whether the model has batch gears.
+    const DYNAMIC: bool;
+}
+
+/// A model compiled for fixed shapes.
+///
+/// Allows: [`Model::execute`] and [`Launch::execute`](crate::Launch::execute).
+/// Entered by [`Context::load_model`]; a model with batch gears is refused there
+/// ([`Error::WrongModelKind`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Static;
+
+/// A model compiled with dynamic batch gears (ATC's `--dynamic_batch_size`).
+///
+/// Allows: [`Model::execute_batch`] and
+/// [`Launch::execute_batch`](crate::Launch::execute_batch), each naming one of the
+/// [`gears`](Model::gears): the batch is set on the input dataset before every execution, so
+/// an execution without one does not compile (MD11). Entered by
+/// [`Context::load_dynamic_model`]; a model without gears is refused there.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Dynamic;
+
+impl ModelKind for Static {
+    const DYNAMIC: bool = false;
+}
+
+impl ModelKind for Dynamic {
+    const DYNAMIC: bool = true;
+}
+
+/// Where a model comes from.
+///
+/// ```no_run
+/// # use ascend_typestate::{Acl, MallocPolicy, ModelSource};
+/// # let acl = Acl::init()?;
+/// # let device = acl.set_device(0)?;
+/// # let ctx = device.create_context()?;
+/// // The runtime allocates the model's memory:
+/// let model = ctx.load_model(ModelSource::file("resnet50.om"))?;
+/// # drop(model);
+/// // Memory allocated at start-up, owned by the model until it is unloaded (MD2):
+/// let (work, weight) = ctx.model_memory_size("resnet50.om")?;
+/// let source = ModelSource::file_with_memory(
+///     "resnet50.om",
+///     ctx.alloc::<u8>(work, MallocPolicy::HugeFirst)?,
+///     ctx.alloc::<u8>(weight, MallocPolicy::HugeFirst)?,
+/// );
+/// let model = ctx.load_model(source)?;
+/// # Ok::<(), ascend_typestate::Error>(())
+/// ```
+pub struct ModelSource<'ctx> {
+    kind: SourceKind<'ctx>,
+}
+
+enum SourceKind<'ctx> {
+    File(PathBuf),
+    FileWithMemory {
+        path: PathBuf,
+        work: DeviceBuffer<'ctx, u8>,
+        weight: DeviceBuffer<'ctx, u8>,
+    },
+    Bytes(Vec<u8>),
+}
+
+impl<'ctx> ModelSource<'ctx> {
+    /// `aclmdlLoadFromFile`: the runtime allocates the model's memory.
+    pub fn file(path: impl AsRef<Path>) -> ModelSource<'ctx> {
+        ModelSource {
+            kind: SourceKind::File(path.as_ref().to_path_buf()),
+        }
+    }
+
+    /// `aclmdlLoadFromFileWithMem` (MD2): work and weight memory of at least the sizes
+    /// [`Context::model_memory_size`] reports, allocated in the loading context. The model
+    /// owns them until it is unloaded, so they can be neither freed nor reused while it is
+    /// loaded, even if the model is leaked.
+    pub fn file_with_memory(
+        path: impl AsRef<Path>,
+        work: DeviceBuffer<'ctx, u8>,
+        weight: DeviceBuffer<'ctx, u8>,
+    ) -> ModelSource<'ctx> {
+        ModelSource {
+            kind: SourceKind::FileWithMemory {
+                path: path.as_ref().to_path_buf(),
+                work,
+                weight,
+            },
+        }
+    }
+
+    /// `aclmdlLoadFromMem` (MD3): the model's bytes, kept by the model until it is unloaded.
+    /// In device run mode (on the board) they are copied to device memory first, as the
+    /// runtime requires there.
+    pub fn bytes(bytes: Vec<u8>) -> ModelSource<'ctx> {
+        ModelSource {
+            kind: SourceKind::Bytes(bytes),
+        }
+    }
+}
+
+impl<'ctx, P: AsRef<Path>> From<P> for ModelSource<'ctx> {
+    fn from(path: P) -> ModelSource<'ctx> {
+        ModelSource::file(path)
+    }
+}
+
+impl std::fmt::Debug for ModelSource<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.kind {
+            SourceKind::File(path) => f.debug_tuple("File").field(path).finish(),
+            SourceKind::FileWithMemory { path, work, weight } => f
+                .debug_struct("FileWithMemory")
+                .field("path", path)
+                .field("work", &work.len())
+                .field("weight", &weight.len())
+                .finish(),
+            SourceKind::Bytes(bytes) => f.debug_tuple("Bytes").field(&bytes.len()).finish(),
+        }
+    }
+}
+
+/// What a loaded model keeps alive until it is unloaded (MD2, MD3).
+enum ModelMemory<'ctx> {
+    Runtime,
+    Owned {
+        _work: DeviceBuffer<'ctx, u8>,
+        _weight: DeviceBuffer<'ctx, u8>,
+    },
+    HostBytes(#[allow(dead_code)] Box<[u8]>),
+    DeviceBytes(#[allow(dead_code)] DeviceBuffer<'ctx, u8>),
+}
+
+/// The name, dimensions and size of one input or output, from the model's description.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorDesc {
+    name: String,
+    dims: Vec<i64>,
+    byte_len: usize,
+}
+
+impl TensorDesc {
+    /// The tensor's name in the model.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its dimensions (for a dynamic-batch model, those of the largest gear: MD10).
+    pub fn dims(&self) -> &[i64] {
+        &self.dims
+    }
+
+    /// Its size in bytes (for a dynamic-batch model, that of the largest gear: MD10).
+    pub fn byte_len(&self) -> usize {
+        self.byte_len
+    }
+}
+
+/// What the description says, read once at load (MD10, MD11).
+#[derive(Default)]
+struct ModelInfo {
+    inputs: Box<[TensorDesc]>,
+    outputs: Box<[TensorDesc]>,
+    gears: Box<[u64]>,
+    /// The index of [`DYNAMIC_BATCH_INPUT`] (dynamic models).
+    batch_input: Option<usize>,
+}
+
+/// What pipelines and the model share: the executions issued and not yet proven done, and
+/// the stream they were issued on (MD7, MD8). Only the holder of `&mut Model` issues, so only
+/// it increments; a pipeline decrements once it has seen the frame done, from any thread.
+pub(crate) struct ModelShared {
+    pub(crate) in_flight: AtomicUsize,
+    pub(crate) stream: AtomicPtr<c_void>,
+}
+
+impl ModelShared {
+    /// Registers an execution about to be issued on `stream`, or refuses it if executions
+    /// are pending on another stream (MD8). The caller holds `&mut Model`.
+    #[inline]
+    pub(crate) fn begin(&self, stream: aclrtStream) -> Result<()> {
+        let pending = self.in_flight.load(Ordering::Acquire);
+        if pending > 0 && self.stream.load(Ordering::Acquire) != stream {
+            return Err(Error::ModelInUse { pending });
+        }
+        self.stream.store(stream, Ordering::Release);
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// An execution registered with `begin` is proven done.
+    #[inline]
+    pub(crate) fn end(&self) {
+        self.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    fn pending(&self) -> usize {
+        self.in_flight.load(Ordering::Acquire)
+    }
+}
+
+/// A model loaded in a context (MD1), with its description (MD4).
+///
+/// # States
+///
+/// ```text
+///  Context::load_model / load_dynamic_model ──► Loaded ──(executions pending on a stream)──► Loaded
+///                                                  │
+///                                                  └── unload() / Drop ──► Unloaded (consumed)
+/// ```
+///
+/// Executing needs `&mut self`: one execution is issued at a time, from one thread (MD8).
+/// An asynchronous execution ([`Launch::execute`](crate::Launch::execute)) stays *pending*
+/// until its pipeline proves the frame done; meanwhile the model cannot be unloaded
+/// ([`Error::ModelInUse`], MD7), executed synchronously, or executed on another stream (MD8).
+/// A model dropped with executions pending, or whose unload fails, is kept loaded (leaked)
+/// with its memory, and reported: never unloaded under a task that uses it.
+///
+/// `K` is [`Static`] or [`Dynamic`]: which executions exist (MD11).
+pub struct Model<'ctx, K: ModelKind = Static> {
+    ctx: &'ctx Context<'ctx>,
+    id: u32,
+    /// Destroyed (and set to null) before the model is unloaded (MD4).
+    desc: *mut aclmdlDesc,
+    shared: Arc<ModelShared>,
+    info: Box<ModelInfo>,
+    /// Released only once the model is unloaded; leaked otherwise (MD2, MD3).
+    memory: ManuallyDrop<Box<ModelMemory<'ctx>>>,
+    unloaded: bool,
+    _kind: PhantomData<fn() -> K>,
+}
+
+// SAFETY: a model id and description are usable from any thread once the model's context is
+// current, which every call ensures (D6); the owned memory is `Send`. Not `Sync`: executions
+// need `&mut self` (MD8), and `&self` only reads cached values.
+unsafe impl<K: ModelKind> Send for Model<'_, K> {}
+
+/// Converts a path for the C API.
+fn c_path(path: &Path) -> Result<CString> {
+    use std::os::unix::ffi::OsStrExt;
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| Error::InvalidArgument("a model path contains a NUL byte"))
+}
+
+impl<'ctx> Context<'ctx> {
+    /// Loads a model compiled for fixed shapes (MD1: it belongs to this context). A model
+    /// with batch gears is [`Error::WrongModelKind`]; see
+    /// [`load_dynamic_model`](Self::load_dynamic_model).
+    ///
+    /// Sizes of 0 in the description (unknown dimensions, which the runtime would allocate
+    /// during each execution: MD10) are refused.
+    pub fn load_model<'a>(
+        &'a self,
+        source: impl Into<ModelSource<'a>>,
+    ) -> Result<Model<'a, Static>> {
+        Model::load(self, source.into())
+    }
+
+    /// Loads a model compiled with dynamic batch gears (MD1, MD11); one without gears is
+    /// [`Error::WrongModelKind`].
+    pub fn load_dynamic_model<'a>(
+        &'a self,
+        source: impl Into<ModelSource<'a>>,
+    ) -> Result<Model<'a, Dynamic>> {
+        Model::load(self, source.into())
+    }
+
+    /// `aclmdlQuerySize`: the work and weight memory (bytes) a model file needs when loaded
+    /// with [`ModelSource::file_with_memory`] (MD2).
+    pub fn model_memory_size(&self, path: impl AsRef<Path>) -> Result<(usize, usize)> {
+        let path = c_path(path.as_ref())?;
+        self.bind()?;
+        Ok(self.api().model_query_size(&path)?)
+    }
+}
+
+impl<'ctx, K: ModelKind> Model<'ctx, K> {
+    fn load(ctx: &'ctx Context<'ctx>, source: ModelSource<'ctx>) -> Result<Self> {
+        ctx.bind()?;
+        let api = ctx.api();
+        let (id, memory) = match source.kind {
+            SourceKind::File(path) => {
+                let path = c_path(&path)?;
+                // SAFETY: unloaded by the model's release; the context is current.
+                let id = unsafe { api.model_load_from_file(&path)? };
+                (id, ModelMemory::Runtime)
+            }
+            SourceKind::FileWithMemory { path, work, weight } => {
+                for buffer in [&work, &weight] {
+                    if !std::ptr::addr_eq(buffer.context(), ctx) {
+                        return Err(
+                            ctx.mismatch(buffer.context(), "a model's work or weight memory")
+                        );
+                    }
+                }
+                let path = c_path(&path)?;
+                // SAFETY: both buffers are device memory of this context, owned by the model
+                // from here until it is unloaded, and used by nothing else (MD2); the
+                // runtime checks their sizes.
+                let id = unsafe {
+                    api.model_load_from_file_with_mem(
+                        &path,
+                        (work.as_raw(), work.byte_len()),
+                        (weight.as_raw(), weight.byte_len()),
+                    )?
+                };
+                let memory = ModelMemory::Owned {
+                    _work: work,
+                    _weight: weight,
+                };
+                (id, memory)
+            }
+            SourceKind::Bytes(bytes) => {
+                if bytes.is_empty() {
+                    return Err(Error::InvalidArgument("a model cannot be empty"));
+                }
+                if api.get_run_mode()? == crate::sys::bindings::ACL_DEVICE {
+                    let mut device = ctx.alloc::<u8>(bytes.len(), MallocPolicy::HugeFirst)?;
+                    ctx.copy(&mut device, &bytes[..])?;
+                    // SAFETY: device memory (MD3 on the board), owned by the model until it
+                    // is unloaded and never written again.
+                    let id = unsafe {
+                        api.model_load_from_mem(device.as_raw().cast_const(), device.byte_len())?
+                    };
+                    (id, ModelMemory::DeviceBytes(device))
+                } else {
+                    let bytes = bytes.into_boxed_slice();
+                    // SAFETY: the bytes are owned by the model until it is unloaded and
+                    // never written (MD3); moving the box does not move them.
+                    let id = unsafe {
+                        api.model_load_from_mem(bytes.as_ptr().cast::<c_void>(), bytes.len())?
+                    };
+                    (id, ModelMemory::HostBytes(bytes))
+                }
+            }
+        };
+        ctx.adopt();
+        let mut model = Model {
+            ctx,
+            id,
+            desc: std::ptr::null_mut(),
+            shared: Arc::new(ModelShared {
+                in_flight: AtomicUsize::new(0),
+                stream: AtomicPtr::new(std::ptr::null_mut()),
+            }),
+            info: Box::default(),
+            memory: ManuallyDrop::new(Box::new(memory)),
+            unloaded: false,
+            _kind: PhantomData,
+        };
+        // From here on, a failure drops `model`, which unloads it.
+        // SAFETY: the model is loaded; the description is destroyed before it is unloaded.
+        model.desc = unsafe { api.model_desc(id)? };
+        model.describe()?;
+        Ok(model)
+    }
+
+    /// Reads the description once (MD10, MD11) and checks the kind.
+    fn describe(&mut self) -> Result<()> {
+        let api = self.ctx.api();
+        // SAFETY: the description is live, of this loaded model (MD4); so below.
+        let (input_sizes, output_sizes) = unsafe { api.model_io_sizes(self.desc)? };
+        let mut inputs = Vec::with_capacity(input_sizes.len());
+        for (index, byte_len) in input_sizes.into_iter().enumerate() {
+            // SAFETY: as above; an index below the count.
+            let (name, dims) = unsafe { api.model_dims(self.desc, 0, index)? };
+            inputs.push(TensorDesc {
+                name,
+                dims,
+                byte_len,
+            });
+        }
+        let mut outputs = Vec::with_capacity(output_sizes.len());
+        for (index, byte_len) in output_sizes.into_iter().enumerate() {
+            // SAFETY: as above.
+            let (name, dims) = unsafe { api.model_dims(self.desc, 1, index)? };
+            outputs.push(TensorDesc {
+                name,
+                dims,
+                byte_len,
+            });
+        }
+        if inputs.iter().chain(&outputs).any(|t| t.byte_len == 0) {
+            return Err(Error::InvalidArgument(
+                "the model has an input or output of unknown size (0): not supported (MD10)",
+            ));
+        }
+        self.info.batch_input = inputs.iter().position(|t| t.name == DYNAMIC_BATCH_INPUT);
+        // SAFETY: as above.
+        let gears = unsafe { api.model_dynamic_batch(self.desc)? };
+        match (
+            K::DYNAMIC,
+            gears.is_empty(),
+            self.info.batch_input.is_some(),
+        ) {
+            (false, true, false) | (true, false, true) => {}
+            (false, false, _) => {
+                return Err(Error::WrongModelKind(
+                    "the model has dynamic batch gears: load it with Context::load_dynamic_model",
+                ));
+            }
+            (true, true, _) => {
+                return Err(Error::WrongModelKind(
+                    "the model has no dynamic batch gears: load it with Context::load_model",
+                ));
+            }
+            _ => {
+                return Err(Error::WrongModelKind(
+                    "the model has dynamic image sizes or dimensions: not supported",
+                ));
+            }
+        }
+        self.info.inputs = inputs.into_boxed_slice();
+        self.info.outputs = outputs.into_boxed_slice();
+        self.info.gears = gears.into_boxed_slice();
+        Ok(())
+    }
+
+    /// The context the model was loaded in (MD1).
+    pub fn context(&self) -> &'ctx Context<'ctx> {
+        self.ctx
+    }
+
+    /// The runtime's id of the model, for calls this crate does not wrap.
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// The inputs, in the model's order (a dynamic-batch model's includes
+    /// [`DYNAMIC_BATCH_INPUT`]).
+    pub fn inputs(&self) -> &[TensorDesc] {
+        &self.info.inputs
+    }
+
+    /// The outputs, in the model's order.
+    pub fn outputs(&self) -> &[TensorDesc] {
+        &self.info.outputs
+    }
+
+    /// Executions issued on a stream and not yet proven done (MD7).
+    pub fn pending(&self) -> usize {
+        self.shared.pending()
+    }
+
+    /// `aclmdlGetCurOutputDims` (MD12): the dimensions of output `index` as the last
+    /// execution's batch set them (the largest gear's before any).
+    pub fn current_output_dims(&self, index: usize) -> Result<Vec<i64>> {
+        if index >= self.info.outputs.len() {
+            return Err(Error::InvalidArgument("no such model output"));
+        }
+        self.ctx.bind()?;
+        // SAFETY: the description is live, of this loaded model (MD4); an index below the
+        // count.
+        let (_, dims) = unsafe { self.ctx.api().model_dims(self.desc, 2, index)? };
+        Ok(dims)
+    }
+
+    /// Allocates device memory for every input and output, of the sizes the description
+    /// gives (MD9, MD10), and the datasets that describe them (MD5), for
+    /// [`execute`](Model::execute) / [`execute_batch`](Model::execute_batch).
+    pub fn create_io(&self, policy: MallocPolicy) -> Result<ModelIo<'ctx>> {
+        ModelIo::create(self, policy)
+    }
+
+    /// Unloads the model: its description is destroyed first (MD4), then `aclmdlUnload`,
+    /// then the memory it kept is released (MD2, MD3). With executions pending
+    /// ([`Error::ModelInUse`], MD7) or on failure the model is given back, loaded.
+    pub fn unload(mut self) -> Result<(), Failed<Self>> {
+        match self.release() {
+            Ok(()) => Ok(()),
+            Err(error) => Err(Failed::new(error, self)),
+        }
+    }
+
+    fn release(&mut self) -> Result<()> {
+        if self.unloaded {
+            return Ok(());
+        }
+        let pending = self.shared.pending();
+        if pending > 0 {
+            return Err(Error::ModelInUse { pending });
+        }
+        self.ctx.bind()?;
+        let api = self.ctx.api();
+        if !self.desc.is_null() {
+            // SAFETY: the model's own description, live, destroyed once (set to null).
+            unsafe { api.model_destroy_desc(self.desc)? };
+            self.desc = std::ptr::null_mut();
+        }
+        // SAFETY: no execution is pending (checked above; only `&mut self` issues them, and
+        // a pipeline counts one until it has seen its frame done), the description is gone.
+        unsafe { api.model_unload(self.id)? };
+        self.unloaded = true;
+        // SAFETY: the model is unloaded, so the runtime no longer uses its memory (MD2,
+        // MD3); taken once (`unloaded` guards this block).
+        drop(unsafe { ManuallyDrop::take(&mut self.memory) });
+        self.ctx.orphan();
+        Ok(())
+    }
+
+    /// Checks that `io` was created for this model, and that no asynchronous execution is
+    /// pending (a synchronous one would run beside it: MD8).
+    fn check_sync(&self, io: &ModelIo<'ctx>) -> Result<()> {
+        if !Arc::ptr_eq(&self.shared, &io.shared) {
+            return Err(Error::InvalidArgument(
+                "the ModelIo was created for another model",
+            ));
+        }
+        match self.shared.pending() {
+            0 => Ok(()),
+            pending => Err(Error::ModelInUse { pending }),
+        }
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<ModelShared> {
+        &self.shared
+    }
+}
+
+impl<'ctx> Model<'ctx, Static> {
+    /// `aclmdlExecute`: runs the model on `io`'s inputs, writing its outputs, and returns
+    /// once it is done (MD1, MD6). Refused while asynchronous executions are pending (MD8).
+    pub fn execute(&mut self, io: &mut ModelIo<'ctx>) -> Result<()> {
+        self.check_sync(io)?;
+        self.ctx.bind()?;
+        // SAFETY: the model is loaded in the current context (MD1); the datasets describe
+        // device memory of the sizes the description gives (MD9, MD10), exclusively borrowed
+        // for this synchronous call; no other execution of the model is pending (MD8).
+        unsafe {
+            self.ctx
+                .api()
+                .model_execute(self.id, io.input_set, io.output_set)?
+        };
+        Ok(())
+    }
+}
+
+impl<'ctx> Model<'ctx, Dynamic> {
+    /// The batch gears the model was compiled with (MD11).
+    pub fn gears(&self) -> &[u64] {
+        &self.info.gears
+    }
+
+    /// Checks `batch` against the gears (MD11).
+    #[inline]
+    pub(crate) fn check_gear(&self, batch: u64) -> Result<()> {
+        if self.info.gears.contains(&batch) {
+            Ok(())
+        } else {
+            Err(Error::NotAGear { batch })
+        }
+    }
+
+    /// `aclmdlSetDynamicBatchSize` on `io`'s input dataset, then `aclmdlExecute` (MD11: the
+    /// batch is set before every execution). `batch` must be one of the
+    /// [`gears`](Self::gears) ([`Error::NotAGear`]); the inputs hold `batch` items, the
+    /// outputs receive `batch` items (see [`current_output_dims`](Self::current_output_dims)).
+    pub fn execute_batch(&mut self, io: &mut ModelIo<'ctx>, batch: u64) -> Result<()> {
+        self.check_sync(io)?;
+        self.check_gear(batch)?;
+        let Some(index) = self.info.batch_input else {
+            return Err(Error::WrongModelKind("the model has no batch input"));
+        };
+        self.ctx.bind()?;
+        let api = self.ctx.api();
+        // SAFETY: the dataset is `io`'s, of this model, exclusively borrowed, and no
+        // execution uses it (synchronous executions only); a gear of the model (MD11).
+        unsafe { api.model_set_dynamic_batch(self.id, io.input_set, index, batch)? };
+        // SAFETY: as in `Model::execute`.
+        unsafe { api.model_execute(self.id, io.input_set, io.output_set)? };
+        Ok(())
+    }
+}
+
+impl<K: ModelKind> Drop for Model<'_, K> {
+    fn drop(&mut self) {
+        release_on_drop("Model", || self.release());
+    }
+}
+
+impl<K: ModelKind> std::fmt::Debug for Model<'_, K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Model")
+            .field("id", &self.id)
+            .field("inputs", &self.info.inputs)
+            .field("outputs", &self.info.outputs)
+            .field("gears", &self.info.gears)
+            .field("pending", &self.pending())
+            .finish()
+    }
+}
+
+/// Device memory for every input and output of one model, of the sizes its description
+/// gives, and the two datasets that describe it (MD5, MD9, MD10): what
+/// [`Model::execute`] and [`Model::execute_batch`] run on.
+///
+/// Owns its buffers and datasets: they cannot be freed or swapped while a dataset points at
+/// them, and the datasets are destroyed (buffers first, MD5) before the memory is freed.
+/// Synchronous executions only borrow it, so nothing is pending when it is dropped (MD6).
+pub struct ModelIo<'ctx> {
+    ctx: &'ctx Context<'ctx>,
+    shared: Arc<ModelShared>,
+    input_set: *mut aclmdlDataset,
+    output_set: *mut aclmdlDataset,
+    inputs: Box<[DeviceBuffer<'ctx, u8>]>,
+    outputs: Box<[DeviceBuffer<'ctx, u8>]>,
+}
+
+// SAFETY: the datasets are host objects of the runtime, usable from any thread, and only
+// through `&mut self` (writing inputs) or `&mut Model` (executing); the buffers are `Send`.
+unsafe impl Send for ModelIo<'_> {}
+
+impl<'ctx> ModelIo<'ctx> {
+    fn create<K: ModelKind>(model: &Model<'ctx, K>, policy: MallocPolicy) -> Result<Self> {
+        let ctx = model.ctx;
+        let alloc = |tensors: &[TensorDesc]| -> Result<Box<[DeviceBuffer<'ctx, u8>]>> {
+            tensors
+                .iter()
+                .map(|t| ctx.alloc::<u8>(t.byte_len, policy))
+                .collect()
+        };
+        let inputs = alloc(&model.info.inputs)?;
+        let outputs = alloc(&model.info.outputs)?;
+        let mut io = ModelIo {
+            ctx,
+            shared: Arc::clone(&model.shared),
+            input_set: std::ptr::null_mut(),
+            output_set: std::ptr::null_mut(),
+            inputs,
+            outputs,
+        };
+        ctx.bind()?;
+        let api = ctx.api();
+        let raw = |buffers: &[DeviceBuffer<'ctx, u8>]| -> Vec<(*mut c_void, usize)> {
+            buffers.iter().map(|b| (b.as_raw(), b.byte_len())).collect()
+        };
+        // SAFETY: device memory owned by `io`, alive until the datasets are destroyed (its
+        // release, buffers first: MD5).
+        io.input_set = unsafe { api.create_dataset(&raw(&io.inputs))? };
+        // SAFETY: as above.
+        io.output_set = unsafe { api.create_dataset(&raw(&io.outputs))? };
+        Ok(io)
+    }
+
+    /// Copies `data` into input `index` (synchronous `aclrtMemcpy`); at most the input's
+    /// size, the rest keeps what it held.
+    pub fn write_input<T: Pod>(&mut self, index: usize, data: &[T]) -> Result<()> {
+        let Some(buffer) = self.inputs.get_mut(index) else {
+            return Err(Error::InvalidArgument("no such model input"));
+        };
+        let bytes: &[u8] = bytemuck::cast_slice(data);
+        if bytes.len() > buffer.byte_len() {
+            return Err(Error::ModelSizeMismatch {
+                expected: buffer.byte_len(),
+                found: bytes.len(),
+            });
+        }
+        self.ctx.copy(buffer, bytes)
+    }
+
+    /// Copies the first `out.len()` elements of output `index` to `out` (synchronous).
+    pub fn read_output<T: Pod>(&self, index: usize, out: &mut [T]) -> Result<()> {
+        let Some(buffer) = self.outputs.get(index) else {
+            return Err(Error::InvalidArgument("no such model output"));
+        };
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(out);
+        let Some(source) = buffer.slice(..bytes.len()) else {
+            return Err(Error::ModelSizeMismatch {
+                expected: buffer.byte_len(),
+                found: bytes.len(),
+            });
+        };
+        self.ctx.copy(bytes, &source)
+    }
+
+    /// Output `index` read in place, in device run mode only (on the board;
+    /// [`DeviceBuffer::host_view`]). The shared borrow proves no execution writes it.
+    pub fn output_view<T: Pod>(&self, index: usize) -> Result<&[T]> {
+        let Some(buffer) = self.outputs.get(index) else {
+            return Err(Error::InvalidArgument("no such model output"));
+        };
+        bytemuck::try_cast_slice(buffer.host_view()?).map_err(|_| {
+            Error::InvalidArgument("the output's size or alignment does not fit the element type")
+        })
+    }
+
+    fn release(&mut self) -> Result<()> {
+        self.ctx.bind()?;
+        let api = self.ctx.api();
+        let mut outcome = Ok(());
+        for set in [&mut self.input_set, &mut self.output_set] {
+            if !set.is_null() {
+                // SAFETY: the dataset and its buffers are ours; no execution uses them
+                // (synchronous executions only, MD6); destroyed once (set to null).
+                let done = unsafe { api.destroy_dataset(*set) };
+                *set = std::ptr::null_mut();
+                outcome = outcome.and(done.map_err(Error::from));
+            }
+        }
+        outcome
+    }
+}
+
+impl Drop for ModelIo<'_> {
+    fn drop(&mut self) {
+        // The buffers are freed after the datasets (their own `Drop`, field order).
+        report_drop_error("ModelIo", self.release());
+    }
+}
+
+impl std::fmt::Debug for ModelIo<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelIo")
+            .field("inputs", &self.inputs.len())
+            .field("outputs", &self.outputs.len())
+            .finish()
+    }
+}
+
+/// A pipeline slot's datasets for one model: the slot's device input (and a batch buffer for
+/// a dynamic model) and its device output (MD5). Created on the slot's first execution of the
+/// model; destroyed when the slot executes another model, or with the pipeline, never while
+/// an execution uses them (MD6).
+pub(crate) struct SlotDatasets<'ctx> {
+    pub(crate) shared: Arc<ModelShared>,
+    pub(crate) input_set: NonNull<aclmdlDataset>,
+    pub(crate) output_set: NonNull<aclmdlDataset>,
+    /// The device memory of [`DYNAMIC_BATCH_INPUT`] (dynamic models).
+    pub(crate) batch: Option<(usize, DeviceBuffer<'ctx, u8>)>,
+    /// An execution using these datasets was issued and is not yet proven done.
+    pub(crate) pending: bool,
+}
+
+impl<'ctx> SlotDatasets<'ctx> {
+    /// Builds the datasets of `model` over the slot's buffers, checking the model's shape
+    /// against them (one data input, one output, sizes from the description: MD10).
+    pub(crate) fn create<K: ModelKind>(
+        model: &Model<'ctx, K>,
+        input: (*mut c_void, usize),
+        output: (*mut c_void, usize),
+        policy: MallocPolicy,
+    ) -> Result<Self> {
+        let data_inputs = model.info.inputs.len() - usize::from(model.info.batch_input.is_some());
+        if data_inputs != 1 || model.info.outputs.len() != 1 {
+            return Err(Error::InvalidArgument(
+                "a pipeline runs models with one data input and one output",
+            ));
+        }
+        let data_index = usize::from(model.info.batch_input == Some(0));
+        for (tensor, found) in [
+            (&model.info.inputs[data_index], input.1),
+            (&model.info.outputs[0], output.1),
+        ] {
+            if tensor.byte_len != found {
+                return Err(Error::ModelSizeMismatch {
+                    expected: tensor.byte_len,
+                    found,
+                });
+            }
+        }
+        let batch = match model.info.batch_input {
+            Some(index) => Some((
+                index,
+                model
+                    .ctx
+                    .alloc::<u8>(model.info.inputs[index].byte_len, policy)?,
+            )),
+            None => None,
+        };
+        let mut inputs = vec![input];
+        if let Some((index, buffer)) = &batch {
+            inputs.insert(*index, (buffer.as_raw(), buffer.byte_len()));
+        }
+        let api = model.ctx.api();
+        // SAFETY: the slot's device buffers and the batch buffer, alive until these datasets
+        // are destroyed (the pipeline releases them, buffers first, before its memory: MD5).
+        let input_set = unsafe { api.create_dataset(&inputs)? };
+        // SAFETY: as above.
+        let output_set = match unsafe { api.create_dataset(&[output]) } {
+            Ok(set) => set,
+            Err(error) => {
+                // SAFETY: created above, used by nothing.
+                report_drop_error("a pipeline slot's model dataset", unsafe {
+                    api.destroy_dataset(input_set)
+                });
+                return Err(error.into());
+            }
+        };
+        match (NonNull::new(input_set), NonNull::new(output_set)) {
+            (Some(input_set), Some(output_set)) => Ok(SlotDatasets {
+                shared: Arc::clone(&model.shared),
+                input_set,
+                output_set,
+                batch,
+                pending: false,
+            }),
+            _ => Err(Error::InvalidArgument(
+                "the runtime returned a null dataset",
+            )),
+        }
+    }
+
+    /// The slot's frame is proven done: its execution no longer counts as pending (MD7).
+    #[inline]
+    pub(crate) fn finish(&mut self) {
+        if self.pending {
+            self.pending = false;
+            self.shared.end();
+        }
+    }
+
+    /// Destroys the datasets (buffers first, MD5) and frees the batch buffer. The caller
+    /// proved no execution uses them (MD6) and called `finish`.
+    pub(crate) fn release(self, ctx: &Context<'_>) -> Vec<Error> {
+        let mut errors = Vec::new();
+        let api = ctx.api();
+        for set in [self.input_set, self.output_set] {
+            // SAFETY: the caller's contract; each destroyed once (the value is consumed).
+            if let Err(error) = unsafe { api.destroy_dataset(set.as_ptr()) } {
+                errors.push(error.into());
+            }
+        }
+        if let Some((_, buffer)) = self.batch
+            && let Err(failed) = buffer.free()
+        {
+            errors.push(failed.error);
+        }
+        errors
+    }
+}
