@@ -766,7 +766,8 @@ impl<'ctx> SlotDatasets<'ctx> {
     /// Builds the datasets of `model` over the slot's buffers, checking the model's shape
     /// against them (one data input, one output, sizes from the description: MD10).
     pub(crate) fn create<K: ModelKind>(
-        model: &Model<'ctx, K>,
+        ctx: &'ctx Context<'ctx>,
+        model: &Model<'_, K>,
         input: (*mut c_void, usize),
         output: (*mut c_void, usize),
         policy: MallocPolicy,
@@ -792,9 +793,7 @@ impl<'ctx> SlotDatasets<'ctx> {
         let batch = match model.info.batch_input {
             Some(index) => Some((
                 index,
-                model
-                    .ctx
-                    .alloc::<u8>(model.info.inputs[index].byte_len, policy)?,
+                ctx.alloc::<u8>(model.info.inputs[index].byte_len, policy)?,
             )),
             None => None,
         };
@@ -802,7 +801,7 @@ impl<'ctx> SlotDatasets<'ctx> {
         if let Some((index, buffer)) = &batch {
             inputs.insert(*index, (buffer.as_raw(), buffer.byte_len()));
         }
-        let api = model.ctx.api();
+        let api = ctx.api();
         // SAFETY: the slot's device buffers and the batch buffer, alive until these datasets
         // are destroyed (the pipeline releases them, buffers first, before its memory: MD5).
         let input_set = unsafe { api.create_dataset(&inputs)? };

@@ -794,21 +794,21 @@ impl<'l, 'ctx, I: Pod, O: Pod> Launch<'l, 'ctx, I, O> {
     /// be unloaded (MD7) nor executed on another stream (MD8) ([`Error::ModelInUse`]), and the
     /// slot's buffers and datasets are untouched (MD6). The slot's datasets are created on its
     /// first execution of a model, so the steady state creates nothing.
-    pub fn execute(&self, model: &mut Model<'ctx, Static>) -> Result<()> {
+    pub fn execute(&self, model: &mut Model<'_, Static>) -> Result<()> {
         self.execute_model(model, None)
     }
 
     /// As [`execute`](Self::execute) for a dynamic-batch model: `aclmdlSetDynamicBatchSize`
     /// on the slot's input dataset, then the execution (MD11: before each one). `batch` must
     /// be one of the model's [gears](Model::gears) ([`Error::NotAGear`]).
-    pub fn execute_batch(&self, model: &mut Model<'ctx, Dynamic>, batch: u64) -> Result<()> {
+    pub fn execute_batch(&self, model: &mut Model<'_, Dynamic>, batch: u64) -> Result<()> {
         model.check_gear(batch)?;
         self.execute_model(model, Some(batch))
     }
 
     fn execute_model<K: ModelKind>(
         &self,
-        model: &mut Model<'ctx, K>,
+        model: &mut Model<'_, K>,
         batch: Option<u64>,
     ) -> Result<()> {
         let ctx = self.stream.context();
@@ -840,6 +840,7 @@ impl<'l, 'ctx, I: Pod, O: Pod> Launch<'l, 'ctx, I, O> {
                 }
             }
             *slot_model = Some(SlotDatasets::create(
+                ctx,
                 model,
                 (self.input.cast_mut(), self.input_len * size_of::<I>()),
                 (self.output, self.output_len * size_of::<O>()),

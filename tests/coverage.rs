@@ -42,12 +42,12 @@ struct Row {
     citations: Vec<String>,
 }
 
-/// Whether `s` looks like a rule ID: one uppercase letter then digits (`E4`, `C10`).
+/// Whether `s` looks like a rule ID: a family of uppercase letters then digits (`E4`, `C10`,
+/// `MD11`).
 fn is_rule_id(s: &str) -> bool {
-    let mut chars = s.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_uppercase())
-        && s.len() > 1
-        && chars.all(|c| c.is_ascii_digit())
+    let digits = s.trim_start_matches(|c: char| c.is_ascii_uppercase());
+    let family = s.len() - digits.len();
+    (1..=3).contains(&family) && !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit())
 }
 
 /// The rule IDs of a protocol document, in order: every bullet line that starts with
@@ -337,13 +337,15 @@ fn parser_finds_rule_bullets_only() {
                \x20 continued line with **X9** inside\n\
                - **Note** not an ID\n\
                - **E10** two digits\n\
+               - **MD11** a family of two letters\n\
                * **D1** other bullet style is not a rule bullet\n";
-    assert_eq!(parse_rules(doc), ["P1", "E10"]);
+    assert_eq!(parse_rules(doc), ["P1", "E10", "MD11"]);
     let real = read_repo_file("docs/protocol.md").expect("docs/protocol.md");
     let rules = parse_rules(&real);
     assert!(rules.len() >= 30, "{rules:?}");
     assert_eq!(rules.first().map(String::as_str), Some("P1"));
     assert!(rules.iter().any(|r| r == "E4") && rules.iter().any(|r| r == "M2"));
+    assert!(rules.iter().any(|r| r == "MD12"), "the model family is parsed: {rules:?}");
 }
 
 #[test]

@@ -1,0 +1,654 @@
+//! Models (MD1-MD12) through the typed API, on the simulator's text models
+//! (`simulator::SimModel`): synchronous and pipelined execution compute the model's function,
+//! pending executions keep the model loaded (MD7) and on one stream (MD8), gears are checked
+//! (MD11), sizes come from the description (MD10), and every test ends with zero checker
+//! findings and no live runtime object, on error paths and injected faults too.
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use ascend_typestate::simulator::{SimDtype, SimModel};
+use ascend_typestate::{
+    AclError, DYNAMIC_BATCH_INPUT, Dynamic, Error, MallocPolicy, Model, ModelSource,
+    PipelineConfig, Static,
+};
+use support::DropErrors;
+use support::sim::Session;
+
+const FEATURES: usize = 8;
+const CLASSES: usize = 4;
+
+fn weights() -> Vec<f32> {
+    (0..FEATURES * CLASSES)
+        .map(|i| ((i * 7 % 11) as f32 - 5.0) / 4.0)
+        .collect()
+}
+
+const BIAS: [f32; CLASSES] = [0.5, -0.25, 0.0, 1.0];
+
+/// A linear classifier over `FEATURES` values, `rows` items (the largest gear's batch for a
+/// dynamic model).
+fn classifier(rows: usize, gears: &[u64]) -> SimModel {
+    SimModel::new(
+        SimDtype::F32,
+        &[rows, FEATURES],
+        SimDtype::F32,
+        &[rows, CLASSES],
+    )
+    .batch_gears(gears)
+    .matmul(FEATURES, CLASSES, &weights())
+    .bias(&BIAS)
+}
+
+/// What the classifier computes for `input` (rows of `FEATURES`).
+fn expected(input: &[f32]) -> Vec<f32> {
+    let w = weights();
+    input
+        .chunks(FEATURES)
+        .flat_map(|row| {
+            (0..CLASSES).map(|c| {
+                let mut sum = 0.0f32;
+                for (r, x) in row.iter().enumerate() {
+                    sum += x * w[r * CLASSES + c];
+                }
+                sum + BIAS[c]
+            })
+        })
+        .collect()
+}
+
+fn assert_close(found: &[f32], want: &[f32], what: &str) {
+    assert_eq!(found.len(), want.len(), "{what}");
+    for (i, (a, b)) in found.iter().zip(want).enumerate() {
+        assert!((a - b).abs() < 1e-3, "{what}: element {i}: {a} != {b}");
+    }
+}
+
+fn model_file(name: &str, model: &SimModel) -> PathBuf {
+    let path = support::scratch_dir("typed_models").join(format!("{name}.model"));
+    model.write(&path).expect("write the model file");
+    path
+}
+
+fn frame_input(n: u64, rows: usize) -> Vec<f32> {
+    (0..rows * FEATURES)
+        .map(|i| ((n as usize * 31 + i) % 17) as f32 / 8.0 - 1.0)
+        .collect()
+}
+
+fn ends_clean(session: Session) {
+    assert_eq!(session.sim.live_objects(), 0, "everything released");
+    let findings = session.finish();
+    assert!(findings.is_empty(), "{findings:#?}");
+}
+
+#[test]
+fn md_a_synchronous_execution_computes_the_model() {
+    let path = model_file("sync", &classifier(2, &[]));
+    let session = Session::start();
+    {
+        let device = session.default_device(0);
+        let mut model = device.load_model(&path).unwrap();
+        assert_eq!(model.inputs().len(), 1);
+        assert_eq!(model.inputs()[0].dims(), &[2, FEATURES as i64]);
+        assert_eq!(model.inputs()[0].byte_len(), 2 * FEATURES * 4);
+        assert_eq!(model.outputs()[0].byte_len(), 2 * CLASSES * 4);
+        let mut io = model.create_io(MallocPolicy::HugeFirst).unwrap();
+        for n in 0..5 {
+            let input = frame_input(n, 2);
+            io.write_input(0, &input).unwrap();
+            model.execute(&mut io).unwrap();
+            let mut output = [0.0f32; 2 * CLASSES];
+            io.read_output(0, &mut output).unwrap();
+            assert_close(&output, &expected(&input), "sync");
+        }
+        // Sizes come from the description (MD10).
+        let too_long = vec![0.0f32; 2 * FEATURES + 1];
+        assert!(matches!(
+            io.write_input(0, &too_long),
+            Err(Error::ModelSizeMismatch { .. })
+        ));
+        // Reading in place is for the board only.
+        assert!(matches!(
+            io.output_view::<f32>(0),
+            Err(Error::NotInDeviceRunMode)
+        ));
+        drop(io);
+        model.unload().unwrap();
+    }
+    ends_clean(session);
+}
+
+#[test]
+fn md11_md12_a_dynamic_model_executes_each_gear() {
+    let path = model_file("dynamic", &classifier(4, &[1, 2, 4]));
+    let session = Session::start();
+    {
+        let device = session.default_device(0);
+        // The kinds are checked at load.
+        assert!(matches!(
+            device.load_model(&path),
+            Err(Error::WrongModelKind(_))
+        ));
+        let mut model: Model<'_, Dynamic> = device.load_dynamic_model(&path).unwrap();
+        assert_eq!(model.gears(), &[1, 2, 4]);
+        assert!(model.inputs().iter().any(|t| t.name() == DYNAMIC_BATCH_INPUT));
+        // MD12: the largest gear's dims before any batch.
+        assert_eq!(model.current_output_dims(0).unwrap(), vec![4, CLASSES as i64]);
+        let data = model
+            .inputs()
+            .iter()
+            .position(|t| t.name() != DYNAMIC_BATCH_INPUT)
+            .unwrap();
+        let mut io = model.create_io(MallocPolicy::HugeFirst).unwrap();
+        for batch in [2u64, 1, 4] {
+            let input = frame_input(batch, 4);
+            io.write_input(data, &input).unwrap();
+            model.execute_batch(&mut io, batch).unwrap();
+            let mut output = [f32::NAN; 4 * CLASSES];
+            io.read_output(0, &mut output).unwrap();
+            let rows = batch as usize;
+            assert_close(
+                &output[..rows * CLASSES],
+                &expected(&input[..rows * FEATURES]),
+                "batch",
+            );
+            assert!(output[rows * CLASSES..].iter().all(|&y| y == 0.0), "the rest zeroed");
+            assert_eq!(
+                model.current_output_dims(0).unwrap(),
+                vec![batch as i64, CLASSES as i64]
+            );
+        }
+        // MD11: a batch that is not a gear never reaches the runtime.
+        assert!(matches!(
+            model.execute_batch(&mut io, 3),
+            Err(Error::NotAGear { batch: 3 })
+        ));
+        drop(io);
+        model.unload().unwrap();
+        let fixed = model_file("fixed_for_dynamic", &classifier(1, &[]));
+        assert!(matches!(
+            device.load_dynamic_model(&fixed),
+            Err(Error::WrongModelKind(_))
+        ));
+    }
+    ends_clean(session);
+}
+
+/// Runs `frames` frames of `model` in `pipeline`, checking each output when its slot comes
+/// round and after `wait_all`.
+fn run_model_frames(
+    pipeline: &mut ascend_typestate::Pipeline<'_, f32, f32>,
+    model: &mut Model<'_, Static>,
+    rows: usize,
+    frames: u64,
+) -> u64 {
+    let mut checked = 0;
+    for _ in 0..frames {
+        let mut slot = pipeline.next_slot().unwrap();
+        if let Some((n, output)) = slot.output() {
+            assert_close(output, &expected(&frame_input(n, rows)), "frame");
+            checked += 1;
+        }
+        let n = slot.frame();
+        slot.input_mut().copy_from_slice(&frame_input(n, rows));
+        slot.submit(|launch| launch.execute(model)).unwrap();
+    }
+    pipeline.wait_all().unwrap();
+    for (n, output) in pipeline.outputs() {
+        assert_close(output, &expected(&frame_input(n, rows)), "last frames");
+        checked += 1;
+    }
+    checked
+}
+
+#[test]
+fn md6_pipelined_executions_are_complete_when_handed_back() {
+    let rows = 3;
+    let path = model_file(
+        "pipelined",
+        &classifier(rows, &[]).time_per_item(Duration::from_micros(200)),
+    );
+    let session = Session::start();
+    {
+        let device = session.default_device(0);
+        let mut model = device.load_model(&path).unwrap();
+        for slots in [1, 2, 3] {
+            let config = PipelineConfig::new(rows * FEATURES, rows * CLASSES).slots(slots);
+            let mut pipeline = device.create_pipeline::<f32, f32>(config).unwrap();
+            assert_eq!(run_model_frames(&mut pipeline, &mut model, rows, 30), 30);
+            assert_eq!(model.pending(), 0);
+            pipeline.destroy().unwrap();
+        }
+        model.unload().unwrap();
+    }
+    ends_clean(session);
+}
+
+#[test]
+fn md7_md8_a_pending_execution_keeps_the_model_loaded_and_on_its_stream() {
+    let rows = 2;
+    let path = model_file(
+        "pending",
+        &classifier(rows, &[]).time_per_item(Duration::from_millis(20)),
+    );
+    let session = Session::start();
+    {
+        let device = session.default_device(0);
+        let config = PipelineConfig::new(rows * FEATURES, rows * CLASSES);
+        let mut model = device.load_model(&path).unwrap();
+        let mut pipeline = device.create_pipeline::<f32, f32>(config).unwrap();
+        let mut other = device.create_pipeline::<f32, f32>(config).unwrap();
+        let slot = pipeline.next_slot().unwrap();
+        slot.submit(|launch| launch.execute(&mut model)).unwrap();
+        assert_eq!(model.pending(), 1);
+        // MD7: no unload while pending; the model comes back, loaded.
+        let failed = model.unload().unwrap_err();
+        assert!(matches!(failed.error, Error::ModelInUse { pending: 1 }), "{:?}", failed.error);
+        let mut model = failed.value;
+        // MD8: not on another stream, not synchronously beside it.
+        let err = other
+            .next_slot()
+            .unwrap()
+            .submit(|launch| launch.execute(&mut model))
+            .unwrap_err();
+        assert!(matches!(err, Error::ModelInUse { pending: 1 }), "{err:?}");
+        let mut io = model.create_io(MallocPolicy::HugeFirst).unwrap();
+        assert!(matches!(
+            model.execute(&mut io),
+            Err(Error::ModelInUse { pending: 1 })
+        ));
+        // One execution per frame.
+        let err = pipeline
+            .next_slot()
+            .unwrap()
+            .submit(|launch| {
+                launch.execute(&mut model)?;
+                launch.execute(&mut model)
+            })
+            .unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
+        // Proven done: everything is allowed again.
+        pipeline.wait_all().unwrap();
+        other.wait_all().unwrap();
+        assert_eq!(model.pending(), 0);
+        model.execute(&mut io).unwrap();
+        drop(io);
+        pipeline.destroy().unwrap();
+        other.destroy().unwrap();
+        model.unload().unwrap();
+    }
+    ends_clean(session);
+}
+
+#[test]
+fn md7_a_model_dropped_while_pending_is_kept_loaded_and_reported() {
+    const CHILD: &str = "ASCEND_TYPESTATE_MODEL_CHILD";
+    if std::env::var_os(CHILD).is_none() {
+        let (status, out, err) = support::child::in_child(
+            "md7_a_model_dropped_while_pending_is_kept_loaded_and_reported",
+            CHILD,
+            Duration::from_secs(60),
+        );
+        assert!(status.is_some_and(|s| s.success()), "{out}\n{err}");
+        assert!(out.contains("kept as expected"), "{out}\n{err}");
+        return;
+    }
+    let rows = 2;
+    let path = model_file(
+        "dropped_pending",
+        &classifier(rows, &[]).time_per_item(Duration::from_millis(10)),
+    );
+    let session = Session::start();
+    session.expect_findings();
+    let errors = DropErrors::capture();
+    {
+        let device = session.default_device(0);
+        let config = PipelineConfig::new(rows * FEATURES, rows * CLASSES);
+        let mut pipeline = device.create_pipeline::<f32, f32>(config).unwrap();
+        let mut model = device.load_model(&path).unwrap();
+        pipeline
+            .next_slot()
+            .unwrap()
+            .submit(|launch| launch.execute(&mut model))
+            .unwrap();
+        drop(model);
+        let reported = errors.take();
+        assert!(
+            reported.iter().any(|e| e.contains("MD7")),
+            "the drop was reported: {reported:?}"
+        );
+        // The execution still completes on a loaded model.
+        pipeline.wait_all().unwrap();
+        pipeline.destroy().unwrap();
+    }
+    let findings = session.finish();
+    assert!(
+        findings.iter().all(|f| f.rule == "P2"),
+        "only the leak report of the kept model: {findings:#?}"
+    );
+    println!("kept as expected");
+}
+
+#[test]
+fn md1_md10_a_pipeline_refuses_a_model_of_another_context_or_shape() {
+    let rows = 2;
+    let path = model_file("checks", &classifier(rows, &[]));
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let other_ctx = device.create_context().unwrap();
+        let mut model = ctx.load_model(&path).unwrap();
+        let config = PipelineConfig::new(rows * FEATURES, rows * CLASSES);
+        let mut foreign = other_ctx.create_pipeline::<f32, f32>(config).unwrap();
+        let err = foreign
+            .next_slot()
+            .unwrap()
+            .submit(|launch| launch.execute(&mut model))
+            .unwrap_err();
+        assert!(matches!(err, Error::ContextMismatch { .. }), "{err:?}");
+        let wrong = PipelineConfig::new(rows * FEATURES + 1, rows * CLASSES);
+        let mut wrong = ctx.create_pipeline::<f32, f32>(wrong).unwrap();
+        let err = wrong
+            .next_slot()
+            .unwrap()
+            .submit(|launch| launch.execute(&mut model))
+            .unwrap_err();
+        assert!(
+            matches!(err, Error::ModelSizeMismatch { expected: 64, found: 68 }),
+            "{err:?}"
+        );
+        assert_eq!(model.pending(), 0);
+        foreign.destroy().unwrap();
+        wrong.destroy().unwrap();
+        model.unload().unwrap();
+        other_ctx.destroy().unwrap();
+        ctx.destroy().unwrap();
+        device.reset().unwrap();
+    }
+    ends_clean(session);
+}
+
+#[test]
+fn md11_a_dynamic_model_in_a_pipeline_runs_the_gear_of_each_frame() {
+    let path = model_file("dynamic_pipeline", &classifier(4, &[1, 2, 4]));
+    let session = Session::start();
+    {
+        let device = session.default_device(0);
+        let mut model = device.load_dynamic_model(&path).unwrap();
+        let config = PipelineConfig::new(4 * FEATURES, 4 * CLASSES);
+        let mut pipeline = device.create_pipeline::<f32, f32>(config).unwrap();
+        let gear = |n: u64| [1u64, 2, 4][n as usize % 3];
+        let check = |n: u64, output: &[f32]| {
+            let rows = gear(n) as usize;
+            let input = frame_input(n, 4);
+            assert_close(
+                &output[..rows * CLASSES],
+                &expected(&input[..rows * FEATURES]),
+                "gear",
+            );
+        };
+        for _ in 0..12 {
+            let mut slot = pipeline.next_slot().unwrap();
+            if let Some((n, output)) = slot.output() {
+                check(n, output);
+            }
+            let n = slot.frame();
+            slot.input_mut().copy_from_slice(&frame_input(n, 4));
+            slot.submit(|launch| launch.execute_batch(&mut model, gear(n)))
+                .unwrap();
+        }
+        pipeline.wait_all().unwrap();
+        for (n, output) in pipeline.outputs() {
+            check(n, output);
+        }
+        let err = pipeline
+            .next_slot()
+            .unwrap()
+            .submit(|launch| launch.execute_batch(&mut model, 3))
+            .unwrap_err();
+        assert!(matches!(err, Error::NotAGear { batch: 3 }), "{err:?}");
+        pipeline.destroy().unwrap();
+        model.unload().unwrap();
+    }
+    ends_clean(session);
+}
+
+#[test]
+fn md2_md3_loads_with_memory_and_from_bytes_keep_it_until_unload() {
+    let rows = 1;
+    let model_text = classifier(rows, &[]);
+    let path = model_file("with_memory", &model_text);
+    let session = Session::start();
+    {
+        let device = session.default_device(0);
+        let (work, weight) = device.model_memory_size(&path).unwrap();
+        assert!(work > 0 && weight > 0);
+        let live = session.sim.live_objects();
+        let source = ModelSource::file_with_memory(
+            &path,
+            device.alloc::<u8>(work, MallocPolicy::HugeFirst).unwrap(),
+            device.alloc::<u8>(weight, MallocPolicy::HugeFirst).unwrap(),
+        );
+        let mut model = device.load_model(source).unwrap();
+        let mut io = model.create_io(MallocPolicy::HugeFirst).unwrap();
+        let input = frame_input(7, rows);
+        io.write_input(0, &input).unwrap();
+        model.execute(&mut io).unwrap();
+        let mut output = [0.0f32; CLASSES];
+        io.read_output(0, &mut output).unwrap();
+        assert_close(&output, &expected(&input), "with memory");
+        drop(io);
+        model.unload().unwrap();
+        assert_eq!(session.sim.live_objects(), live, "the memory went with the model");
+
+        // Memory smaller than the model needs: the runtime refuses, nothing is lost.
+        let small = ModelSource::file_with_memory(
+            &path,
+            device.alloc::<u8>(1, MallocPolicy::HugeFirst).unwrap(),
+            device.alloc::<u8>(weight, MallocPolicy::HugeFirst).unwrap(),
+        );
+        let err = device.load_model(small).unwrap_err();
+        assert_eq!(err.code(), Some(AclError::InvalidParam), "{err:?}");
+        assert_eq!(session.sim.live_objects(), live);
+
+        // From bytes (host run mode): the model keeps them.
+        let mut model = device
+            .load_model(ModelSource::bytes(model_text.to_text().into_bytes()))
+            .unwrap();
+        let mut io = model.create_io(MallocPolicy::HugeFirst).unwrap();
+        io.write_input(0, &input).unwrap();
+        model.execute(&mut io).unwrap();
+        io.read_output(0, &mut output).unwrap();
+        assert_close(&output, &expected(&input), "from bytes");
+        drop(io);
+        model.unload().unwrap();
+        assert!(matches!(
+            device.load_model(ModelSource::bytes(Vec::new())),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+    ends_clean(session);
+}
+
+#[test]
+fn a_real_om_or_a_missing_file_is_a_clear_runtime_error() {
+    let dir = support::scratch_dir("typed_models");
+    let om = dir.join("real.om");
+    std::fs::write(&om, [0x49u8, 0x4d, 0x4f, 0x44, 0, 1, 2, 3]).unwrap();
+    let session = Session::start();
+    {
+        let device = session.default_device(0);
+        let err = device.load_model(&om).unwrap_err();
+        assert_eq!(err.code(), Some(AclError::ParseModel), "{err:?}");
+        let err = device.load_model(dir.join("missing.om")).unwrap_err();
+        assert_eq!(err.code(), Some(AclError::ReadModelFailure), "{err:?}");
+        let err = device.load_model("a\0b").unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
+    }
+    ends_clean(session);
+}
+
+/// On the board (device run mode), outputs are read in place; model bytes go to device
+/// memory (MD3). Run in a child with `ACLSIM_RUN_MODE=device`.
+#[test]
+fn md3_device_run_mode_reads_outputs_in_place() {
+    const CHILD: &str = "ASCEND_TYPESTATE_DEVICE_MODE_CHILD";
+    if std::env::var_os(CHILD).is_none() {
+        let exe = std::env::current_exe().unwrap();
+        let out = Command::new(exe)
+            .args([
+                "md3_device_run_mode_reads_outputs_in_place",
+                "--exact",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD, "1")
+            .env("ACLSIM_RUN_MODE", "device")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stdout}\n{stderr}");
+        assert!(stdout.contains("read in place"), "{stdout}\n{stderr}");
+        return;
+    }
+    let model_text = classifier(1, &[]);
+    let session = Session::start();
+    {
+        let device = session.default_device(0);
+        assert!(session.acl().runs_on_device().unwrap());
+        let mut model = device
+            .load_model(ModelSource::bytes(model_text.to_text().into_bytes()))
+            .unwrap();
+        let mut io = model.create_io(MallocPolicy::HugeFirst).unwrap();
+        let input = frame_input(3, 1);
+        io.write_input(0, &input).unwrap();
+        model.execute(&mut io).unwrap();
+        assert_close(io.output_view::<f32>(0).unwrap(), &expected(&input), "view");
+        drop(io);
+        model.unload().unwrap();
+    }
+    ends_clean(session);
+    println!("read in place");
+}
+
+/// Faults injected into every model call of a pipelined loop and of synchronous execution:
+/// every failure is an error, the loop recovers, the model unloads, nothing is lost.
+#[test]
+fn fault_sweep_over_model_execution() {
+    const CALLS: &[&str] = &[
+        "aclmdlExecuteAsync",
+        "aclmdlCreateDataset",
+        "aclCreateDataBuffer",
+        "aclmdlAddDatasetBuffer",
+        "aclmdlExecute",
+        "aclmdlSetDynamicBatchSize",
+        "aclrtSynchronizeEvent",
+        "aclrtMemcpyAsync",
+    ];
+    let rows = 2;
+    let path = model_file(
+        "faults",
+        &classifier(rows, &[]).time_per_item(Duration::from_micros(50)),
+    );
+    let dynamic = model_file("faults_dynamic", &classifier(rows, &[1, 2]));
+    let session = Session::start();
+    let errors = DropErrors::capture();
+    let mut injected = 0;
+    {
+        let device = session.default_device(0);
+        let config = PipelineConfig::new(rows * FEATURES, rows * CLASSES);
+        for call in CALLS {
+            for skip in 0..4 {
+                let mut model = device.load_model(&path).unwrap();
+                let mut dyn_model = device.load_dynamic_model(&dynamic).unwrap();
+                let mut pipeline = device.create_pipeline::<f32, f32>(config).unwrap();
+                session.sim.inject_fault_at(call, 507_000, skip, 1);
+                let mut failures = 0;
+                let mut frames = 0u64;
+                while frames < 6 {
+                    let step = pipeline.next_slot().and_then(|mut slot| {
+                        if let Some((n, output)) = slot.output() {
+                            assert_close(output, &expected(&frame_input(n, rows)), "frame");
+                        }
+                        let n = slot.frame();
+                        slot.input_mut().copy_from_slice(&frame_input(n, rows));
+                        if n % 2 == 0 {
+                            slot.submit(|launch| launch.execute(&mut model))
+                        } else {
+                            slot.submit(|launch| launch.execute_batch(&mut dyn_model, 2))
+                        }
+                    });
+                    match step {
+                        Ok(_) => frames += 1,
+                        Err(_) => failures += 1,
+                    }
+                    assert!(failures < 10, "{call} #{skip}: the loop does not recover");
+                }
+                while pipeline.wait_all().is_err() {
+                    failures += 1;
+                    assert!(failures < 10, "{call} #{skip}: wait_all does not recover");
+                }
+                assert_eq!(model.pending() + dyn_model.pending(), 0);
+                let mut io = loop {
+                    match model.create_io(MallocPolicy::HugeFirst) {
+                        Ok(io) => break io,
+                        Err(_) => failures += 1,
+                    }
+                };
+                if model.execute(&mut io).is_err() {
+                    failures += 1;
+                }
+                session.sim.clear_faults();
+                model.execute(&mut io).unwrap();
+                drop(io);
+                pipeline.destroy().unwrap();
+                model.unload().unwrap();
+                dyn_model.unload().unwrap();
+                injected += failures;
+            }
+        }
+    }
+    assert!(injected > 15, "the faults were hit ({injected})");
+    let _ = errors.take();
+    ends_clean(session);
+}
+
+/// The steady state of a pipelined model loop calls, per frame, exactly the raw loop's
+/// functions: no dataset or buffer is created after the first frames (MD5 once).
+#[test]
+fn md_a_pipelined_model_frame_creates_nothing() {
+    let rows = 2;
+    let path = model_file("steady", &classifier(rows, &[]));
+    let session = Session::start();
+    {
+        let device = session.default_device(0);
+        let mut model = device.load_model(&path).unwrap();
+        let config = PipelineConfig::new(rows * FEATURES, rows * CLASSES);
+        let mut pipeline = device.create_pipeline::<f32, f32>(config).unwrap();
+        run_model_frames(&mut pipeline, &mut model, rows, 4);
+        session.sim.reset_call_counts();
+        run_model_frames(&mut pipeline, &mut model, rows, 10);
+        let sim = &session.sim;
+        assert_eq!(sim.call_count("aclmdlExecuteAsync"), 10);
+        for call in [
+            "aclmdlCreateDataset",
+            "aclCreateDataBuffer",
+            "aclmdlDestroyDataset",
+            "aclDestroyDataBuffer",
+            "aclrtMalloc",
+            "aclrtCreateEvent",
+            "aclrtCreateEventWithFlag",
+        ] {
+            assert_eq!(sim.call_count(call), 0, "{call}");
+        }
+        pipeline.destroy().unwrap();
+        model.unload().unwrap();
+    }
+    ends_clean(session);
+}
