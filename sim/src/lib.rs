@@ -20,6 +20,7 @@ pub mod calls;
 pub mod errmsg;
 pub mod exec;
 pub mod extra;
+pub mod model;
 pub mod pt;
 pub mod state;
 pub mod trace;
