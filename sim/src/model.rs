@@ -297,7 +297,7 @@ pub fn parse(bytes: &[u8]) -> Result<Model, ParseError> {
     for (op, line) in ops.iter().zip(&op_lines) {
         n = match op {
             Op::Matmul { rows, cols, .. } => {
-                if n % rows != 0 {
+                if !n.is_multiple_of(*rows) {
                     return Err(syntax(
                         *line,
                         format!("matmul: {n} values per batch item are not rows of {rows}"),
@@ -305,7 +305,7 @@ pub fn parse(bytes: &[u8]) -> Result<Model, ParseError> {
                 }
                 n / rows * cols
             }
-            Op::Bias(b) if n % b.len() != 0 => {
+            Op::Bias(b) if !n.is_multiple_of(b.len()) => {
                 return Err(syntax(
                     *line,
                     format!(
@@ -315,7 +315,7 @@ pub fn parse(bytes: &[u8]) -> Result<Model, ParseError> {
                 ));
             }
             Op::Argmax(c) => {
-                if n % c != 0 {
+                if !n.is_multiple_of(*c) {
                     return Err(syntax(
                         *line,
                         format!("argmax: {n} values per batch item are not rows of {c}"),
