@@ -245,6 +245,13 @@ fn unuse(rt: &mut Rt, start: usize) {
     }
 }
 
+/// Tracked allocations released by a device reset (D3): no model holds them any more.
+pub(crate) fn forget_allocs(rt: &mut Rt, starts: &[usize]) {
+    for l in rt.models.loaded.values_mut() {
+        l.held.retain(|(p, _)| !starts.contains(p));
+    }
+}
+
 /// MD2 / MD3: the model holding allocation `start`, as the rule a free breaks and a text.
 pub(crate) fn holder(rt: &Rt, start: usize) -> Option<(&'static str, String)> {
     rt.models.loaded.iter().find_map(|(id, l)| {
