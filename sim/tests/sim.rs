@@ -185,6 +185,7 @@ cases!(
     md3_load_from_mem_bytes_freed_before_unload_is_flagged,
     md4_description_used_after_unload_is_flagged,
     md_p2_model_never_unloaded_is_a_leak,
+    md_io_memory_in_use_and_device_reset,
 );
 
 #[test]

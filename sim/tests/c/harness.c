@@ -2919,6 +2919,53 @@ static void md_p2_model_never_unloaded_is_a_leak(void) {
     ASSERT(aclsimLiveObjectCount() == 0);
 }
 
+static void md_io_memory_in_use_and_device_reset(void) {
+    setup();
+    aclmdlDesc *desc;
+    uint32_t id = md_load(MD_SLOW, &desc);
+    struct md_io io;
+    md_io_make(desc, &io);
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    OK(aclmdlExecuteAsync(id, io.in, io.out, s));
+    OK(aclrtFree(io.mem[1])); /* M2: the pending execution writes it; release deferred */
+    ASSERT(count_rule("M2") == 1);
+    OK(aclrtSynchronizeStream(s));
+    OK(aclrtDestroyStream(s));
+    OK(aclDestroyDataBuffer(io.buf[0]));
+    OK(aclDestroyDataBuffer(io.buf[1]));
+    OK(aclmdlDestroyDataset(io.in));
+    OK(aclmdlDestroyDataset(io.out));
+    OK(aclrtFree(io.mem[0]));
+    OK(aclmdlUnload(id));
+    OK(aclmdlDestroyDesc(desc));
+    ASSERT(aclsimLiveObjectCount() == 0);
+    /* A device reset frees the work and weight memory of a loaded model (D3): the model no
+     * longer holds them, so memory allocated later (maybe at the same address) is free to go. */
+    const char *path = md_file(MD_CLASSIFIER);
+    size_t ws, wts;
+    OK(aclmdlQuerySize(path, &ws, &wts));
+    void *work, *weight;
+    OK(aclrtMalloc(&work, ws, ACL_MEM_MALLOC_HUGE_FIRST));
+    OK(aclrtMalloc(&weight, wts, ACL_MEM_MALLOC_HUGE_FIRST));
+    OK(aclmdlLoadFromFileWithMem(path, &id, work, ws, weight, wts));
+    OK(aclrtResetDevice(0));
+    ASSERT(count_rule("D3") == 1);
+    OK(aclrtSetDevice(0));
+    void *again[2];
+    OK(aclrtMalloc(&again[0], ws, ACL_MEM_MALLOC_HUGE_FIRST));
+    OK(aclrtMalloc(&again[1], wts, ACL_MEM_MALLOC_HUGE_FIRST));
+    OK(aclrtFree(again[0]));
+    OK(aclrtFree(again[1]));
+    ASSERT(count_rule("MD2") == 0);
+    /* The model's context is gone: it can no longer be unloaded, a leak at aclFinalize. */
+    CHECK(aclmdlUnload(id), ACL_ERROR_RT_MODEL_CONTEXT);
+    OK(aclrtResetDevice(0));
+    ASSERT(aclsimLiveObjectCount() == 1);
+    OK(aclFinalize());
+    ASSERT(count_rule("P2") == 1 && aclsimFindingCount() == 3);
+}
+
 struct tcase {
     const char *name;
     void (*fn)(void);
@@ -3019,6 +3066,7 @@ static const struct tcase cases[] = {
     T(md3_load_from_mem_bytes_freed_before_unload_is_flagged),
     T(md4_description_used_after_unload_is_flagged),
     T(md_p2_model_never_unloaded_is_a_leak),
+    T(md_io_memory_in_use_and_device_reset),
 };
 
 int main(int argc, char **argv) {
