@@ -75,6 +75,17 @@ pub fn describe(code: i32) -> &'static str {
         code::REPEAT_INITIALIZE => "aclInit was already called (P2)",
         code::REPEAT_FINALIZE => "aclFinalize was already called (P2)",
         code::INTERNAL_ERROR => "internal error (a panic was caught at the C boundary)",
+        code::INVALID_MODEL_ID => "no model is loaded with this id",
+        code::PARSE_MODEL => "the model file could not be parsed",
+        code::READ_MODEL_FAILURE => "the model file could not be read",
+        code::MODEL_SIZE_INVALID => "invalid model size",
+        code::MODEL_MISSING_ATTR => "the model lacks an input or an output",
+        code::MODEL_INPUT_NOT_MATCH => "the input dataset does not match the model's inputs",
+        code::MODEL_OUTPUT_NOT_MATCH => "the output dataset does not match the model's outputs",
+        code::MODEL_NOT_DYNAMIC => "the model has no dynamic batch or size (MD11)",
+        code::RT_MODEL_CONTEXT => "the model was loaded in another context (MD1)",
+        code::RT_MODEL_RUNNING => "an execution of the model is pending (MD7)",
+        code::RT_MODEL_EXECUTE => "the model execution failed",
         code::RT_PARAM_INVALID => {
             "invalid runtime parameter (an unknown, destroyed or garbage handle, or a call the protocol forbids here)"
         }

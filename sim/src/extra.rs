@@ -161,6 +161,7 @@ pub fn intercept(rt: &mut Rt, sid: u64) -> bool {
                         | TaskKind::Set { .. }
                         | TaskKind::Kernel { .. }
                         | TaskKind::HostFunc { .. }
+                        | TaskKind::Model(_)
                 ),
             ),
             _ => return false,

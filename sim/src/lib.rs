@@ -1,12 +1,12 @@
 //! `libascendcl.so`: a CPU simulator of the AscendCL runtime with a strict protocol checker.
 //!
 //! Every function of `include/ascendcl.h` and `sim/include/aclsim.h` is exported with the C
-//! ABI. Semantics and error codes follow `docs/protocol.md` (rule IDs P/D/S/E/C/M);
+//! ABI. Semantics and error codes follow `docs/protocol.md` (rule IDs P/D/S/E/C/M/MD);
 //! deviations from the real runtime are listed in `sim/README.md`.
 //!
 //! Structure: [`pt`] pthread primitives (helgrind-friendly), [`state`] the global state,
 //! [`exec`] stream workers, host waits and the deadlock watchdog, [`trace`] the Chrome
-//! trace, `api` the C entry points (one file per area), and here their shared helpers.
+//! trace, [`model`] the simulator's model format, `api` the C entry points (one file per area), and here their shared helpers.
 //! Each entry point runs inside `catch_unwind` so a panic never crosses the C ABI (it
 //! returns 500000 instead).
 #![allow(non_snake_case)]
@@ -20,6 +20,7 @@ pub mod calls;
 pub mod errmsg;
 pub mod exec;
 pub mod extra;
+pub mod model;
 pub mod pt;
 pub mod state;
 pub mod trace;

@@ -16,6 +16,17 @@ pub mod code {
     pub const UNINITIALIZE: i32 = 100001;
     pub const REPEAT_INITIALIZE: i32 = 100002;
     pub const REPEAT_FINALIZE: i32 = 100037;
+    pub const INVALID_MODEL_ID: i32 = 100011;
+    pub const PARSE_MODEL: i32 = 100013;
+    pub const READ_MODEL_FAILURE: i32 = 100014;
+    pub const MODEL_SIZE_INVALID: i32 = 100015;
+    pub const MODEL_MISSING_ATTR: i32 = 100016;
+    pub const MODEL_INPUT_NOT_MATCH: i32 = 100017;
+    pub const MODEL_OUTPUT_NOT_MATCH: i32 = 100018;
+    pub const MODEL_NOT_DYNAMIC: i32 = 100019;
+    pub const RT_MODEL_CONTEXT: i32 = 107004;
+    pub const RT_MODEL_RUNNING: i32 = 107037;
+    pub const RT_MODEL_EXECUTE: i32 = 507011;
     pub const INTERNAL_ERROR: i32 = 500000;
     pub const RT_PARAM_INVALID: i32 = 107000;
     pub const RT_INVALID_DEVICEID: i32 = 107001;
@@ -52,6 +63,10 @@ pub type KernelFn = unsafe extern "C" fn(*mut libc::c_void, *const *mut libc::c_
 pub const CTX_BASE: usize = 0x7ac0_0000_0000;
 pub const STREAM_BASE: usize = 0x7ad0_0000_0000;
 pub const EVENT_BASE: usize = 0x7ae0_0000_0000;
+/// Model descriptions, datasets and data buffers (host objects, MD4-MD6).
+pub const DESC_BASE: usize = 0x7af0_0000_0000;
+pub const DATASET_BASE: usize = 0x7b00_0000_0000;
+pub const DATABUF_BASE: usize = 0x7b10_0000_0000;
 const HANDLE_SPAN: usize = 1 << 40;
 
 pub fn handle(base: usize, id: u64) -> usize {
@@ -188,6 +203,8 @@ pub enum TaskKind {
         f: CbFn,
         ud: usize,
     },
+    /// `aclmdlExecuteAsync` (MD6-MD8): runs the model when the stream reaches it.
+    Model(Box<crate::api::model::Exec>),
 }
 
 pub struct Task {
@@ -318,6 +335,8 @@ pub struct Rt {
     /// Every thread blocked in a host wait (synchronize, destroy stream): woken on rare
     /// changes (teardown, unsubscribe, event removal) that the targeted wakes do not cover.
     pub sync_waiters: Vec<usize>,
+    /// Loaded models, descriptions, datasets and data buffers (MD1-MD12).
+    pub models: crate::api::model::Models,
 }
 
 /// An injected failure: after `skip` more calls of `call`, the next `remaining` calls return
@@ -444,6 +463,7 @@ impl Rt {
                 .values()
                 .filter(|s| !s.dead && s.subscriber.is_some())
                 .count()
+            + self.models.live_count()
     }
 
     /// Human-readable list of live user resources (P2 leak report, D3).
@@ -501,6 +521,9 @@ impl Rt {
                 v.push(s);
             }
         }
+        if device.is_none() {
+            v.extend(self.models.describe_live());
+        }
         v
     }
 }
@@ -530,5 +553,6 @@ pub fn task_name(rt: &Rt, t: &Task) -> String {
             }
         }
         TaskKind::HostFunc { .. } => "host func".to_string(),
+        TaskKind::Model(x) => format!("model {} batch {}", x.model_id, x.batch),
     }
 }

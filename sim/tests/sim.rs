@@ -172,6 +172,20 @@ cases!(
     c10_host_func_runs_in_order_on_a_runtime_thread,
     c10_host_func_and_callbacks_are_never_mixed,
     aclsim_inject_task_failure_and_new_names,
+    md_load_and_execute_sync_and_async,
+    md_real_om_and_bad_files_are_refused,
+    md11_dynamic_batch,
+    md7_unload_with_pending_execution_returns_107037,
+    md6_dataset_destroyed_while_in_use_is_flagged,
+    md8_execution_on_two_streams_is_flagged,
+    md1_other_context_returns_107004,
+    md10_wrong_buffer_sizes_return_100017_100018,
+    md9_host_memory_in_a_data_buffer_is_flagged,
+    md2_with_mem_work_freed_before_unload_is_flagged,
+    md3_load_from_mem_bytes_freed_before_unload_is_flagged,
+    md4_description_used_after_unload_is_flagged,
+    md_p2_model_never_unloaded_is_a_leak,
+    md_io_memory_in_use_and_device_reset,
 );
 
 #[test]

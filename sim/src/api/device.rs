@@ -136,6 +136,8 @@ fn release_device(mut g: PGuard<'static, Global>, name: &str, deviceId: i32) -> 
             .filter(|(_, a)| !a.host && a.device == deviceId)
             .map(|(k, _)| *k)
             .collect();
+        // Loaded models no longer hold it (MD2, MD3): its address may be reused.
+        model::forget_allocs(rt, &mem);
         for p in mem {
             if let Some(a) = rt.allocs.remove(&p) {
                 // SAFETY: calloc'd by aclrtMalloc; its streams are joined, so no task uses it.

@@ -225,6 +225,19 @@ fn free(p: *mut c_void, host: bool, name: &str) -> R {
         );
         return Err(code::RT_PARAM_INVALID);
     }
+    // MD2 / MD3: memory a loaded model holds (work, weight, model bytes).
+    if let Some((rule, what)) = super::model::holder(rt, key) {
+        rt.report(
+            rule,
+            format!(
+                "{name}({key:#x}) while {what}: keep it allocated until aclmdlUnload; the simulator defers the release until then"
+            ),
+        );
+        if let Some(a) = rt.allocs.get_mut(&key) {
+            a.freed = true;
+        }
+        return Ok(());
+    }
     if uses > 0 {
         rt.report(
             "M2",

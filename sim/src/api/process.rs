@@ -62,6 +62,7 @@ pub extern "C" fn aclInit(configPath: *const c_char) -> i32 {
             faults: Vec::new(),
             extra: crate::extra::Extra::from_env(),
             sync_waiters: Vec::new(),
+            models: Default::default(),
         }));
         Ok(())
     })

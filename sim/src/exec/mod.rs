@@ -43,6 +43,8 @@ enum Job {
         ud: usize,
         ctx: u64,
     },
+    /// `aclmdlExecuteAsync` (MD6): the model's time, then its evaluation.
+    Model(crate::api::model::Run),
 }
 
 /// Creates a stream with its worker thread. Caller holds the lock.
@@ -206,6 +208,10 @@ pub(crate) fn release_task(rt: &mut Rt, sid: u64, t: &Task, executed: bool) {
             Some(*ev)
         }
         TaskKind::Reset { ev } => Some(*ev),
+        TaskKind::Model(x) => {
+            crate::api::model::release(rt, t.id, x);
+            None
+        }
         TaskKind::Callback { thread, .. } => {
             if !executed {
                 // Drop a delivered-but-not-run item too (only possible for blocking ones).
@@ -363,6 +369,10 @@ fn run_job(job: Job) -> Option<String> {
             CUR_CTX.with(|c| c.set(saved));
             r.err().map(|_| "host function panicked".to_string())
         }
+        Job::Model(run) => {
+            run.run();
+            None
+        }
     }
 }
 
@@ -373,6 +383,7 @@ fn step(rt: &mut Rt, sid: u64) -> Step {
     }
     let now = Instant::now();
     let op_ev;
+    let model_run;
     {
         let Some(s) = rt.streams.get_mut(&sid) else {
             return Step::Idle;
@@ -489,10 +500,28 @@ fn step(rt: &mut Rt, sid: u64) -> Step {
                 complete_front(rt, sid);
                 return Step::Continue;
             }
+            TaskKind::Model(x) => {
+                if t.state == TaskState::Running {
+                    return Step::Idle;
+                }
+                model_run = Some((x.model_id, t.id, x.run()));
+                op_ev = 0;
+            }
             TaskKind::Record { ev } | TaskKind::Wait { ev, .. } | TaskKind::Reset { ev } => {
+                model_run = None;
                 op_ev = *ev;
             }
         }
+    }
+    if let Some((model_id, tid, run)) = model_run {
+        // MD8: an execution of the same model issued earlier on another stream runs first.
+        if crate::api::model::must_wait(rt, model_id, tid) {
+            return Step::Idle;
+        }
+        if let Some(t) = rt.streams.get_mut(&sid).and_then(|s| s.tasks.front_mut()) {
+            t.state = TaskState::Running;
+        }
+        return Step::Run(Job::Model(run));
     }
     // Event tasks (E1-E5).
     let (kind_is, timeout, after, tid, started) = {

@@ -2362,6 +2362,610 @@ static void perf_synchronize_loop(void) {
     teardown_clean();
 }
 
+/* ---- Models (MD1-MD12): the simulator's text format (sim/README.md "Models") ---------- */
+
+static char md_paths[16][64];
+static int md_npaths;
+
+static void md_unlink_all(void) {
+    for (int i = 0; i < md_npaths; i++) unlink(md_paths[i]);
+}
+
+/* Writes `text` to a fresh temporary file; removed at exit. */
+static const char *md_file(const char *text) {
+    ASSERT(md_npaths < 16);
+    char *p = md_paths[md_npaths];
+    snprintf(p, 64, "/tmp/aclsim_model_XXXXXX");
+    int fd = mkstemp(p);
+    ASSERT(fd >= 0);
+    if (md_npaths++ == 0) atexit(md_unlink_all);
+    size_t len = strlen(text);
+    ASSERT(write(fd, text, len) == (ssize_t)len);
+    close(fd);
+    return p;
+}
+
+/* A 2-class linear classifier over 4 features: scores = x.W + b. */
+static const char *MD_CLASSIFIER = "aclsim-model 1\n"
+                                   "# 2 classes over 4 features\n"
+                                   "input  features f32 1x4\n"
+                                   "output scores   f32 1x2\n"
+                                   "op matmul 4 2  1 0  0 1  1 0  0 1\n"
+                                   "op bias 2 0.5 -0.5\n";
+/* The same with a delay: 150 ms per execution. */
+static const char *MD_SLOW = "aclsim-model 1\n"
+                             "input  features f32 1x4\n"
+                             "output scores   f32 1x2\n"
+                             "time 150000\n"
+                             "op matmul 4 2  1 0  0 1  1 0  0 1\n"
+                             "op bias 2 0.5 -0.5\n";
+/* A dynamic-batch model: each row of 2 values becomes its sum. */
+static const char *MD_DYNAMIC = "aclsim-model 1\n"
+                                "input  x f32 4x2\n"
+                                "output y f32 4x1\n"
+                                "batch 1 2 4\n"
+                                "op matmul 2 1 1 1\n";
+
+/* Device I/O of one model: one buffer per input and output, sizes from the description. */
+struct md_io {
+    aclmdlDataset *in, *out;
+    aclDataBuffer *buf[3];
+    void *mem[3];
+    size_t size[3];
+    int n;
+};
+
+static void md_io_make(aclmdlDesc *desc, struct md_io *io) {
+    memset(io, 0, sizeof *io);
+    io->in = aclmdlCreateDataset();
+    io->out = aclmdlCreateDataset();
+    ASSERT(io->in && io->out);
+    size_t nin = aclmdlGetNumInputs(desc);
+    ASSERT(nin >= 1 && nin <= 2 && aclmdlGetNumOutputs(desc) == 1);
+    for (size_t i = 0; i <= nin; i++) {
+        size_t sz = i < nin ? aclmdlGetInputSizeByIndex(desc, i) : aclmdlGetOutputSizeByIndex(desc, 0);
+        ASSERT(sz > 0);
+        OK(aclrtMalloc(&io->mem[i], sz, ACL_MEM_MALLOC_HUGE_FIRST));
+        io->size[i] = sz;
+        io->buf[i] = aclCreateDataBuffer(io->mem[i], sz);
+        ASSERT(io->buf[i]);
+        OK(aclmdlAddDatasetBuffer(i < nin ? io->in : io->out, io->buf[i]));
+    }
+    io->n = (int)nin + 1;
+}
+
+static void md_io_free(struct md_io *io) {
+    for (int i = 0; i < io->n; i++) {
+        OK(aclDestroyDataBuffer(io->buf[i]));
+        OK(aclrtFree(io->mem[i]));
+    }
+    OK(aclmdlDestroyDataset(io->in));
+    OK(aclmdlDestroyDataset(io->out));
+}
+
+static uint32_t md_load(const char *text, aclmdlDesc **desc) {
+    uint32_t id = 0;
+    OK(aclmdlLoadFromFile(md_file(text), &id));
+    ASSERT(id >= 1);
+    *desc = aclmdlCreateDesc();
+    ASSERT(*desc);
+    OK(aclmdlGetDesc(*desc, id));
+    return id;
+}
+
+static void md_put(void *dev, const float *v, size_t n) {
+    OK(aclrtMemcpy(dev, n * sizeof(float), v, n * sizeof(float), ACL_MEMCPY_HOST_TO_DEVICE));
+}
+
+static void md_get(float *v, const void *dev, size_t n) {
+    OK(aclrtMemcpy(v, n * sizeof(float), dev, n * sizeof(float), ACL_MEMCPY_DEVICE_TO_HOST));
+}
+
+/* Releases everything, then finalizes and expects exactly `n` findings of `rule`. */
+static void md_finish(const char *rule, int n) {
+    OK(aclrtResetDevice(0));
+    ASSERT(aclsimLiveObjectCount() == 0);
+    OK(aclFinalize());
+    if (rule)
+        expect_only(rule, n);
+    else
+        expect_clean();
+}
+
+static void md_load_and_execute_sync_and_async(void) {
+    setup();
+    size_t work = 0, weight = 0;
+    const char *path = md_file(MD_CLASSIFIER);
+    OK(aclmdlQuerySize(path, &work, &weight));
+    ASSERT(work == 4096 && weight == 4096);
+    uint32_t id = 0;
+    OK(aclmdlLoadFromFile(path, &id));
+    aclmdlDesc *desc = aclmdlCreateDesc();
+    OK(aclmdlGetDesc(desc, id));
+    ASSERT(aclmdlGetNumInputs(desc) == 1 && aclmdlGetNumOutputs(desc) == 1);
+    ASSERT(aclmdlGetInputSizeByIndex(desc, 0) == 16 && aclmdlGetOutputSizeByIndex(desc, 0) == 8);
+    aclmdlIODims dims;
+    OK(aclmdlGetInputDims(desc, 0, &dims));
+    ASSERT(strcmp(dims.name, "features") == 0 && dims.dimCount == 2 && dims.dims[0] == 1 &&
+           dims.dims[1] == 4);
+    OK(aclmdlGetOutputDims(desc, 0, &dims));
+    ASSERT(strcmp(dims.name, "scores") == 0 && dims.dimCount == 2 && dims.dims[1] == 2);
+    size_t index = 9;
+    OK(aclmdlGetInputIndexByName(desc, "features", &index));
+    ASSERT(index == 0);
+    CHECK(aclmdlGetInputIndexByName(desc, "nope", &index), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclmdlGetInputDims(desc, 1, &dims), ACL_ERROR_INVALID_PARAM);
+    struct md_io io;
+    md_io_make(desc, &io);
+    ASSERT(aclmdlGetDatasetNumBuffers(io.in) == 1);
+    ASSERT(aclmdlGetDatasetBuffer(io.in, 0) == io.buf[0]);
+    ASSERT(aclmdlGetDatasetBuffer(io.in, 1) == NULL);
+    ASSERT(aclGetDataBufferAddr(io.buf[0]) == io.mem[0]);
+    ASSERT(aclGetDataBufferSizeV2(io.buf[0]) == 16);
+
+    /* Synchronous: scores = (1+3+0.5, 2+4-0.5). */
+    float x[4] = {1, 2, 3, 4}, y[2] = {0, 0};
+    md_put(io.mem[0], x, 4);
+    OK(aclmdlExecute(id, io.in, io.out));
+    md_get(y, io.mem[1], 2);
+    ASSERT(y[0] == 4.5f && y[1] == 5.5f);
+
+    /* Asynchronous: copy in, execute, copy out on one stream. */
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    float x2[4] = {-1, 10, 2, 0};
+    float *host;
+    OK(aclrtMallocHost((void **)&host, 16));
+    memcpy(host, x2, 16);
+    OK(aclrtMemcpyAsync(io.mem[0], 16, host, 16, ACL_MEMCPY_HOST_TO_DEVICE, s));
+    OK(aclmdlExecuteAsync(id, io.in, io.out, s));
+    OK(aclrtMemcpyAsync(host, 8, io.mem[1], 8, ACL_MEMCPY_DEVICE_TO_HOST, s));
+    OK(aclrtSynchronizeStream(s));
+    ASSERT(host[0] == 1.5f && host[1] == 9.5f);
+
+    /* An argmax model with u8 input and i32 output, loaded from (untracked) host memory. */
+    const char *argmax = "aclsim-model 1\ninput px u8 2x3\noutput cls i32 2\nop scale 2\nop argmax 3\n";
+    uint32_t id2 = 0;
+    OK(aclmdlLoadFromMem(argmax, strlen(argmax), &id2));
+    ASSERT(id2 == id + 1);
+    aclmdlDesc *desc2 = aclmdlCreateDesc();
+    OK(aclmdlGetDesc(desc2, id2));
+    struct md_io io2;
+    md_io_make(desc2, &io2);
+    unsigned char px[6] = {1, 9, 3, 200, 7, 200};
+    OK(aclrtMemcpy(io2.mem[0], 6, px, 6, ACL_MEMCPY_HOST_TO_DEVICE));
+    OK(aclmdlExecuteAsync(id2, io2.in, io2.out, s));
+    OK(aclrtSynchronizeStream(s));
+    int32_t cls[2];
+    OK(aclrtMemcpy(cls, 8, io2.mem[1], 8, ACL_MEMCPY_DEVICE_TO_HOST));
+    ASSERT(cls[0] == 1 && cls[1] == 0);
+
+    md_io_free(&io2);
+    OK(aclmdlUnload(id2));
+    OK(aclmdlDestroyDesc(desc2));
+    OK(aclrtDestroyStream(s));
+    OK(aclrtFreeHost(host));
+    md_io_free(&io);
+    OK(aclmdlUnload(id));
+    OK(aclmdlDestroyDesc(desc));
+    CHECK(aclmdlUnload(id), ACL_ERROR_INVALID_MODEL_ID);
+    md_finish(NULL, 0);
+}
+
+static void md_real_om_and_bad_files_are_refused(void) {
+    OK(aclInit(NULL));
+    uint32_t id = 0;
+    /* No current context: 107002. */
+    CHECK(aclmdlLoadFromFile(md_file(MD_CLASSIFIER), &id), ACL_ERROR_RT_CONTEXT_NULL);
+    OK(aclrtSetDevice(0));
+    /* Something like a real .om: binary. */
+    static const char om[] = "IMOD\x01\x02\x03\x04 compiled by ATC";
+    CHECK(aclmdlLoadFromMem(om, sizeof om, &id), ACL_ERROR_PARSE_MODEL);
+    const char *m = aclGetRecentErrMsg();
+    ASSERT(m && strstr(m, "not an aclsim model: a real .om needs the CANN runtime"));
+    CHECK(aclmdlLoadFromFile(md_file("\x7f" "ELF not a model"), &id), ACL_ERROR_PARSE_MODEL);
+    ASSERT(strstr(aclGetRecentErrMsg(), "not an aclsim model"));
+    CHECK(aclmdlLoadFromFile("/nonexistent/aclsim/model.om", &id), ACL_ERROR_READ_MODEL_FAILURE);
+    size_t w, wt;
+    CHECK(aclmdlQuerySize("/nonexistent/aclsim/model.om", &w, &wt), ACL_ERROR_READ_MODEL_FAILURE);
+    /* A syntax error names the line; a model without output lacks an attribute. */
+    CHECK(aclmdlLoadFromFile(md_file("aclsim-model 1\ninput x f32 4\noutput y f32 4\nop frobnicate\n"), &id),
+          ACL_ERROR_PARSE_MODEL);
+    ASSERT(strstr(aclGetRecentErrMsg(), "line 4"));
+    CHECK(aclmdlLoadFromFile(md_file("aclsim-model 1\ninput x f32 4\n"), &id),
+          ACL_ERROR_MODEL_MISSING_ATTR);
+    CHECK(aclmdlLoadFromMem(MD_CLASSIFIER, 0, &id), ACL_ERROR_MODEL_SIZE_INVALID);
+    /* Unknown ids. */
+    aclmdlDesc *desc = aclmdlCreateDesc();
+    CHECK(aclmdlGetDesc(desc, 12345), ACL_ERROR_INVALID_MODEL_ID);
+    CHECK(aclmdlUnload(12345), ACL_ERROR_INVALID_MODEL_ID);
+    CHECK(aclmdlDestroyDesc(NULL), ACL_ERROR_INVALID_PARAM);
+    OK(aclmdlDestroyDesc(desc));
+    CHECK(aclmdlDestroyDesc(desc), ACL_ERROR_INVALID_PARAM);
+    md_finish(NULL, 0);
+    /* Before aclInit: 100001 (P1), NULL for the creators. */
+    CHECK(aclmdlLoadFromFile(md_file(MD_CLASSIFIER), &id), ACL_ERROR_UNINITIALIZE);
+    ASSERT(aclmdlCreateDataset() == NULL && aclCreateDataBuffer(&id, 4) == NULL);
+}
+
+static void md11_dynamic_batch(void) {
+    setup();
+    aclmdlDesc *desc;
+    uint32_t id = md_load(MD_DYNAMIC, &desc);
+    ASSERT(aclmdlGetNumInputs(desc) == 2);
+    ASSERT(aclmdlGetInputSizeByIndex(desc, 0) == 32 && aclmdlGetInputSizeByIndex(desc, 1) == 8);
+    ASSERT(aclmdlGetOutputSizeByIndex(desc, 0) == 16);
+    size_t index = 0;
+    OK(aclmdlGetInputIndexByName(desc, ACL_DYNAMIC_TENSOR_NAME, &index));
+    ASSERT(index == 1);
+    aclmdlIODims dims;
+    OK(aclmdlGetCurOutputDims(desc, 0, &dims));
+    ASSERT(dims.dimCount == 2 && dims.dims[0] == 4 && dims.dims[1] == 1); /* largest gear */
+    struct md_io io;
+    md_io_make(desc, &io);
+    float x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, y[4];
+    md_put(io.mem[0], x, 8);
+
+    OK(aclmdlSetDynamicBatchSize(id, io.in, 1, 2));
+    uint64_t written = 0;
+    OK(aclrtMemcpy(&written, 8, io.mem[1], 8, ACL_MEMCPY_DEVICE_TO_HOST));
+    ASSERT(written == 2);
+    OK(aclmdlGetCurOutputDims(desc, 0, &dims));
+    ASSERT(dims.dims[0] == 2);
+    OK(aclmdlGetOutputDims(desc, 0, &dims));
+    ASSERT(dims.dims[0] == 4); /* the described dims keep the largest gear */
+    OK(aclmdlExecute(id, io.in, io.out));
+    md_get(y, io.mem[2], 4);
+    ASSERT(y[0] == 3 && y[1] == 7 && y[2] == 0 && y[3] == 0);
+    ASSERT(aclsimFindingCount() == 0);
+
+    /* Not a gear, not the dynamic input: 100000 + MD11. */
+    CHECK(aclmdlSetDynamicBatchSize(id, io.in, 1, 3), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclmdlSetDynamicBatchSize(id, io.in, 0, 2), ACL_ERROR_INVALID_PARAM);
+    ASSERT(count_rule("MD11") == 2);
+    CHECK(aclmdlSetDynamicHWSize(id, io.in, 1, 224, 224), ACL_ERROR_MODEL_NOT_DYNAMIC);
+
+    /* Another input dataset over the same buffers, no batch set: MD11, largest gear. */
+    aclmdlDataset *in2 = aclmdlCreateDataset();
+    OK(aclmdlAddDatasetBuffer(in2, io.buf[0]));
+    OK(aclmdlAddDatasetBuffer(in2, io.buf[1]));
+    OK(aclmdlExecute(id, in2, io.out));
+    ASSERT(count_rule("MD11") == 3);
+    md_get(y, io.mem[2], 4);
+    ASSERT(y[0] == 3 && y[1] == 7 && y[2] == 11 && y[3] == 15);
+    OK(aclmdlDestroyDataset(in2));
+
+    /* A static model: 100019. */
+    aclmdlDesc *sdesc;
+    uint32_t sid = md_load(MD_CLASSIFIER, &sdesc);
+    CHECK(aclmdlSetDynamicBatchSize(sid, io.in, 1, 2), ACL_ERROR_MODEL_NOT_DYNAMIC);
+    OK(aclmdlUnload(sid));
+    OK(aclmdlDestroyDesc(sdesc));
+
+    md_io_free(&io);
+    OK(aclmdlUnload(id));
+    OK(aclmdlDestroyDesc(desc));
+    md_finish("MD11", 3);
+}
+
+static void md7_unload_with_pending_execution_returns_107037(void) {
+    setup();
+    aclmdlDesc *desc;
+    uint32_t id = md_load(MD_SLOW, &desc);
+    struct md_io io;
+    md_io_make(desc, &io);
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    OK(aclmdlExecuteAsync(id, io.in, io.out, s));
+    CHECK(aclmdlUnload(id), ACL_ERROR_RT_MODEL_RUNNING);
+    ASSERT(count_rule("MD7") == 1);
+    OK(aclrtSynchronizeStream(s));
+    /* Still loaded: a synchronous execution, then the unload succeeds. */
+    OK(aclmdlExecute(id, io.in, io.out));
+    OK(aclmdlUnload(id));
+    OK(aclmdlDestroyDesc(desc));
+    OK(aclrtDestroyStream(s));
+    md_io_free(&io);
+    md_finish("MD7", 1);
+}
+
+static void md6_dataset_destroyed_while_in_use_is_flagged(void) {
+    setup();
+    aclmdlDesc *desc;
+    uint32_t id = md_load(MD_SLOW, &desc);
+    struct md_io io;
+    md_io_make(desc, &io);
+    float x[4] = {1, 2, 3, 4}, y[2];
+    md_put(io.mem[0], x, 4);
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    OK(aclmdlExecuteAsync(id, io.in, io.out, s));
+    OK(aclmdlDestroyDataset(io.out));
+    OK(aclDestroyDataBuffer(io.buf[1]));
+    ASSERT(count_rule("MD6") == 2);
+    /* The handles are invalid at once; the execution still completes. */
+    CHECK(aclmdlGetDatasetNumBuffers(io.out), 0);
+    OK(aclrtSynchronizeStream(s));
+    md_get(y, io.mem[1], 2);
+    ASSERT(y[0] == 4.5f && y[1] == 5.5f);
+    OK(aclDestroyDataBuffer(io.buf[0]));
+    OK(aclmdlDestroyDataset(io.in));
+    OK(aclrtFree(io.mem[0]));
+    OK(aclrtFree(io.mem[1]));
+    OK(aclmdlUnload(id));
+    OK(aclmdlDestroyDesc(desc));
+    OK(aclrtDestroyStream(s));
+    md_finish("MD6", 2);
+}
+
+static void md8_execution_on_two_streams_is_flagged(void) {
+    setup();
+    aclmdlDesc *desc;
+    uint32_t id = md_load(MD_SLOW, &desc);
+    struct md_io a, b;
+    md_io_make(desc, &a);
+    md_io_make(desc, &b);
+    float xa[4] = {1, 2, 3, 4}, xb[4] = {0, 1, 0, 1}, y[2];
+    md_put(a.mem[0], xa, 4);
+    md_put(b.mem[0], xb, 4);
+    aclrtStream s1, s2;
+    OK(aclrtCreateStream(&s1));
+    OK(aclrtCreateStream(&s2));
+    double t0 = now_ms();
+    OK(aclmdlExecuteAsync(id, a.in, a.out, s1));
+    OK(aclmdlExecuteAsync(id, b.in, b.out, s2));
+    ASSERT(count_rule("MD8") == 1);
+    OK(aclrtSynchronizeStream(s2));
+    /* The second ran after the first: two executions of 150 ms. */
+    ASSERT(now_ms() - t0 >= 290);
+    OK(aclrtSynchronizeStream(s1));
+    md_get(y, a.mem[1], 2);
+    ASSERT(y[0] == 4.5f && y[1] == 5.5f);
+    md_get(y, b.mem[1], 2);
+    ASSERT(y[0] == 0.5f && y[1] == 1.5f);
+    /* Two executions on the same stream are no finding. */
+    OK(aclmdlExecuteAsync(id, a.in, a.out, s1));
+    OK(aclmdlExecuteAsync(id, b.in, b.out, s1));
+    OK(aclrtSynchronizeStream(s1));
+    OK(aclrtDestroyStream(s1));
+    OK(aclrtDestroyStream(s2));
+    md_io_free(&a);
+    md_io_free(&b);
+    OK(aclmdlUnload(id));
+    OK(aclmdlDestroyDesc(desc));
+    md_finish("MD8", 1);
+}
+
+static void md1_other_context_returns_107004(void) {
+    setup();
+    aclrtContext a, b;
+    OK(aclrtGetCurrentContext(&a));
+    aclmdlDesc *desc;
+    uint32_t id = md_load(MD_CLASSIFIER, &desc);
+    struct md_io io;
+    md_io_make(desc, &io);
+    OK(aclrtCreateContext(&b, 0)); /* now current */
+    CHECK(aclmdlExecute(id, io.in, io.out), ACL_ERROR_RT_MODEL_CONTEXT);
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    CHECK(aclmdlExecuteAsync(id, io.in, io.out, s), ACL_ERROR_RT_MODEL_CONTEXT);
+    CHECK(aclmdlUnload(id), ACL_ERROR_RT_MODEL_CONTEXT);
+    OK(aclrtDestroyStream(s));
+    OK(aclrtSetCurrentContext(a));
+    OK(aclmdlExecute(id, io.in, io.out));
+    OK(aclmdlUnload(id));
+    OK(aclmdlDestroyDesc(desc));
+    md_io_free(&io);
+    OK(aclrtDestroyContext(b));
+    md_finish(NULL, 0);
+}
+
+static void md10_wrong_buffer_sizes_return_100017_100018(void) {
+    setup();
+    aclmdlDesc *desc;
+    uint32_t id = md_load(MD_CLASSIFIER, &desc);
+    struct md_io io;
+    md_io_make(desc, &io);
+    void *mem;
+    OK(aclrtMalloc(&mem, 64, ACL_MEM_MALLOC_HUGE_FIRST));
+    aclDataBuffer *small = aclCreateDataBuffer(mem, 4);
+    aclDataBuffer *big = aclCreateDataBuffer(mem, 64);
+    aclmdlDataset *in = aclmdlCreateDataset(), *out = aclmdlCreateDataset();
+    OK(aclmdlAddDatasetBuffer(in, small));
+    CHECK(aclmdlExecute(id, in, io.out), ACL_ERROR_MODEL_INPUT_NOT_MATCH);
+    OK(aclmdlAddDatasetBuffer(out, small));
+    CHECK(aclmdlExecute(id, io.in, out), ACL_ERROR_MODEL_OUTPUT_NOT_MATCH);
+    aclmdlDataset *empty = aclmdlCreateDataset();
+    CHECK(aclmdlExecute(id, empty, io.out), ACL_ERROR_MODEL_INPUT_NOT_MATCH);
+    CHECK(aclmdlExecute(id, io.in, empty), ACL_ERROR_MODEL_OUTPUT_NOT_MATCH);
+    OK(aclmdlAddDatasetBuffer(empty, big));
+    OK(aclmdlAddDatasetBuffer(empty, big));
+    CHECK(aclmdlExecute(id, io.in, empty), ACL_ERROR_MODEL_OUTPUT_NOT_MATCH);
+    CHECK(aclmdlExecute(id, empty, io.out), ACL_ERROR_MODEL_INPUT_NOT_MATCH);
+    /* Larger buffers than described are fine. */
+    aclmdlDataset *ok_out = aclmdlCreateDataset();
+    OK(aclmdlAddDatasetBuffer(ok_out, big));
+    OK(aclmdlExecute(id, io.in, ok_out));
+    OK(aclmdlDestroyDataset(ok_out));
+    OK(aclmdlDestroyDataset(empty));
+    OK(aclmdlDestroyDataset(in));
+    OK(aclmdlDestroyDataset(out));
+    OK(aclDestroyDataBuffer(small));
+    OK(aclDestroyDataBuffer(big));
+    OK(aclrtFree(mem));
+    md_io_free(&io);
+    OK(aclmdlUnload(id));
+    OK(aclmdlDestroyDesc(desc));
+    md_finish(NULL, 0);
+}
+
+static void md9_host_memory_in_a_data_buffer_is_flagged(void) {
+    setup();
+    aclmdlDesc *desc;
+    uint32_t id = md_load(MD_CLASSIFIER, &desc);
+    struct md_io io;
+    md_io_make(desc, &io);
+    void *pinned;
+    OK(aclrtMallocHost(&pinned, 64));
+    float plain[4] = {0};
+    aclDataBuffer *hb = aclCreateDataBuffer(pinned, 64);
+    aclDataBuffer *ub = aclCreateDataBuffer(plain, sizeof plain);
+    aclmdlDataset *h = aclmdlCreateDataset(), *u = aclmdlCreateDataset();
+    OK(aclmdlAddDatasetBuffer(h, hb));
+    OK(aclmdlAddDatasetBuffer(u, ub));
+    CHECK(aclmdlExecute(id, h, io.out), ACL_ERROR_INVALID_PARAM);
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    CHECK(aclmdlExecuteAsync(id, io.in, u, s), ACL_ERROR_INVALID_PARAM);
+    ASSERT(count_rule("MD9") == 2);
+    OK(aclrtDestroyStream(s));
+    OK(aclmdlDestroyDataset(h));
+    OK(aclmdlDestroyDataset(u));
+    OK(aclDestroyDataBuffer(hb));
+    OK(aclDestroyDataBuffer(ub));
+    OK(aclrtFreeHost(pinned));
+    md_io_free(&io);
+    OK(aclmdlUnload(id));
+    OK(aclmdlDestroyDesc(desc));
+    md_finish("MD9", 2);
+}
+
+static void md2_with_mem_work_freed_before_unload_is_flagged(void) {
+    setup();
+    const char *path = md_file(MD_CLASSIFIER);
+    size_t work_size, weight_size;
+    OK(aclmdlQuerySize(path, &work_size, &weight_size));
+    void *work, *weight, *host;
+    OK(aclrtMalloc(&work, work_size, ACL_MEM_MALLOC_HUGE_FIRST));
+    OK(aclrtMalloc(&weight, weight_size, ACL_MEM_MALLOC_HUGE_FIRST));
+    OK(aclrtMallocHost(&host, weight_size));
+    uint32_t id;
+    /* Too small, or not device memory: 100000. */
+    CHECK(aclmdlLoadFromFileWithMem(path, &id, work, work_size - 1, weight, weight_size),
+          ACL_ERROR_INVALID_PARAM);
+    CHECK(aclmdlLoadFromFileWithMem(path, &id, work, work_size, host, weight_size),
+          ACL_ERROR_INVALID_PARAM);
+    OK(aclmdlLoadFromFileWithMem(path, &id, work, work_size, weight, weight_size));
+    ASSERT(aclsimFindingCount() == 0);
+    OK(aclrtFree(work)); /* MD2: deferred until unload */
+    ASSERT(count_rule("MD2") == 1);
+    aclmdlDesc *desc = aclmdlCreateDesc();
+    OK(aclmdlGetDesc(desc, id));
+    struct md_io io;
+    md_io_make(desc, &io);
+    OK(aclmdlExecute(id, io.in, io.out));
+    md_io_free(&io);
+    OK(aclmdlUnload(id));
+    OK(aclmdlDestroyDesc(desc));
+    OK(aclrtFree(weight));
+    OK(aclrtFreeHost(host));
+    CHECK(aclrtFree(work), ACL_ERROR_RT_PARAM_INVALID); /* released at unload */
+    /* LoadFromMemWithMem too. */
+    void *w2, *wt2;
+    OK(aclrtMalloc(&w2, work_size, ACL_MEM_MALLOC_HUGE_FIRST));
+    OK(aclrtMalloc(&wt2, weight_size, ACL_MEM_MALLOC_HUGE_FIRST));
+    OK(aclmdlLoadFromMemWithMem(MD_CLASSIFIER, strlen(MD_CLASSIFIER), &id, w2, work_size, wt2,
+                                weight_size));
+    OK(aclmdlUnload(id));
+    OK(aclrtFree(w2));
+    OK(aclrtFree(wt2));
+    md_finish("MD2", 1);
+}
+
+static void md3_load_from_mem_bytes_freed_before_unload_is_flagged(void) {
+    setup();
+    size_t n = strlen(MD_CLASSIFIER);
+    char *bytes;
+    OK(aclrtMallocHost((void **)&bytes, n));
+    memcpy(bytes, MD_CLASSIFIER, n);
+    uint32_t id;
+    OK(aclmdlLoadFromMem(bytes, n, &id));
+    OK(aclrtFreeHost(bytes));
+    ASSERT(count_rule("MD3") == 1);
+    OK(aclmdlUnload(id));
+    CHECK(aclrtFreeHost(bytes), ACL_ERROR_RT_PARAM_INVALID); /* released at unload */
+    md_finish("MD3", 1);
+}
+
+static void md4_description_used_after_unload_is_flagged(void) {
+    setup();
+    aclmdlDesc *desc;
+    uint32_t id = md_load(MD_CLASSIFIER, &desc);
+    ASSERT(aclmdlGetNumInputs(desc) == 1);
+    OK(aclmdlUnload(id));
+    ASSERT(aclmdlGetNumInputs(desc) == 0);
+    aclmdlIODims dims;
+    CHECK(aclmdlGetInputDims(desc, 0, &dims), ACL_ERROR_INVALID_MODEL_ID);
+    ASSERT(count_rule("MD4") == 2);
+    OK(aclmdlDestroyDesc(desc)); /* destroying it is no use */
+    md_finish("MD4", 2);
+}
+
+static void md_p2_model_never_unloaded_is_a_leak(void) {
+    setup();
+    aclmdlDesc *desc;
+    md_load(MD_CLASSIFIER, &desc);
+    aclmdlDataset *ds = aclmdlCreateDataset();
+    aclDataBuffer *b = aclCreateDataBuffer(NULL, 0);
+    ASSERT(ds && b);
+    ASSERT(aclsimLiveObjectCount() == 4);
+    OK(aclrtResetDevice(0));
+    OK(aclFinalize());
+    expect_only("P2", 1);
+    char rule[8], msg[1024];
+    OK(aclsimGetFinding(0, rule, sizeof rule, msg, sizeof msg));
+    ASSERT(strstr(msg, "(loaded, never unloaded)") && strstr(msg, "model description") &&
+           strstr(msg, "dataset") && strstr(msg, "data buffer"));
+    ASSERT(aclsimLiveObjectCount() == 0);
+}
+
+static void md_io_memory_in_use_and_device_reset(void) {
+    setup();
+    aclmdlDesc *desc;
+    uint32_t id = md_load(MD_SLOW, &desc);
+    struct md_io io;
+    md_io_make(desc, &io);
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    OK(aclmdlExecuteAsync(id, io.in, io.out, s));
+    OK(aclrtFree(io.mem[1])); /* M2: the pending execution writes it; release deferred */
+    ASSERT(count_rule("M2") == 1);
+    OK(aclrtSynchronizeStream(s));
+    OK(aclrtDestroyStream(s));
+    OK(aclDestroyDataBuffer(io.buf[0]));
+    OK(aclDestroyDataBuffer(io.buf[1]));
+    OK(aclmdlDestroyDataset(io.in));
+    OK(aclmdlDestroyDataset(io.out));
+    OK(aclrtFree(io.mem[0]));
+    OK(aclmdlUnload(id));
+    OK(aclmdlDestroyDesc(desc));
+    ASSERT(aclsimLiveObjectCount() == 0);
+    /* A device reset frees the work and weight memory of a loaded model (D3): the model no
+     * longer holds them, so memory allocated later (maybe at the same address) is free to go. */
+    const char *path = md_file(MD_CLASSIFIER);
+    size_t ws, wts;
+    OK(aclmdlQuerySize(path, &ws, &wts));
+    void *work, *weight;
+    OK(aclrtMalloc(&work, ws, ACL_MEM_MALLOC_HUGE_FIRST));
+    OK(aclrtMalloc(&weight, wts, ACL_MEM_MALLOC_HUGE_FIRST));
+    OK(aclmdlLoadFromFileWithMem(path, &id, work, ws, weight, wts));
+    OK(aclrtResetDevice(0));
+    ASSERT(count_rule("D3") == 1);
+    OK(aclrtSetDevice(0));
+    void *again[2];
+    OK(aclrtMalloc(&again[0], ws, ACL_MEM_MALLOC_HUGE_FIRST));
+    OK(aclrtMalloc(&again[1], wts, ACL_MEM_MALLOC_HUGE_FIRST));
+    OK(aclrtFree(again[0]));
+    OK(aclrtFree(again[1]));
+    ASSERT(count_rule("MD2") == 0);
+    /* The model's context is gone: it can no longer be unloaded, a leak at aclFinalize. */
+    CHECK(aclmdlUnload(id), ACL_ERROR_RT_MODEL_CONTEXT);
+    OK(aclrtResetDevice(0));
+    ASSERT(aclsimLiveObjectCount() == 1);
+    OK(aclFinalize());
+    ASSERT(count_rule("P2") == 1 && aclsimFindingCount() == 3);
+}
+
 struct tcase {
     const char *name;
     void (*fn)(void);
@@ -2449,6 +3053,20 @@ static const struct tcase cases[] = {
     T(c10_host_func_runs_in_order_on_a_runtime_thread),
     T(c10_host_func_and_callbacks_are_never_mixed),
     T(aclsim_inject_task_failure_and_new_names),
+    T(md_load_and_execute_sync_and_async),
+    T(md_real_om_and_bad_files_are_refused),
+    T(md11_dynamic_batch),
+    T(md7_unload_with_pending_execution_returns_107037),
+    T(md6_dataset_destroyed_while_in_use_is_flagged),
+    T(md8_execution_on_two_streams_is_flagged),
+    T(md1_other_context_returns_107004),
+    T(md10_wrong_buffer_sizes_return_100017_100018),
+    T(md9_host_memory_in_a_data_buffer_is_flagged),
+    T(md2_with_mem_work_freed_before_unload_is_flagged),
+    T(md3_load_from_mem_bytes_freed_before_unload_is_flagged),
+    T(md4_description_used_after_unload_is_flagged),
+    T(md_p2_model_never_unloaded_is_a_leak),
+    T(md_io_memory_in_use_and_device_reset),
 };
 
 int main(int argc, char **argv) {

@@ -1,0 +1,1332 @@
+//! Models (`aclmdl*`, MD1-MD12) and data buffers: loading the simulator's text format
+//! (`crate::model`), descriptions, datasets, synchronous and asynchronous execution.
+//!
+//! Descriptions, datasets and data buffers are host objects behind fake handles like the
+//! runtime's (never dereferenced). A loaded model is bound to its context (MD1); each
+//! execution holds the model (MD7), its datasets and data buffers (MD6) and the memory it
+//! uses (M2) until it is done.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use super::memory::{Loc, check_stream_device, locate};
+use super::*;
+use crate::model::{DYNAMIC_INPUT, Model};
+
+/// Model ids start at 1 and are never reused, not even across `aclFinalize`.
+static NEXT_MODEL_ID: AtomicU32 = AtomicU32::new(1);
+
+/// Everything the runtime knows about models.
+#[derive(Default)]
+pub struct Models {
+    pub loaded: BTreeMap<u32, Loaded>,
+    pub descs: HashMap<u64, Desc>,
+    pub datasets: HashMap<u64, Dataset>,
+    pub bufs: HashMap<u64, DataBuf>,
+}
+
+pub struct Loaded {
+    pub model: Arc<Model>,
+    /// MD1: the context the model was loaded in.
+    pub ctx: u64,
+    /// Executions issued and not done: execution id (the task id of an asynchronous one) ->
+    /// its stream (`None`: a synchronous `aclmdlExecute`). MD7, MD8.
+    pub pending: BTreeMap<u64, Option<u64>>,
+    /// MD12: the last batch set on any dataset of the model.
+    pub cur_batch: Option<u64>,
+    /// Tracked allocations the model holds until unload, with the rule a free breaks (MD2
+    /// work/weight, MD3 model bytes).
+    pub held: Vec<(usize, &'static str)>,
+}
+
+pub struct Desc {
+    /// The model `aclmdlGetDesc` filled it from.
+    pub model: Option<u32>,
+}
+
+pub struct Dataset {
+    pub bufs: Vec<u64>,
+    /// The batch `aclmdlSetDynamicBatchSize` set, and for which model (MD11).
+    pub batch: Option<(u32, u64)>,
+    /// Pending executions using it (MD6).
+    pub uses: u32,
+    pub destroyed: bool,
+}
+
+pub struct DataBuf {
+    pub data: usize,
+    pub size: usize,
+    pub uses: u32,
+    pub destroyed: bool,
+}
+
+impl Models {
+    pub fn live_count(&self) -> usize {
+        self.loaded.len()
+            + self.descs.len()
+            + self.datasets.values().filter(|d| !d.destroyed).count()
+            + self.bufs.values().filter(|b| !b.destroyed).count()
+    }
+
+    /// The leak report's lines (P2).
+    pub fn describe_live(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .loaded
+            .keys()
+            .map(|id| format!("model {id} (loaded, never unloaded)"))
+            .collect();
+        let mut sorted = |kind: &str, base: usize, ids: Vec<u64>| {
+            let mut ids = ids;
+            ids.sort_unstable();
+            v.extend(
+                ids.iter()
+                    .map(|id| format!("{kind} {:#x}", handle(base, *id))),
+            );
+        };
+        sorted(
+            "model description",
+            DESC_BASE,
+            self.descs.keys().copied().collect(),
+        );
+        sorted(
+            "dataset",
+            DATASET_BASE,
+            self.datasets
+                .iter()
+                .filter(|(_, d)| !d.destroyed)
+                .map(|(k, _)| *k)
+                .collect(),
+        );
+        sorted(
+            "data buffer",
+            DATABUF_BASE,
+            self.bufs
+                .iter()
+                .filter(|(_, b)| !b.destroyed)
+                .map(|(k, _)| *k)
+                .collect(),
+        );
+        v
+    }
+}
+
+/// One execution: what it holds and what it computes.
+pub struct Exec {
+    pub model_id: u32,
+    pub model: Arc<Model>,
+    pub datasets: [u64; 2],
+    pub bufs: Vec<u64>,
+    /// (address, bytes) of the data input and of the output.
+    pub input: (usize, usize),
+    pub output: (usize, usize),
+    pub batch: u64,
+}
+
+/// The body of an execution, run without the lock by a stream worker.
+pub struct Run {
+    model: Arc<Model>,
+    input: (usize, usize),
+    output: (usize, usize),
+    batch: u64,
+}
+
+impl Exec {
+    pub fn run(&self) -> Run {
+        Run {
+            model: self.model.clone(),
+            input: self.input,
+            output: self.output,
+            batch: self.batch,
+        }
+    }
+}
+
+impl Run {
+    /// The model's time (`time` µs per batch item), then its evaluation.
+    pub fn run(self) {
+        self.sleep();
+        self.eval();
+    }
+
+    fn sleep(&self) {
+        let us = self.model.time_us.saturating_mul(self.batch);
+        if us > 0 {
+            std::thread::sleep(Duration::from_micros(us));
+        }
+    }
+
+    fn eval(&self) {
+        let mut input = vec![0u8; self.input.1];
+        // SAFETY: validated at issue (MD9): the input lies in a live device allocation,
+        // kept alive by its use count (M2) until this execution is done.
+        unsafe { std::ptr::copy(self.input.0 as *const u8, input.as_mut_ptr(), input.len()) };
+        let mut output = vec![0u8; self.output.1];
+        self.model.eval(&input, self.batch, &mut output);
+        // SAFETY: as for the input (the output range was validated the same way).
+        unsafe { std::ptr::copy(output.as_ptr(), self.output.0 as *mut u8, output.len()) };
+    }
+}
+
+/// MD8: an execution issued earlier of the same model is still pending (on another stream,
+/// or a synchronous one): this one runs after it.
+pub(crate) fn must_wait(rt: &Rt, model_id: u32, id: u64) -> bool {
+    rt.models
+        .loaded
+        .get(&model_id)
+        .is_some_and(|l| l.pending.range(..id).next().is_some())
+}
+
+/// Holds what execution `id` uses (MD6, MD7).
+fn acquire(rt: &mut Rt, id: u64, x: &Exec, sid: Option<u64>) {
+    let m = &mut rt.models;
+    for d in x.datasets {
+        if let Some(ds) = m.datasets.get_mut(&d) {
+            ds.uses += 1;
+        }
+    }
+    for b in &x.bufs {
+        if let Some(buf) = m.bufs.get_mut(b) {
+            buf.uses += 1;
+        }
+    }
+    if let Some(l) = m.loaded.get_mut(&x.model_id) {
+        l.pending.insert(id, sid);
+    }
+}
+
+/// Execution `id` is done (or dropped): releases what it held; objects destroyed meanwhile
+/// (MD6) go now; executions of the model waiting for it (MD8) may run.
+pub(crate) fn release(rt: &mut Rt, id: u64, x: &Exec) {
+    let m = &mut rt.models;
+    for d in x.datasets {
+        if let Some(ds) = m.datasets.get_mut(&d) {
+            ds.uses = ds.uses.saturating_sub(1);
+            if ds.destroyed && ds.uses == 0 {
+                m.datasets.remove(&d);
+            }
+        }
+    }
+    for b in &x.bufs {
+        if let Some(buf) = m.bufs.get_mut(b) {
+            buf.uses = buf.uses.saturating_sub(1);
+            if buf.destroyed && buf.uses == 0 {
+                m.bufs.remove(b);
+            }
+        }
+    }
+    let waiting: Vec<u64> = match m.loaded.get_mut(&x.model_id) {
+        Some(l) => {
+            l.pending.remove(&id);
+            l.pending.values().flatten().copied().collect()
+        }
+        None => Vec::new(),
+    };
+    for sid in waiting {
+        if let Some(cv) = rt.streams.get(&sid).and_then(|s| s.cv.as_ref()) {
+            cv.signal();
+        }
+    }
+}
+
+/// Drops one use of a tracked allocation; releases it if it was freed meanwhile (M2, MD2).
+fn unuse(rt: &mut Rt, start: usize) {
+    let free_now = match rt.allocs.get_mut(&start) {
+        Some(a) => {
+            a.uses = a.uses.saturating_sub(1);
+            a.uses == 0 && a.freed
+        }
+        None => false,
+    };
+    if free_now && let Some(a) = rt.allocs.remove(&start) {
+        // SAFETY: calloc'd by aclrtMalloc/aclrtMallocHost; its deferred free happens once,
+        // now that nothing uses it.
+        unsafe { libc::free(a.base as *mut c_void) };
+    }
+}
+
+/// Tracked allocations released by a device reset (D3): no model holds them any more.
+pub(crate) fn forget_allocs(rt: &mut Rt, starts: &[usize]) {
+    for l in rt.models.loaded.values_mut() {
+        l.held.retain(|(p, _)| !starts.contains(p));
+    }
+}
+
+/// MD2 / MD3: the model holding allocation `start`, as the rule a free breaks and a text.
+pub(crate) fn holder(rt: &Rt, start: usize) -> Option<(&'static str, String)> {
+    rt.models.loaded.iter().find_map(|(id, l)| {
+        l.held.iter().find(|(p, _)| *p == start).map(|(_, rule)| {
+            let what = if *rule == "MD2" {
+                "work or weight memory of a ...WithMem load"
+            } else {
+                "the bytes given to aclmdlLoadFromMem"
+            };
+            (
+                *rule,
+                format!("model {id} is loaded with it as {what} ({rule})"),
+            )
+        })
+    })
+}
+
+/// As [`ffi`] for the functions that return a value instead of an error code (0 or NULL
+/// on failure, which sets the recent error message).
+fn ffi_val<T: Copy>(default: T, f: impl FnOnce() -> Result<T, i32>) -> T {
+    let mut v = default;
+    let _ = ffi(|| {
+        v = f()?;
+        Ok(())
+    });
+    v
+}
+
+fn bad(what: &str, h: usize) -> i32 {
+    errmsg::why(
+        code::INVALID_PARAM,
+        format!("{what} {h:#x} is unknown or destroyed"),
+    )
+}
+
+fn dataset_id(rt: &Rt, h: usize) -> Result<u64, i32> {
+    decode(DATASET_BASE, h)
+        .filter(|id| rt.models.datasets.get(id).is_some_and(|d| !d.destroyed))
+        .ok_or_else(|| bad("dataset", h))
+}
+
+fn buf_id(rt: &Rt, h: usize) -> Result<u64, i32> {
+    decode(DATABUF_BASE, h)
+        .filter(|id| rt.models.bufs.get(id).is_some_and(|b| !b.destroyed))
+        .ok_or_else(|| bad("data buffer", h))
+}
+
+fn desc_id(rt: &Rt, h: usize) -> Result<u64, i32> {
+    decode(DESC_BASE, h)
+        .filter(|id| rt.models.descs.contains_key(id))
+        .ok_or_else(|| bad("model description", h))
+}
+
+fn loaded(rt: &Rt, id: u32) -> Result<&Loaded, i32> {
+    rt.models.loaded.get(&id).ok_or_else(|| {
+        errmsg::why(
+            code::INVALID_MODEL_ID,
+            format!("no model is loaded with id {id}"),
+        )
+    })
+}
+
+/// The model a description describes; MD4 when it was unloaded.
+fn described(rt: &mut Rt, h: usize, call: &str) -> Result<(Arc<Model>, Option<u64>), i32> {
+    let id = desc_id(rt, h)?;
+    let Some(model_id) = rt.models.descs.get(&id).and_then(|d| d.model) else {
+        return Err(errmsg::why(
+            code::INVALID_PARAM,
+            "the description was never filled by aclmdlGetDesc",
+        ));
+    };
+    match rt.models.loaded.get(&model_id) {
+        Some(l) => Ok((l.model.clone(), l.cur_batch)),
+        None => {
+            rt.report(
+                "MD4",
+                format!(
+                    "{call}: model description {h:#x} describes model {model_id}, which was unloaded: query a description only while its model is loaded"
+                ),
+            );
+            Err(errmsg::why(
+                code::INVALID_MODEL_ID,
+                format!("model {model_id} of this description was unloaded (MD4)"),
+            ))
+        }
+    }
+}
+
+fn cstr(p: *const c_char) -> Vec<u8> {
+    // SAFETY: the callers pass a non-NULL, NUL-terminated string (checked non-NULL first).
+    unsafe { CStr::from_ptr(p) }.to_bytes().to_vec()
+}
+
+fn read_file(path: *const c_char) -> Result<Vec<u8>, i32> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = cstr(path);
+    let path = std::path::Path::new(std::ffi::OsStr::from_bytes(&path));
+    std::fs::read(path).map_err(|e| {
+        errmsg::why(
+            code::READ_MODEL_FAILURE,
+            format!("cannot read {}: {e}", path.display()),
+        )
+    })
+}
+
+fn parse(bytes: &[u8]) -> Result<Model, i32> {
+    crate::model::parse(bytes).map_err(|e| errmsg::why(e.code, e.message))
+}
+
+/// Reads `size` model bytes at `p`; the tracked allocation they lie in, if any (MD3).
+fn read_mem(
+    rt: &mut Rt,
+    call: &str,
+    p: usize,
+    size: usize,
+) -> Result<(Vec<u8>, Option<usize>), i32> {
+    if size == 0 {
+        return Err(errmsg::why(code::MODEL_SIZE_INVALID, "model size 0"));
+    }
+    let held = match locate(rt, p, size) {
+        Loc::Device(s) | Loc::Host(s) => Some(s),
+        Loc::Untracked => None,
+        Loc::Bad(m) => {
+            let rule = if m.contains("(M2)") { "M2" } else { "M1" };
+            rt.report(
+                rule,
+                format!("{call}: model bytes {m}; the call returns 100000"),
+            );
+            return Err(code::INVALID_PARAM);
+        }
+    };
+    let mut v = vec![0u8; size];
+    // SAFETY: a tracked range validated above, or untracked memory the caller gives as
+    // `size` readable bytes (aclmdlLoadFromMem's contract); read under the lock.
+    unsafe { std::ptr::copy(p as *const u8, v.as_mut_ptr(), size) };
+    Ok((v, held))
+}
+
+/// MD2: work or weight memory of a `...WithMem` load.
+fn check_mem(rt: &Rt, what: &str, p: usize, size: usize, need: usize) -> Result<usize, i32> {
+    if size < need {
+        return Err(errmsg::why(
+            code::INVALID_PARAM,
+            format!("{what} size {size} is less than the {need} B aclmdlQuerySize reports (MD2)"),
+        ));
+    }
+    match locate(rt, p, size) {
+        Loc::Device(s) => Ok(s),
+        _ => Err(errmsg::why(
+            code::INVALID_PARAM,
+            format!("{what} memory [{p:#x}, +{size}) is not inside one device allocation (MD2)"),
+        )),
+    }
+}
+
+/// Registers a loaded model in the current context; returns its id.
+fn register(rt: &mut Rt, model: Model, held: Vec<(usize, &'static str)>) -> Result<u32, i32> {
+    let ctx = rt.cur_ctx()?;
+    for (p, _) in &held {
+        if let Some(a) = rt.allocs.get_mut(p) {
+            a.uses += 1;
+        }
+    }
+    let id = NEXT_MODEL_ID.fetch_add(1, Ordering::Relaxed);
+    rt.models.loaded.insert(
+        id,
+        Loaded {
+            model: Arc::new(model),
+            ctx,
+            pending: BTreeMap::new(),
+            cur_batch: None,
+            held,
+        },
+    );
+    Ok(id)
+}
+
+enum Src {
+    File(*const c_char),
+    Mem(usize, usize),
+}
+
+fn load(name: &str, src: Src, id_out: *mut u32, mem: Option<(usize, usize, usize, usize)>) -> R {
+    let mut g = enter(name, Call::Action)?;
+    let rt = rt_of(&mut g)?;
+    rt.cur_ctx()?; // 107002
+    let mut held = Vec::new();
+    let bytes = match src {
+        Src::File(path) => read_file(path)?,
+        Src::Mem(p, size) => {
+            let (bytes, tracked) = read_mem(rt, name, p, size)?;
+            held.extend(tracked.map(|s| (s, "MD3")));
+            bytes
+        }
+    };
+    let model = parse(&bytes)?;
+    if let Some((work, work_size, weight, weight_size)) = mem {
+        let w = check_mem(rt, "work", work, work_size, model.work)?;
+        let wt = check_mem(rt, "weight", weight, weight_size, model.weight)?;
+        held.push((w, "MD2"));
+        held.push((wt, "MD2"));
+    }
+    let id = register(rt, model, held)?;
+    out(id_out, id)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclmdlQuerySize(
+    fileName: *const c_char,
+    workSize: *mut usize,
+    weightSize: *mut usize,
+) -> i32 {
+    calls::count(CallId::aclmdlQuerySize);
+    ffi(|| {
+        non_null(&[fileName as usize, workSize as usize, weightSize as usize])?;
+        let _g = enter("aclmdlQuerySize", Call::Action)?;
+        let model = parse(&read_file(fileName)?)?;
+        out(workSize, model.work)?;
+        out(weightSize, model.weight)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclmdlLoadFromFile(modelPath: *const c_char, modelId: *mut u32) -> i32 {
+    calls::count(CallId::aclmdlLoadFromFile);
+    ffi(|| {
+        non_null(&[modelPath as usize, modelId as usize])?;
+        load("aclmdlLoadFromFile", Src::File(modelPath), modelId, None)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclmdlLoadFromMem(
+    model: *const c_void,
+    modelSize: usize,
+    modelId: *mut u32,
+) -> i32 {
+    calls::count(CallId::aclmdlLoadFromMem);
+    ffi(|| {
+        non_null(&[model as usize, modelId as usize])?;
+        load(
+            "aclmdlLoadFromMem",
+            Src::Mem(model as usize, modelSize),
+            modelId,
+            None,
+        )
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclmdlLoadFromFileWithMem(
+    modelPath: *const c_char,
+    modelId: *mut u32,
+    workPtr: *mut c_void,
+    workSize: usize,
+    weightPtr: *mut c_void,
+    weightSize: usize,
+) -> i32 {
+    calls::count(CallId::aclmdlLoadFromFileWithMem);
+    ffi(|| {
+        non_null(&[
+            modelPath as usize,
+            modelId as usize,
+            workPtr as usize,
+            weightPtr as usize,
+        ])?;
+        load(
+            "aclmdlLoadFromFileWithMem",
+            Src::File(modelPath),
+            modelId,
+            Some((workPtr as usize, workSize, weightPtr as usize, weightSize)),
+        )
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclmdlLoadFromMemWithMem(
+    model: *const c_void,
+    modelSize: usize,
+    modelId: *mut u32,
+    workPtr: *mut c_void,
+    workSize: usize,
+    weightPtr: *mut c_void,
+    weightSize: usize,
+) -> i32 {
+    calls::count(CallId::aclmdlLoadFromMemWithMem);
+    ffi(|| {
+        non_null(&[
+            model as usize,
+            modelId as usize,
+            workPtr as usize,
+            weightPtr as usize,
+        ])?;
+        load(
+            "aclmdlLoadFromMemWithMem",
+            Src::Mem(model as usize, modelSize),
+            modelId,
+            Some((workPtr as usize, workSize, weightPtr as usize, weightSize)),
+        )
+    })
+}
+
+/// MD1: the model must be used from the context it was loaded in.
+fn same_context(rt: &Rt, model_id: u32) -> R {
+    let ctx = loaded(rt, model_id)?.ctx;
+    if rt.cur_ctx()? != ctx {
+        return Err(errmsg::why(
+            code::RT_MODEL_CONTEXT,
+            format!("model {model_id} was loaded in another context (MD1)"),
+        ));
+    }
+    Ok(())
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclmdlUnload(modelId: u32) -> i32 {
+    calls::count(CallId::aclmdlUnload);
+    ffi(|| {
+        let mut g = enter("aclmdlUnload", Call::Action)?;
+        let rt = rt_of(&mut g)?;
+        same_context(rt, modelId)?;
+        let pending = loaded(rt, modelId)?.pending.len();
+        if pending > 0 {
+            rt.report(
+                "MD7",
+                format!(
+                    "aclmdlUnload({modelId}) while {pending} execution(s) of it are pending: synchronize the stream first; the call returns 107037 and the model stays loaded"
+                ),
+            );
+            return Err(errmsg::why(
+                code::RT_MODEL_RUNNING,
+                format!("{pending} execution(s) of model {modelId} are pending (MD7)"),
+            ));
+        }
+        if let Some(l) = rt.models.loaded.remove(&modelId) {
+            for (p, _) in l.held {
+                unuse(rt, p);
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The checks of an execution (MD1, MD6, MD8-MD11, sizes); returns it and the tracked
+/// allocations it uses.
+fn prepare(
+    rt: &mut Rt,
+    call: &str,
+    model_id: u32,
+    input: usize,
+    output: usize,
+    sid: Option<u64>,
+) -> Result<(Exec, Vec<usize>), i32> {
+    same_context(rt, model_id)?;
+    let model = loaded(rt, model_id)?.model.clone();
+    let din = dataset_id(rt, input)?;
+    let dout = dataset_id(rt, output)?;
+    let mut need_in = vec![model.input.bytes()];
+    if model.dynamic() {
+        need_in.push(8);
+    }
+    let bufs_in = rt.models.datasets[&din].bufs.clone();
+    let bufs_out = rt.models.datasets[&dout].bufs.clone();
+    if bufs_in.len() != need_in.len() {
+        return Err(errmsg::why(
+            code::MODEL_INPUT_NOT_MATCH,
+            format!(
+                "the input dataset has {} buffer(s), model {model_id} has {} input(s)",
+                bufs_in.len(),
+                need_in.len()
+            ),
+        ));
+    }
+    if bufs_out.len() != 1 {
+        return Err(errmsg::why(
+            code::MODEL_OUTPUT_NOT_MATCH,
+            format!(
+                "the output dataset has {} buffer(s), model {model_id} has 1 output",
+                bufs_out.len()
+            ),
+        ));
+    }
+    let outputs = [model.output.bytes()];
+    let all = bufs_in
+        .iter()
+        .zip(&need_in)
+        .map(|(b, n)| (*b, *n, code::MODEL_INPUT_NOT_MATCH, "input"))
+        .chain(
+            bufs_out
+                .iter()
+                .zip(&outputs)
+                .map(|(b, n)| (*b, *n, code::MODEL_OUTPUT_NOT_MATCH, "output")),
+        );
+    let mut ranges = Vec::new();
+    for (i, (b, need, err, role)) in all.enumerate() {
+        let Some(buf) = rt.models.bufs.get(&b).filter(|x| !x.destroyed) else {
+            return Err(bad("data buffer", handle(DATABUF_BASE, b)));
+        };
+        if buf.size < need {
+            return Err(errmsg::why(
+                err,
+                format!(
+                    "{role} data buffer {:#x} holds {} B, the model's {role} needs {need} B (MD10)",
+                    handle(DATABUF_BASE, b),
+                    buf.size
+                ),
+            ));
+        }
+        ranges.push((i, b, buf.data, buf.size));
+    }
+    let mut allocs = Vec::new();
+    for (_, b, data, size) in &ranges {
+        match locate(rt, *data, *size) {
+            Loc::Device(s) => allocs.push(s),
+            other => {
+                let is = match other {
+                    Loc::Host(_) => "host memory".to_string(),
+                    Loc::Bad(m) => m,
+                    _ => "not memory of aclrtMalloc".to_string(),
+                };
+                rt.report(
+                    "MD9",
+                    format!(
+                        "{call}: data buffer {:#x} ([{data:#x}, +{size})): {is}; model I/O memory must be device memory from aclrtMalloc; the call returns 100000",
+                        handle(DATABUF_BASE, *b)
+                    ),
+                );
+                return Err(errmsg::why(
+                    code::INVALID_PARAM,
+                    "a data buffer is not device memory (MD9)",
+                ));
+            }
+        }
+    }
+    if let Some(sid) = sid {
+        check_stream_device(rt, call, sid, &allocs)?;
+    }
+    let batch = if model.dynamic() {
+        match rt.models.datasets[&din].batch {
+            Some((m, b)) if m == model_id => b,
+            _ => {
+                rt.report(
+                    "MD11",
+                    format!(
+                        "{call}: dynamic model {model_id} executed without aclmdlSetDynamicBatchSize on its input dataset {:#x}: set the batch before executing; the simulator uses the largest gear ({})",
+                        handle(DATASET_BASE, din),
+                        model.max_batch()
+                    ),
+                );
+                model.max_batch()
+            }
+        }
+    } else {
+        1
+    };
+    let others: Vec<String> = loaded(rt, model_id)?
+        .pending
+        .values()
+        .filter(|s| sid.is_none() || **s != sid)
+        .map(|s| match s {
+            Some(s) => format!("stream {:#x}", handle(STREAM_BASE, *s)),
+            None => "a synchronous aclmdlExecute".to_string(),
+        })
+        .collect();
+    if !others.is_empty() {
+        let here = match sid {
+            Some(s) => format!("on stream {:#x}", handle(STREAM_BASE, s)),
+            None => "synchronously".to_string(),
+        };
+        rt.report(
+            "MD8",
+            format!(
+                "{call}: model {model_id} executed {here} while an execution of it is pending on {}: never run one model concurrently (synchronize first, or load it twice); {}",
+                others.join(", "),
+                if sid.is_some() {
+                    "the simulator runs this one after it"
+                } else {
+                    "the simulator runs it now"
+                }
+            ),
+        );
+    }
+    let (_, _, in_addr, _) = ranges[0];
+    let (_, _, out_addr, _) = ranges[ranges.len() - 1];
+    Ok((
+        Exec {
+            model_id,
+            input: (in_addr, model.input.bytes()),
+            output: (out_addr, model.output.bytes()),
+            model,
+            datasets: [din, dout],
+            bufs: ranges.iter().map(|r| r.1).collect(),
+            batch,
+        },
+        allocs,
+    ))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclmdlExecute(modelId: u32, input: *const c_void, output: *mut c_void) -> i32 {
+    calls::count(CallId::aclmdlExecute);
+    ffi(|| {
+        non_null(&[input as usize, output as usize])?;
+        let mut g = enter("aclmdlExecute", Call::Action)?;
+        let rt = rt_of(&mut g)?;
+        let (x, allocs) = prepare(
+            rt,
+            "aclmdlExecute",
+            modelId,
+            input as usize,
+            output as usize,
+            None,
+        )?;
+        let id = rt.new_id();
+        for a in &allocs {
+            if let Some(al) = rt.allocs.get_mut(a) {
+                al.uses += 1;
+            }
+        }
+        acquire(rt, id, &x, None);
+        let run = x.run();
+        // The model's time passes without the lock; the evaluation is done under it, once
+        // the memory is known to be still there (a device reset may have freed it).
+        g.unlocked(|| run.sleep());
+        let rt = rt_of(&mut g)?;
+        let intact = allocs.iter().all(|a| rt.allocs.contains_key(a));
+        if intact {
+            run.eval();
+        }
+        for a in &allocs {
+            unuse(rt, *a);
+        }
+        release(rt, id, &x);
+        if intact {
+            Ok(())
+        } else {
+            Err(errmsg::why(
+                code::RT_MODEL_EXECUTE,
+                "the model's memory was released during the execution",
+            ))
+        }
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclmdlExecuteAsync(
+    modelId: u32,
+    input: *const c_void,
+    output: *mut c_void,
+    stream: *mut c_void,
+) -> i32 {
+    calls::count(CallId::aclmdlExecuteAsync);
+    ffi(|| {
+        non_null(&[input as usize, output as usize])?;
+        let mut g = enter("aclmdlExecuteAsync", Call::Action)?;
+        let rt = rt_of(&mut g)?;
+        let sid = stream_for(rt, stream as usize, true)?;
+        crate::extra::refuse_if_stopped(rt, sid)?; // S6
+        let (x, allocs) = prepare(
+            rt,
+            "aclmdlExecuteAsync",
+            modelId,
+            input as usize,
+            output as usize,
+            Some(sid),
+        )?;
+        // The task id is the next id: the execution is pending from its issue on.
+        let id = rt.next_id;
+        acquire(rt, id, &x, Some(sid));
+        let issued = exec::enqueue(rt, sid, TaskKind::Model(Box::new(x)), allocs);
+        debug_assert_eq!(issued, id);
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclmdlSetDynamicBatchSize(
+    modelId: u32,
+    dataset: *mut c_void,
+    index: usize,
+    batchSize: u64,
+) -> i32 {
+    calls::count(CallId::aclmdlSetDynamicBatchSize);
+    ffi(|| {
+        non_null(&[dataset as usize])?;
+        let mut g = enter("aclmdlSetDynamicBatchSize", Call::Action)?;
+        let rt = rt_of(&mut g)?;
+        let model = loaded(rt, modelId)?.model.clone();
+        if !model.dynamic() {
+            return Err(errmsg::why(
+                code::MODEL_NOT_DYNAMIC,
+                format!("model {modelId} has no batch gears (MD11)"),
+            ));
+        }
+        let ds = dataset_id(rt, dataset as usize)?;
+        let md11 = |rt: &mut Rt, msg: String| {
+            rt.report(
+                "MD11",
+                format!(
+                    "aclmdlSetDynamicBatchSize(model {modelId}): {msg}; the call returns 100000"
+                ),
+            );
+            Err(errmsg::why(code::INVALID_PARAM, format!("{msg} (MD11)")))
+        };
+        if index != 1 {
+            return md11(
+                rt,
+                format!("index {index} is not the index of {DYNAMIC_INPUT} (1)"),
+            );
+        }
+        if !model.gears.contains(&batchSize) {
+            return md11(
+                rt,
+                format!(
+                    "batch {batchSize} is not one of the gears {:?}",
+                    model.gears
+                ),
+            );
+        }
+        let Some(b) = rt.models.datasets[&ds].bufs.get(1).copied() else {
+            return md11(
+                rt,
+                format!("the dataset has no buffer for {DYNAMIC_INPUT} (index 1) yet"),
+            );
+        };
+        let Some((data, size)) = rt
+            .models
+            .bufs
+            .get(&b)
+            .filter(|x| !x.destroyed)
+            .map(|x| (x.data, x.size))
+        else {
+            return Err(bad("data buffer", handle(DATABUF_BASE, b)));
+        };
+        if size < 8 {
+            return Err(errmsg::why(
+                code::INVALID_PARAM,
+                format!("the {DYNAMIC_INPUT} buffer holds {size} B, it needs 8"),
+            ));
+        }
+        if !matches!(locate(rt, data, 8), Loc::Device(_)) {
+            rt.report(
+                "MD9",
+                format!(
+                    "aclmdlSetDynamicBatchSize: the {DYNAMIC_INPUT} data buffer {:#x} ({data:#x}) is not device memory from aclrtMalloc; the call returns 100000",
+                    handle(DATABUF_BASE, b)
+                ),
+            );
+            return Err(errmsg::why(
+                code::INVALID_PARAM,
+                "a data buffer is not device memory (MD9)",
+            ));
+        }
+        // SAFETY: 8 bytes inside a live device allocation (checked above), under the lock.
+        unsafe { std::ptr::copy(batchSize.to_ne_bytes().as_ptr(), data as *mut u8, 8) };
+        if let Some(d) = rt.models.datasets.get_mut(&ds) {
+            d.batch = Some((modelId, batchSize));
+        }
+        if let Some(l) = rt.models.loaded.get_mut(&modelId) {
+            l.cur_batch = Some(batchSize);
+        }
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclmdlSetDynamicHWSize(
+    modelId: u32,
+    dataset: *mut c_void,
+    index: usize,
+    height: u64,
+    width: u64,
+) -> i32 {
+    calls::count(CallId::aclmdlSetDynamicHWSize);
+    ffi(|| {
+        let _ = (index, height, width);
+        non_null(&[dataset as usize])?;
+        let mut g = enter("aclmdlSetDynamicHWSize", Call::Action)?;
+        let rt = rt_of(&mut g)?;
+        loaded(rt, modelId)?;
+        Err(errmsg::why(
+            code::MODEL_NOT_DYNAMIC,
+            format!("model {modelId} has no HW gears (the simulator's models have none)"),
+        ))
+    })
+}
+
+// ---- Descriptions --------------------------------------------------------------------
+
+/// Creates a host object with a fresh handle (NULL before aclInit or with a fault).
+fn create(name: &str, base: usize, add: impl FnOnce(&mut Models, u64)) -> *mut c_void {
+    ffi_val(std::ptr::null_mut(), || {
+        let mut g = enter(name, Call::Action)?;
+        let rt = rt_of(&mut g)?;
+        let id = rt.new_id();
+        add(&mut rt.models, id);
+        Ok(handle(base, id) as *mut c_void)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclmdlCreateDesc() -> *mut c_void {
+    calls::count(CallId::aclmdlCreateDesc);
+    create("aclmdlCreateDesc", DESC_BASE, |m, id| {
+        m.descs.insert(id, Desc { model: None });
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclmdlDestroyDesc(modelDesc: *mut c_void) -> i32 {
+    calls::count(CallId::aclmdlDestroyDesc);
+    ffi(|| {
+        non_null(&[modelDesc as usize])?;
+        let mut g = enter("aclmdlDestroyDesc", Call::Action)?;
+        let rt = rt_of(&mut g)?;
+        let id = desc_id(rt, modelDesc as usize)?;
+        rt.models.descs.remove(&id);
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclmdlGetDesc(modelDesc: *mut c_void, modelId: u32) -> i32 {
+    calls::count(CallId::aclmdlGetDesc);
+    ffi(|| {
+        non_null(&[modelDesc as usize])?;
+        let mut g = enter("aclmdlGetDesc", Call::Query)?;
+        let rt = rt_of(&mut g)?;
+        let id = desc_id(rt, modelDesc as usize)?;
+        loaded(rt, modelId)?;
+        if let Some(d) = rt.models.descs.get_mut(&id) {
+            d.model = Some(modelId);
+        }
+        Ok(())
+    })
+}
+
+/// Runs a query on the model a description describes.
+fn query<T: Copy>(
+    name: &str,
+    desc: *const c_void,
+    default: T,
+    f: impl FnOnce(&Model, Option<u64>) -> Result<T, i32>,
+) -> T {
+    ffi_val(default, || {
+        non_null(&[desc as usize])?;
+        let mut g = enter(name, Call::Query)?;
+        let rt = rt_of(&mut g)?;
+        let (model, batch) = described(rt, desc as usize, name)?;
+        f(&model, batch)
+    })
+}
+
+fn no_index(index: usize) -> i32 {
+    errmsg::why(code::INVALID_PARAM, format!("no tensor at index {index}"))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclmdlGetNumInputs(modelDesc: *mut c_void) -> usize {
+    calls::count(CallId::aclmdlGetNumInputs);
+    query("aclmdlGetNumInputs", modelDesc, 0, |m, _| {
+        Ok(1 + usize::from(m.dynamic()))
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclmdlGetNumOutputs(modelDesc: *mut c_void) -> usize {
+    calls::count(CallId::aclmdlGetNumOutputs);
+    query("aclmdlGetNumOutputs", modelDesc, 0, |_, _| Ok(1))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclmdlGetInputSizeByIndex(modelDesc: *mut c_void, index: usize) -> usize {
+    calls::count(CallId::aclmdlGetInputSizeByIndex);
+    query(
+        "aclmdlGetInputSizeByIndex",
+        modelDesc,
+        0,
+        |m, _| match index {
+            0 => Ok(m.input.bytes()),
+            1 if m.dynamic() => Ok(8),
+            _ => Err(no_index(index)),
+        },
+    )
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclmdlGetOutputSizeByIndex(modelDesc: *mut c_void, index: usize) -> usize {
+    calls::count(CallId::aclmdlGetOutputSizeByIndex);
+    query(
+        "aclmdlGetOutputSizeByIndex",
+        modelDesc,
+        0,
+        |m, _| match index {
+            0 => Ok(m.output.bytes()),
+            _ => Err(no_index(index)),
+        },
+    )
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclmdlGetInputIndexByName(
+    modelDesc: *const c_void,
+    name: *const c_char,
+    index: *mut usize,
+) -> i32 {
+    calls::count(CallId::aclmdlGetInputIndexByName);
+    ffi(|| {
+        non_null(&[modelDesc as usize, name as usize, index as usize])?;
+        let mut g = enter("aclmdlGetInputIndexByName", Call::Query)?;
+        let rt = rt_of(&mut g)?;
+        let (m, _) = described(rt, modelDesc as usize, "aclmdlGetInputIndexByName")?;
+        let wanted = cstr(name);
+        if wanted == m.input.name.as_bytes() {
+            out(index, 0)
+        } else if m.dynamic() && wanted == DYNAMIC_INPUT.as_bytes() {
+            out(index, 1)
+        } else {
+            Err(errmsg::why(
+                code::INVALID_PARAM,
+                format!(
+                    "the model has no input named {}",
+                    String::from_utf8_lossy(&wanted)
+                ),
+            ))
+        }
+    })
+}
+
+/// `aclmdlIODims`.
+#[repr(C)]
+pub struct IODims {
+    pub name: [c_char; 128],
+    pub dim_count: usize,
+    pub dims: [i64; 128],
+}
+
+fn write_dims(p: *mut IODims, name: &str, dims: &[i64]) -> R {
+    check_out(p)?;
+    let mut d = IODims {
+        name: [0; 128],
+        dim_count: dims.len(),
+        dims: [0; 128],
+    };
+    for (o, b) in d.name.iter_mut().zip(name.bytes().take(127)) {
+        *o = b as c_char;
+    }
+    d.dims[..dims.len()].copy_from_slice(dims);
+    out(p, d)
+}
+
+fn dims_query(
+    name: &str,
+    desc: *const c_void,
+    index: usize,
+    dims: *mut IODims,
+    pick: impl FnOnce(&Model, Option<u64>) -> Option<(String, Vec<i64>)>,
+) -> i32 {
+    ffi(|| {
+        non_null(&[desc as usize, dims as usize])?;
+        let mut g = enter(name, Call::Query)?;
+        let rt = rt_of(&mut g)?;
+        let (model, batch) = described(rt, desc as usize, name)?;
+        let (n, d) = pick(&model, batch).ok_or_else(|| no_index(index))?;
+        write_dims(dims, &n, &d)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclmdlGetInputDims(
+    modelDesc: *const c_void,
+    index: usize,
+    dims: *mut IODims,
+) -> i32 {
+    calls::count(CallId::aclmdlGetInputDims);
+    dims_query(
+        "aclmdlGetInputDims",
+        modelDesc,
+        index,
+        dims,
+        |m, _| match index {
+            0 => Some((m.input.name.clone(), m.input.dims.clone())),
+            1 if m.dynamic() => Some((DYNAMIC_INPUT.to_string(), vec![1])),
+            _ => None,
+        },
+    )
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclmdlGetOutputDims(
+    modelDesc: *const c_void,
+    index: usize,
+    dims: *mut IODims,
+) -> i32 {
+    calls::count(CallId::aclmdlGetOutputDims);
+    dims_query("aclmdlGetOutputDims", modelDesc, index, dims, |m, _| {
+        (index == 0).then(|| (m.output.name.clone(), m.output.dims.clone()))
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclmdlGetCurOutputDims(
+    modelDesc: *const c_void,
+    index: usize,
+    dims: *mut IODims,
+) -> i32 {
+    calls::count(CallId::aclmdlGetCurOutputDims);
+    dims_query("aclmdlGetCurOutputDims", modelDesc, index, dims, |m, b| {
+        (index == 0).then(|| (m.output.name.clone(), m.output_dims(b)))
+    })
+}
+
+// ---- Datasets and data buffers -------------------------------------------------------
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclmdlCreateDataset() -> *mut c_void {
+    calls::count(CallId::aclmdlCreateDataset);
+    create("aclmdlCreateDataset", DATASET_BASE, |m, id| {
+        m.datasets.insert(
+            id,
+            Dataset {
+                bufs: Vec::new(),
+                batch: None,
+                uses: 0,
+                destroyed: false,
+            },
+        );
+    })
+}
+
+/// MD6: destroying an object a pending execution uses.
+fn md6(rt: &mut Rt, call: &str, what: &str, h: usize, uses: u32) {
+    rt.report(
+        "MD6",
+        format!(
+            "{call}({h:#x}): the {what} is used by {uses} pending model execution(s): synchronize the stream first; the simulator keeps it until they are done"
+        ),
+    );
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclmdlDestroyDataset(dataset: *const c_void) -> i32 {
+    calls::count(CallId::aclmdlDestroyDataset);
+    ffi(|| {
+        non_null(&[dataset as usize])?;
+        let mut g = enter("aclmdlDestroyDataset", Call::Action)?;
+        let rt = rt_of(&mut g)?;
+        let id = dataset_id(rt, dataset as usize)?;
+        let uses = rt.models.datasets[&id].uses;
+        if uses > 0 {
+            md6(
+                rt,
+                "aclmdlDestroyDataset",
+                "dataset",
+                dataset as usize,
+                uses,
+            );
+            if let Some(d) = rt.models.datasets.get_mut(&id) {
+                d.destroyed = true;
+            }
+        } else {
+            rt.models.datasets.remove(&id);
+        }
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclmdlAddDatasetBuffer(dataset: *mut c_void, dataBuffer: *mut c_void) -> i32 {
+    calls::count(CallId::aclmdlAddDatasetBuffer);
+    ffi(|| {
+        non_null(&[dataset as usize, dataBuffer as usize])?;
+        let mut g = enter("aclmdlAddDatasetBuffer", Call::Action)?;
+        let rt = rt_of(&mut g)?;
+        let ds = dataset_id(rt, dataset as usize)?;
+        let b = buf_id(rt, dataBuffer as usize)?;
+        if let Some(d) = rt.models.datasets.get_mut(&ds) {
+            d.bufs.push(b);
+        }
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclmdlGetDatasetNumBuffers(dataset: *const c_void) -> usize {
+    calls::count(CallId::aclmdlGetDatasetNumBuffers);
+    ffi_val(0, || {
+        non_null(&[dataset as usize])?;
+        let mut g = enter("aclmdlGetDatasetNumBuffers", Call::Query)?;
+        let rt = rt_of(&mut g)?;
+        let ds = dataset_id(rt, dataset as usize)?;
+        Ok(rt.models.datasets[&ds].bufs.len())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclmdlGetDatasetBuffer(dataset: *const c_void, index: usize) -> *mut c_void {
+    calls::count(CallId::aclmdlGetDatasetBuffer);
+    ffi_val(std::ptr::null_mut(), || {
+        non_null(&[dataset as usize])?;
+        let mut g = enter("aclmdlGetDatasetBuffer", Call::Query)?;
+        let rt = rt_of(&mut g)?;
+        let ds = dataset_id(rt, dataset as usize)?;
+        let b = rt.models.datasets[&ds]
+            .bufs
+            .get(index)
+            .copied()
+            .ok_or_else(|| no_index(index))?;
+        Ok(handle(DATABUF_BASE, b) as *mut c_void)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclCreateDataBuffer(data: *mut c_void, size: usize) -> *mut c_void {
+    calls::count(CallId::aclCreateDataBuffer);
+    create("aclCreateDataBuffer", DATABUF_BASE, |m, id| {
+        m.bufs.insert(
+            id,
+            DataBuf {
+                data: data as usize,
+                size,
+                uses: 0,
+                destroyed: false,
+            },
+        );
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclDestroyDataBuffer(dataBuffer: *const c_void) -> i32 {
+    calls::count(CallId::aclDestroyDataBuffer);
+    ffi(|| {
+        non_null(&[dataBuffer as usize])?;
+        let mut g = enter("aclDestroyDataBuffer", Call::Action)?;
+        let rt = rt_of(&mut g)?;
+        let id = buf_id(rt, dataBuffer as usize)?;
+        let uses = rt.models.bufs[&id].uses;
+        if uses > 0 {
+            md6(
+                rt,
+                "aclDestroyDataBuffer",
+                "data buffer",
+                dataBuffer as usize,
+                uses,
+            );
+            if let Some(b) = rt.models.bufs.get_mut(&id) {
+                b.destroyed = true;
+            }
+        } else {
+            rt.models.bufs.remove(&id);
+        }
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclGetDataBufferAddr(dataBuffer: *const c_void) -> *mut c_void {
+    calls::count(CallId::aclGetDataBufferAddr);
+    ffi_val(std::ptr::null_mut(), || {
+        non_null(&[dataBuffer as usize])?;
+        let mut g = enter("aclGetDataBufferAddr", Call::Query)?;
+        let rt = rt_of(&mut g)?;
+        let id = buf_id(rt, dataBuffer as usize)?;
+        Ok(rt.models.bufs[&id].data as *mut c_void)
+    })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclGetDataBufferSizeV2(dataBuffer: *const c_void) -> usize {
+    calls::count(CallId::aclGetDataBufferSizeV2);
+    ffi_val(0, || {
+        non_null(&[dataBuffer as usize])?;
+        let mut g = enter("aclGetDataBufferSizeV2", Call::Query)?;
+        let rt = rt_of(&mut g)?;
+        let id = buf_id(rt, dataBuffer as usize)?;
+        Ok(rt.models.bufs[&id].size)
+    })
+}

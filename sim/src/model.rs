@@ -1,0 +1,590 @@
+//! The simulator's model format (`aclsim-model 1`, sim/README.md "Models"): its parser and
+//! its evaluator. Pure code: no runtime state, no FFI (the entry points are in
+//! `api/model.rs`).
+
+use crate::state::code;
+
+/// The name of the dynamic-batch input (`ACL_DYNAMIC_TENSOR_NAME`).
+pub const DYNAMIC_INPUT: &str = "ascend_mbatch_shape_data";
+/// The recent error message for a file that is not in this format (a real `.om`).
+pub const NOT_ACLSIM: &str = "not an aclsim model: a real .om needs the CANN runtime";
+/// At most this many dims per tensor.
+pub const MAX_DIMS: usize = 8;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DType {
+    F32,
+    U8,
+    I32,
+}
+
+impl DType {
+    pub fn size(self) -> usize {
+        match self {
+            DType::U8 => 1,
+            DType::F32 | DType::I32 => 4,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tensor {
+    pub name: String,
+    pub dtype: DType,
+    /// The dims of the largest gear (MD10).
+    pub dims: Vec<i64>,
+}
+
+impl Tensor {
+    pub fn elements(&self) -> usize {
+        self.dims.iter().map(|d| *d as usize).product()
+    }
+    /// Size in bytes (largest gear).
+    pub fn bytes(&self) -> usize {
+        self.elements() * self.dtype.size()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    Scale(f32),
+    Add(f32),
+    Relu,
+    Matmul {
+        rows: usize,
+        cols: usize,
+        w: Vec<f32>,
+    },
+    Bias(Vec<f32>),
+    Argmax(usize),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Model {
+    pub input: Tensor,
+    pub output: Tensor,
+    /// Batch gears, ascending; empty for a static model.
+    pub gears: Vec<u64>,
+    pub time_us: u64,
+    pub work: usize,
+    pub weight: usize,
+    pub ops: Vec<Op>,
+}
+
+/// A load failure: the error code and the reason (naming the line).
+#[derive(Debug, PartialEq, Eq)]
+pub struct ParseError {
+    pub code: i32,
+    pub message: String,
+}
+
+fn syntax(line: usize, msg: impl std::fmt::Display) -> ParseError {
+    ParseError {
+        code: code::PARSE_MODEL,
+        message: format!("line {line}: {msg}"),
+    }
+}
+
+fn num<T: std::str::FromStr>(line: usize, what: &str, s: Option<&str>) -> Result<T, ParseError> {
+    let s = s.ok_or_else(|| syntax(line, format!("missing {what}")))?;
+    s.parse()
+        .map_err(|_| syntax(line, format!("bad {what} `{s}`")))
+}
+
+fn tensor(line: usize, rest: &[&str]) -> Result<Tensor, ParseError> {
+    let [name, dtype, dims] = rest else {
+        return Err(syntax(line, "expected NAME DTYPE DIMS"));
+    };
+    if *name == DYNAMIC_INPUT {
+        return Err(syntax(
+            line,
+            format!("the name {DYNAMIC_INPUT} is reserved"),
+        ));
+    }
+    let dtype = match *dtype {
+        "f32" => DType::F32,
+        "u8" => DType::U8,
+        "i32" => DType::I32,
+        other => {
+            return Err(syntax(
+                line,
+                format!("unknown dtype `{other}` (f32, u8, i32)"),
+            ));
+        }
+    };
+    let dims: Vec<i64> = dims
+        .split('x')
+        .map(|d| match d.parse::<i64>() {
+            Ok(v) if v >= 1 => Ok(v),
+            _ => Err(syntax(line, format!("bad dim `{d}` (an integer >= 1)"))),
+        })
+        .collect::<Result<_, _>>()?;
+    if dims.len() > MAX_DIMS {
+        return Err(syntax(line, format!("more than {MAX_DIMS} dims")));
+    }
+    let mut total: u64 = 1;
+    for d in &dims {
+        total = total
+            .checked_mul(*d as u64)
+            .filter(|t| *t <= 1 << 31)
+            .ok_or_else(|| syntax(line, "tensor too large"))?;
+    }
+    Ok(Tensor {
+        name: name.to_string(),
+        dtype,
+        dims,
+    })
+}
+
+fn floats(line: usize, what: &str, words: &[&str], n: usize) -> Result<Vec<f32>, ParseError> {
+    if words.len() != n {
+        return Err(syntax(
+            line,
+            format!("{what}: expected {n} values, got {}", words.len()),
+        ));
+    }
+    words.iter().map(|w| num(line, what, Some(w))).collect()
+}
+
+/// Parses a model file's bytes.
+pub fn parse(bytes: &[u8]) -> Result<Model, ParseError> {
+    let not_ours = || ParseError {
+        code: code::PARSE_MODEL,
+        message: NOT_ACLSIM.to_string(),
+    };
+    let text = std::str::from_utf8(bytes).map_err(|_| not_ours())?;
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.split('#').next().unwrap_or("").trim()))
+        .filter(|(_, l)| !l.is_empty());
+    match lines.next() {
+        Some((_, first)) if first.split_whitespace().next() == Some("aclsim-model") => {
+            let words: Vec<&str> = first.split_whitespace().collect();
+            if words != ["aclsim-model", "1"] {
+                return Err(ParseError {
+                    code: code::PARSE_MODEL,
+                    message: format!(
+                        "unsupported aclsim model version `{}` (this simulator reads aclsim-model 1)",
+                        words[1..].join(" ")
+                    ),
+                });
+            }
+        }
+        _ => return Err(not_ours()),
+    }
+    let (mut input, mut output, mut gears) = (None, None, None);
+    let (mut time_us, mut work, mut weight) = (0u64, None, None);
+    let mut ops = Vec::new();
+    // (line, op) for the shape check.
+    let mut op_lines = Vec::new();
+    for (line, l) in lines {
+        let words: Vec<&str> = l.split_whitespace().collect();
+        let rest = &words[1..];
+        let once = |set: bool| {
+            if set {
+                Err(syntax(line, format!("second `{}` directive", words[0])))
+            } else {
+                Ok(())
+            }
+        };
+        match words[0] {
+            "input" => {
+                once(input.is_some())?;
+                input = Some((line, tensor(line, rest)?));
+            }
+            "output" => {
+                once(output.is_some())?;
+                output = Some((line, tensor(line, rest)?));
+            }
+            "batch" => {
+                once(gears.is_some())?;
+                let g: Vec<u64> = rest
+                    .iter()
+                    .map(|w| num::<u64>(line, "gear", Some(w)))
+                    .collect::<Result<_, _>>()?;
+                if g.is_empty() || g[0] == 0 || g.windows(2).any(|p| p[0] >= p[1]) {
+                    return Err(syntax(line, "gears must be ascending integers >= 1"));
+                }
+                gears = Some((line, g));
+            }
+            "time" => time_us = num(line, "time", rest.first().copied())?,
+            "work" => work = Some(num(line, "work size", rest.first().copied())?),
+            "weight" => weight = Some(num(line, "weight size", rest.first().copied())?),
+            "op" => {
+                let op = match rest.first().copied() {
+                    Some("scale") => Op::Scale(num(line, "scale factor", rest.get(1).copied())?),
+                    Some("add") => Op::Add(num(line, "addend", rest.get(1).copied())?),
+                    Some("relu") => Op::Relu,
+                    Some("matmul") => {
+                        let r: usize = num(line, "matmul R", rest.get(1).copied())?;
+                        let c: usize = num(line, "matmul C", rest.get(2).copied())?;
+                        if r == 0 || c == 0 || r.saturating_mul(c) > 1 << 24 {
+                            return Err(syntax(line, "matmul: R and C must be >= 1"));
+                        }
+                        let w =
+                            floats(line, "matmul weights", rest.get(3..).unwrap_or(&[]), r * c)?;
+                        Op::Matmul {
+                            rows: r,
+                            cols: c,
+                            w,
+                        }
+                    }
+                    Some("bias") => {
+                        let c: usize = num(line, "bias C", rest.get(1).copied())?;
+                        if c == 0 {
+                            return Err(syntax(line, "bias: C must be >= 1"));
+                        }
+                        Op::Bias(floats(
+                            line,
+                            "bias values",
+                            rest.get(2..).unwrap_or(&[]),
+                            c,
+                        )?)
+                    }
+                    Some("argmax") => {
+                        let c: usize = num(line, "argmax C", rest.get(1).copied())?;
+                        if c == 0 {
+                            return Err(syntax(line, "argmax: C must be >= 1"));
+                        }
+                        Op::Argmax(c)
+                    }
+                    Some(other) => return Err(syntax(line, format!("unknown op `{other}`"))),
+                    None => return Err(syntax(line, "missing op name")),
+                };
+                let arity_ok = match (&op, rest.len()) {
+                    (Op::Relu, n) => n == 1,
+                    (Op::Scale(_) | Op::Add(_) | Op::Argmax(_), n) => n == 2,
+                    _ => true,
+                };
+                if !arity_ok {
+                    return Err(syntax(line, "too many values"));
+                }
+                op_lines.push(line);
+                ops.push(op);
+            }
+            "aclsim-model" => return Err(syntax(line, "second `aclsim-model` directive")),
+            other => return Err(syntax(line, format!("unknown directive `{other}`"))),
+        }
+    }
+    let missing = |what: &str| ParseError {
+        code: code::MODEL_MISSING_ATTR,
+        message: format!("the model has no `{what}` directive"),
+    };
+    let (in_line, input) = input.ok_or_else(|| missing("input"))?;
+    let (out_line, output) = output.ok_or_else(|| missing("output"))?;
+    let gears = match gears {
+        Some((line, g)) => {
+            let max = *g.last().unwrap_or(&1) as i64;
+            for (l, t) in [(in_line, &input), (out_line, &output)] {
+                if t.dims[0] != max {
+                    return Err(syntax(
+                        l,
+                        format!(
+                            "the first dim of `{}` ({}) must be the largest gear ({max}, line {line})",
+                            t.name, t.dims[0]
+                        ),
+                    ));
+                }
+            }
+            g
+        }
+        None => Vec::new(),
+    };
+    let max_batch = gears.last().copied().unwrap_or(1) as usize;
+    // Shape check, per batch item (so that every gear works).
+    let mut n = input.elements() / max_batch;
+    for (op, line) in ops.iter().zip(&op_lines) {
+        n = match op {
+            Op::Matmul { rows, cols, .. } => {
+                if !n.is_multiple_of(*rows) {
+                    return Err(syntax(
+                        *line,
+                        format!("matmul: {n} values per batch item are not rows of {rows}"),
+                    ));
+                }
+                n / rows * cols
+            }
+            Op::Bias(b) if !n.is_multiple_of(b.len()) => {
+                return Err(syntax(
+                    *line,
+                    format!(
+                        "bias: {n} values per batch item are not rows of {}",
+                        b.len()
+                    ),
+                ));
+            }
+            Op::Argmax(c) => {
+                if !n.is_multiple_of(*c) {
+                    return Err(syntax(
+                        *line,
+                        format!("argmax: {n} values per batch item are not rows of {c}"),
+                    ));
+                }
+                n / c
+            }
+            _ => n,
+        };
+    }
+    let out_item = output.elements() / max_batch;
+    if n > out_item {
+        return Err(syntax(
+            out_line,
+            format!("the ops produce {n} values per batch item, the output holds {out_item}"),
+        ));
+    }
+    let weights: usize = ops
+        .iter()
+        .map(|op| match op {
+            Op::Matmul { w, .. } => w.len(),
+            _ => 0,
+        })
+        .sum();
+    Ok(Model {
+        input,
+        output,
+        gears,
+        time_us,
+        work: work.unwrap_or(4096),
+        weight: weight.unwrap_or((weights * 4).max(4096)),
+        ops,
+    })
+}
+
+impl Model {
+    pub fn dynamic(&self) -> bool {
+        !self.gears.is_empty()
+    }
+
+    pub fn max_batch(&self) -> u64 {
+        self.gears.last().copied().unwrap_or(1)
+    }
+
+    /// The output dims for `batch` (MD12; the largest gear for a static model or `None`).
+    pub fn output_dims(&self, batch: Option<u64>) -> Vec<i64> {
+        let mut d = self.output.dims.clone();
+        if let Some(b) = batch.filter(|_| self.dynamic()) {
+            d[0] = b as i64;
+        }
+        d
+    }
+
+    /// Runs the model on `input` (the input buffer's bytes, at least the described size)
+    /// for `batch` items, writing `output` (at least the described size): converted to f32,
+    /// ops applied, converted to the output type (rounded, saturated), the rest zeroed.
+    pub fn eval(&self, input: &[u8], batch: u64, output: &mut [u8]) {
+        let max = self.max_batch() as usize;
+        let batch = (batch as usize).clamp(1, max);
+        let n_in = self.input.elements() / max * batch;
+        let mut x: Vec<f32> = match self.input.dtype {
+            DType::F32 => input
+                .chunks_exact(4)
+                .take(n_in)
+                .map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+                .collect(),
+            DType::I32 => input
+                .chunks_exact(4)
+                .take(n_in)
+                .map(|c| i32::from_ne_bytes([c[0], c[1], c[2], c[3]]) as f32)
+                .collect(),
+            DType::U8 => input.iter().take(n_in).map(|b| *b as f32).collect(),
+        };
+        for op in &self.ops {
+            x = apply(op, x);
+        }
+        let size = self.output.dtype.size();
+        let n_out = (output.len() / size).min(self.output.elements());
+        output[..n_out * size].fill(0);
+        for (i, v) in x.iter().take(n_out).enumerate() {
+            let at = &mut output[i * size..(i + 1) * size];
+            match self.output.dtype {
+                DType::F32 => at.copy_from_slice(&v.to_ne_bytes()),
+                // `as` saturates (NaN gives 0).
+                DType::I32 => at.copy_from_slice(&(v.round() as i32).to_ne_bytes()),
+                DType::U8 => at[0] = v.round() as u8,
+            }
+        }
+    }
+}
+
+fn apply(op: &Op, mut x: Vec<f32>) -> Vec<f32> {
+    match op {
+        Op::Scale(a) => x.iter_mut().for_each(|v| *v *= a),
+        Op::Add(b) => x.iter_mut().for_each(|v| *v += b),
+        Op::Relu => x.iter_mut().for_each(|v| *v = v.max(0.0)),
+        Op::Bias(b) => {
+            for row in x.chunks_mut(b.len()) {
+                row.iter_mut().zip(b).for_each(|(v, b)| *v += b);
+            }
+        }
+        Op::Matmul { rows, cols, w } => {
+            return x
+                .chunks(*rows)
+                .flat_map(|row| {
+                    (0..*cols).map(move |j| {
+                        row.iter()
+                            .enumerate()
+                            .map(|(i, v)| v * w[i * cols + j])
+                            .sum::<f32>()
+                    })
+                })
+                .collect();
+        }
+        Op::Argmax(c) => {
+            return x
+                .chunks(*c)
+                .map(|row| {
+                    let mut best = 0;
+                    for (i, v) in row.iter().enumerate() {
+                        if *v > row[best] {
+                            best = i;
+                        }
+                    }
+                    best as f32
+                })
+                .collect();
+        }
+    }
+    x
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f32s(v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|f| f.to_ne_bytes()).collect()
+    }
+    fn as_f32(b: &[u8]) -> Vec<f32> {
+        b.chunks_exact(4)
+            .map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    }
+    fn as_i32(b: &[u8]) -> Vec<i32> {
+        b.chunks_exact(4)
+            .map(|c| i32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    }
+    fn run(text: &str, input: &[u8], batch: u64) -> Vec<u8> {
+        let m = parse(text.as_bytes()).expect("parses");
+        let mut out = vec![0xAA; m.output.bytes()];
+        m.eval(input, batch, &mut out);
+        out
+    }
+
+    #[test]
+    fn matmul_bias_and_argmax() {
+        let text = "aclsim-model 1\n# comment\n\ninput x f32 2x3\noutput y f32 2x2\n\
+                    op matmul 3 2 1 0 0 1 1 1 # weights\nop bias 2 10 20\n";
+        let out = as_f32(&run(text, &f32s(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]), 1));
+        assert_eq!(
+            out,
+            vec![
+                1.0 + 3.0 + 10.0,
+                2.0 + 3.0 + 20.0,
+                4.0 + 6.0 + 10.0,
+                5.0 + 6.0 + 20.0
+            ]
+        );
+        let text = "aclsim-model 1\ninput x f32 2x3\noutput y i32 2\nop argmax 3\n";
+        let out = as_i32(&run(text, &f32s(&[1.0, 7.0, 7.0, 9.0, 2.0, 3.0]), 1));
+        assert_eq!(out, vec![1, 0], "first index on ties");
+    }
+
+    #[test]
+    fn relu_scale_add_and_copy() {
+        let text = "aclsim-model 1\ninput x f32 4\noutput y f32 4\nop relu\nop scale 2\nop add 1\n";
+        let out = as_f32(&run(text, &f32s(&[-1.0, 0.5, 2.0, -3.0]), 1));
+        assert_eq!(out, vec![1.0, 2.0, 5.0, 1.0]);
+        let text = "aclsim-model 1\ninput x u8 3\noutput y f32 4\n";
+        let out = as_f32(&run(text, &[1, 2, 255], 1));
+        assert_eq!(out, vec![1.0, 2.0, 255.0, 0.0], "a copy, the rest zeroed");
+    }
+
+    #[test]
+    fn saturation_and_rounding() {
+        let text = "aclsim-model 1\ninput x f32 4\noutput y u8 4\n";
+        assert_eq!(
+            run(text, &f32s(&[-5.0, 2.6, 300.0, f32::NAN]), 1),
+            vec![0, 3, 255, 0]
+        );
+        let text = "aclsim-model 1\ninput x i32 2\noutput y i32 2\nop scale 1e10\n";
+        let inp: Vec<u8> = [3i32, -3].iter().flat_map(|v| v.to_ne_bytes()).collect();
+        assert_eq!(as_i32(&run(text, &inp, 1)), vec![i32::MAX, i32::MIN]);
+    }
+
+    #[test]
+    fn gears_use_the_first_items_and_zero_the_rest() {
+        let text = "aclsim-model 1\ninput x f32 4x2\noutput y f32 4x1\nbatch 1 2 4\n\
+                    op matmul 2 1 1 1\n";
+        let m = parse(text.as_bytes()).expect("parses");
+        assert!(m.dynamic());
+        assert_eq!(m.max_batch(), 4);
+        assert_eq!(m.output_dims(Some(2)), vec![2, 1]);
+        assert_eq!(m.output_dims(None), vec![4, 1]);
+        let inp = f32s(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
+        assert_eq!(as_f32(&run(text, &inp, 2)), vec![3.0, 7.0, 0.0, 0.0]);
+        assert_eq!(as_f32(&run(text, &inp, 4)), vec![3.0, 7.0, 11.0, 15.0]);
+    }
+
+    #[test]
+    fn sizes() {
+        let m = parse(b"aclsim-model 1\ninput x f32 1x8\noutput y f32 1x4\nop matmul 8 4 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n").expect("parses");
+        assert_eq!((m.work, m.weight), (4096, 4096));
+        assert_eq!((m.input.bytes(), m.output.bytes()), (32, 16));
+        let m = parse(
+            b"aclsim-model 1\ninput x f32 1\noutput y f32 1\nwork 100\nweight 8192\ntime 5\n",
+        )
+        .expect("parses");
+        assert_eq!((m.work, m.weight, m.time_us), (100, 8192, 5));
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let e = parse(b"\x00\x01ATC om").unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (code::PARSE_MODEL, NOT_ACLSIM)
+        );
+        let e = parse(b"input x f32 1\n").unwrap_err();
+        assert_eq!(e.message, NOT_ACLSIM);
+        let e = parse(b"aclsim-model 2\n").unwrap_err();
+        assert_eq!(e.code, code::PARSE_MODEL);
+        let e = parse(b"aclsim-model 1\ninput x f32 1\n").unwrap_err();
+        assert_eq!(e.code, code::MODEL_MISSING_ATTR);
+        let e = parse(b"aclsim-model 1\noutput y f32 1\n").unwrap_err();
+        assert_eq!(e.code, code::MODEL_MISSING_ATTR);
+        for (text, line) in [
+            ("aclsim-model 1\ninput x f16 1\noutput y f32 1\n", 2),
+            ("aclsim-model 1\ninput x f32 0\noutput y f32 1\n", 2),
+            ("aclsim-model 1\ninput x f32 1\noutput y f32 1\nop foo\n", 4),
+            (
+                "aclsim-model 1\ninput x f32 3\noutput y f32 1\n\nop matmul 2 1 1 1\n",
+                5,
+            ),
+            (
+                "aclsim-model 1\ninput x f32 2\noutput y f32 1\nop matmul 2 1 1\n",
+                4,
+            ),
+            (
+                "aclsim-model 1\ninput x f32 2x2\noutput y f32 2\nbatch 1 3\n",
+                2,
+            ),
+            (
+                "aclsim-model 1\ninput x f32 2\noutput y f32 2\nbatch 2 1\n",
+                4,
+            ),
+            ("aclsim-model 1\ninput x f32 4\noutput y f32 2\n", 3),
+            ("aclsim-model 1\ninput x f32 4\ninput z f32 4\n", 3),
+            ("aclsim-model 1\ninput x f32 4\noutput y f32 4\nwhat 1\n", 4),
+        ] {
+            let e = parse(text.as_bytes()).unwrap_err();
+            assert_eq!(e.code, code::PARSE_MODEL, "{text}");
+            assert!(
+                e.message.starts_with(&format!("line {line}:")),
+                "{text}: {}",
+                e.message
+            );
+        }
+    }
+}
