@@ -54,7 +54,9 @@ fn top1(scores: &[f32]) -> (usize, f32) {
         .iter()
         .copied()
         .enumerate()
-        .fold((0, f32::NEG_INFINITY), |best, (i, s)| if s > best.1 { (i, s) } else { best })
+        .fold((0, f32::NEG_INFINITY), |best, (i, s)| {
+            if s > best.1 { (i, s) } else { best }
+        })
 }
 
 /// Prints frame `n`'s top-1 class; on the simulator, checks it.

@@ -13,11 +13,13 @@
 #   latency    cargo bench -p ascendcl-sim --bench latency, RUNS times: block latency
 #   pipeline   cargo bench --bench pipeline, RUNS times (each 31 interleaved rounds of 1,000
 #              frames typed and raw): block pipeline
+#   classify   cargo bench --bench classify, the same for the model loop of examples/classify.rs
+#              (aclmdlExecuteAsync in a Pipeline): block classify
 # Each block starts with a line recording the date, `rustc -V`, the CPU model and the load
 # average, on which the numbers depend.
 #
 # Usage: scripts/benchmarks.sh [--only PART[,PART...]] [--runs N] [--cycles N] [--dry-run]
-#   --only PART   regenerate only these parts (callgrind, criterion, latency, pipeline;
+#   --only PART   regenerate only these parts (callgrind, criterion, latency, pipeline, classify;
 #                 repeatable)
 #   --runs N      runs of each measurement (default 2)
 #   --cycles N    cycles per callgrind workload (default 1000)
@@ -46,7 +48,7 @@ dry_run=0
 while (($#)); do
   case "$1" in
     --only)
-      [ $# -ge 2 ] || die "--only needs a part: callgrind, criterion, latency or pipeline"
+      [ $# -ge 2 ] || die "--only needs a part: callgrind, criterion, latency, pipeline or classify"
       IFS=, read -r -a more <<<"$2"
       parts+=("${more[@]}")
       shift 2
@@ -82,15 +84,16 @@ while (($#)); do
 done
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || die "--runs: not a positive number: $runs"
 [[ "$cycles" =~ ^[1-9][0-9]*$ ]] || die "--cycles: not a positive number: $cycles"
-((${#parts[@]})) || parts=(callgrind criterion latency pipeline)
-want_callgrind=0 want_criterion=0 want_latency=0 want_pipeline=0
+((${#parts[@]})) || parts=(callgrind criterion latency pipeline classify)
+want_callgrind=0 want_criterion=0 want_latency=0 want_pipeline=0 want_classify=0
 for p in "${parts[@]}"; do
   case "$p" in
     callgrind) want_callgrind=1 ;;
     criterion) want_criterion=1 ;;
     latency) want_latency=1 ;;
     pipeline) want_pipeline=1 ;;
-    *) die "unknown part: $p (callgrind, criterion, latency or pipeline)" ;;
+    classify) want_classify=1 ;;
+    *) die "unknown part: $p (callgrind, criterion, latency, pipeline or classify)" ;;
   esac
 done
 
@@ -113,6 +116,7 @@ names=()
 ((want_criterion)) && names+=(criterion-typed-vs-raw criterion-bandwidth)
 ((want_latency)) && names+=(latency)
 ((want_pipeline)) && names+=(pipeline)
+((want_classify)) && names+=(classify)
 
 # splice DOC: DOC with the blocks named in $names replaced by the files in $blocks. Fails
 # when a marker is missing, repeated, unbalanced or nested.
@@ -425,18 +429,19 @@ if ((want_latency)); then
   } >"$blocks/latency" || die "could not tabulate the latency bench"
 fi
 
-# ---- pipeline -----------------------------------------------------------------------------
-if ((want_pipeline)); then
-  pipe_loads=()
-  : >"$work/pipeline.rows"
+# ---- pipeline, classify: wall clock, typed vs raw -----------------------------------------
+# wall_part NAME: `cargo bench --bench NAME`, RUNS times; its line "NAME: F frames, K µs ...,
+# R rounds: typed T ms ..., raw W ms ... (medians), typed/raw A (medians), B (median of the
+# rounds' ratios; LO to HI)" becomes a row of block NAME.
+wall_part() {
+  local name="$1" r loads_seen=()
+  : >"$work/$name.rows"
   for r in $(seq 1 "$runs"); do
-    pipe_loads+=("$(loadavg)")
-    step "cargo bench --bench pipeline (run $r of $runs)"
-    run "$work/pipeline-$r.log" cargo bench --bench pipeline
-    # "pipeline: F frames, K µs kernels, R rounds: typed T ms, raw W ms (medians), typed/raw A
-    # (medians), B (median of the rounds' ratios; LO to HI)"
-    awk -v run="$r" '
-      /^pipeline: / {
+    loads_seen+=("$(loadavg)")
+    step "cargo bench --bench $name (run $r of $runs)"
+    run "$work/$name-$r.log" cargo bench --bench "$name"
+    awk -v run="$r" -v name="$name" '
+      index($0, name ": ") == 1 {
         line = $0
         gsub(/[(),;:]/, " ", line)
         n = split(line, w, " ")
@@ -453,18 +458,20 @@ if ((want_pipeline)); then
         printf "| %s | %s | %s | %s | %s | %s | **%s** | %s | %s to %s |\n", run, frames, kernel, rounds, typed, raw, ratio, paired, lo, hi
         found = 1
       }
-      END { exit !found }' "$work/pipeline-$r.log" >>"$work/pipeline.rows" \
-      || die "cargo bench --bench pipeline printed no result line"
+      END { exit !found }' "$work/$name-$r.log" >>"$work/$name.rows" \
+      || die "cargo bench --bench $name printed no result line"
   done
-  info="$(machine), $(loads "${pipe_loads[@]}")"
+  info="$(machine), $(loads "${loads_seen[@]}")"
   {
     stamp "$info"
     echo
-    echo "| run | frames | kernel (µs) | rounds | typed (ms, median) | raw (ms, median) | **typed / raw** (medians) | median of the rounds' ratios | rounds' ratios |"
+    echo "| run | frames | $2 (µs) | rounds | typed (ms, median) | raw (ms, median) | **typed / raw** (medians) | median of the rounds' ratios | rounds' ratios |"
     echo "|---|---:|---:|---:|---:|---:|---:|---:|---|"
-    cat "$work/pipeline.rows"
-  } >"$blocks/pipeline"
-fi
+    cat "$work/$name.rows"
+  } >"$blocks/$name"
+}
+((want_pipeline)) && wall_part pipeline kernel
+((want_classify)) && wall_part classify execution
 
 # ---- The document -------------------------------------------------------------------------
 splice "$doc" >"$work/new.md" || die "could not rewrite $doc_rel"

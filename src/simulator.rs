@@ -610,7 +610,7 @@ impl SimModel {
     }
 
     /// x ← x + b.
-    pub fn add(mut self, b: f32) -> SimModel {
+    pub fn offset(mut self, b: f32) -> SimModel {
         self.ops.push(format!("op add {b:?}"));
         self
     }
@@ -649,13 +649,9 @@ impl SimModel {
 
     /// The model file's text.
     pub fn to_text(&self) -> String {
-        let dims = |d: &[usize]| {
-            d.iter()
-                .map(usize::to_string)
-                .collect::<Vec<_>>()
-                .join("x")
-        };
-        let mut text = String::from("aclsim-model 1\n# written by ascend_typestate::simulator::SimModel\n");
+        let dims = |d: &[usize]| d.iter().map(usize::to_string).collect::<Vec<_>>().join("x");
+        let mut text =
+            String::from("aclsim-model 1\n# written by ascend_typestate::simulator::SimModel\n");
         text.push_str(&format!(
             "input data {} {}\n",
             self.input.0.name(),

@@ -345,7 +345,10 @@ fn parser_finds_rule_bullets_only() {
     assert!(rules.len() >= 30, "{rules:?}");
     assert_eq!(rules.first().map(String::as_str), Some("P1"));
     assert!(rules.iter().any(|r| r == "E4") && rules.iter().any(|r| r == "M2"));
-    assert!(rules.iter().any(|r| r == "MD12"), "the model family is parsed: {rules:?}");
+    assert!(
+        rules.iter().any(|r| r == "MD12"),
+        "the model family is parsed: {rules:?}"
+    );
 }
 
 #[test]

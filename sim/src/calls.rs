@@ -95,6 +95,7 @@ call_ids!(
     aclmdlGetInputDims,
     aclmdlGetOutputDims,
     aclmdlGetCurOutputDims,
+    aclmdlGetDynamicBatch,
     aclmdlCreateDataset,
     aclmdlDestroyDataset,
     aclmdlAddDatasetBuffer,

@@ -1164,6 +1164,34 @@ pub extern "C" fn aclmdlGetCurOutputDims(
     })
 }
 
+/// `aclmdlBatch`.
+#[repr(C)]
+pub struct Batch {
+    pub batch_count: usize,
+    pub batch: [u64; 128],
+}
+
+/// MD11: the model's batch gears (none for a static model).
+#[unsafe(no_mangle)]
+pub extern "C" fn aclmdlGetDynamicBatch(modelDesc: *const c_void, batch: *mut Batch) -> i32 {
+    calls::count(CallId::aclmdlGetDynamicBatch);
+    ffi(|| {
+        non_null(&[modelDesc as usize, batch as usize])?;
+        let mut g = enter("aclmdlGetDynamicBatch", Call::Query)?;
+        let rt = rt_of(&mut g)?;
+        let (model, _) = described(rt, modelDesc as usize, "aclmdlGetDynamicBatch")?;
+        let mut b = Batch {
+            batch_count: model.gears.len().min(128),
+            batch: [0; 128],
+        };
+        for (o, g) in b.batch.iter_mut().zip(&model.gears) {
+            *o = *g;
+        }
+        check_out(batch)?;
+        out(batch, b)
+    })
+}
+
 // ---- Datasets and data buffers -------------------------------------------------------
 
 #[unsafe(no_mangle)]
