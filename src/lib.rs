@@ -217,6 +217,56 @@
 //! nothing (`tests/steady_state.rs`), and runs within 1.02 of the raw program's host
 //! instructions (`docs/benchmarks.md`).
 //!
+//! ## Models
+//!
+//! A compiled model (`.om`, made with ATC; on the simulator, its own text format written by
+//! [`simulator::SimModel`]) is a [`Model`] bound to the context it was loaded in (MD1):
+//! [`Context::load_model`] for fixed shapes, [`Context::load_dynamic_model`] for dynamic batch
+//! gears, from a file, from a file with work and weight memory allocated at start-up
+//! ([`ModelSource::file_with_memory`]: the model owns it until unloaded, MD2) or from bytes
+//! ([`ModelSource::bytes`], MD3). Synchronous execution runs on a [`ModelIo`] (device memory
+//! for every input and output, sized from the description: MD5, MD9, MD10); asynchronous
+//! execution is a pipeline frame's kernel ([`Launch::execute`]), whose buffers come back only
+//! once the frame is proven done (MD6):
+//!
+//! ```no_run
+//! use ascend_typestate::{Acl, PipelineConfig, Result};
+//!
+//! fn main() -> Result<()> {
+//!     let acl = Acl::init()?;
+//!     let device = acl.set_device(0)?.into_default_context()?;
+//!     let mut model = device.load_model("resnet50.om")?;
+//!     let (input, output) = (model.inputs()[0].byte_len(), model.outputs()[0].byte_len());
+//!     let mut pipeline =
+//!         device.create_pipeline::<f32, f32>(PipelineConfig::new(input / 4, output / 4))?;
+//!     for _ in 0..100 {
+//!         let mut slot = pipeline.next_slot()?;
+//!         if let Some((frame, scores)) = slot.output() {
+//!             println!("frame {frame}: {} scores", scores.len());
+//!         }
+//!         slot.input_mut().fill(0.5);                  // the next image
+//!         slot.submit(|launch| launch.execute(&mut model))?;
+//!     }
+//!     pipeline.wait_all()?;
+//!     pipeline.destroy()?;
+//!     model.unload().map_err(|failed| failed.error)?;
+//!     Ok(())
+//! }
+//! ```
+//!
+//! What does not compile: a model outliving its context, freeing its work memory, reading
+//! its description after unloading it, sharing it between threads, or executing a
+//! dynamic-batch model without naming a gear (`ui-tests/fail/md*`). What is a typed error:
+//! unloading a model, or executing it synchronously or on another stream, while a pipeline
+//! frame that executes it is not yet proven done ([`Error::ModelInUse`], MD7, MD8); a batch
+//! that is not a gear ([`Error::NotAGear`]); sizes that differ from the description
+//! ([`Error::ModelSizeMismatch`]). A model dropped while executions are pending is kept
+//! loaded, with its memory, and reported. On the board (device run mode),
+//! [`ModelIo::output_view`] reads an output in place, as the official samples do.
+//! The model functions are looked up on first use in the runtime library, else in
+//! `libacl_mdl.so` beside it (newer CANN); if absent, only the model API answers
+//! [`Error::Unsupported`] naming the function (`tests/loader.rs`).
+//!
 //! ## What soundness rests on
 //!
 //! A safe program cannot cause a data race, a crash, a protocol violation the simulator's

@@ -2601,6 +2601,10 @@ static void md11_dynamic_batch(void) {
     aclmdlIODims dims;
     OK(aclmdlGetCurOutputDims(desc, 0, &dims));
     ASSERT(dims.dimCount == 2 && dims.dims[0] == 4 && dims.dims[1] == 1); /* largest gear */
+    aclmdlBatch gears;
+    OK(aclmdlGetDynamicBatch(desc, &gears));
+    ASSERT(gears.batchCount == 3 && gears.batch[0] == 1 && gears.batch[1] == 2 &&
+           gears.batch[2] == 4);
     struct md_io io;
     md_io_make(desc, &io);
     float x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, y[4];
@@ -2638,6 +2642,8 @@ static void md11_dynamic_batch(void) {
     /* A static model: 100019. */
     aclmdlDesc *sdesc;
     uint32_t sid = md_load(MD_CLASSIFIER, &sdesc);
+    OK(aclmdlGetDynamicBatch(sdesc, &gears));
+    ASSERT(gears.batchCount == 0);
     CHECK(aclmdlSetDynamicBatchSize(sid, io.in, 1, 2), ACL_ERROR_MODEL_NOT_DYNAMIC);
     OK(aclmdlUnload(sid));
     OK(aclmdlDestroyDesc(sdesc));
