@@ -97,6 +97,16 @@ struct Failures {
 }
 
 impl Shared {
+    /// The report thread still runs callbacks (its loop ends only at `stop`; this catches a
+    /// thread that died, which would leave launched callbacks waiting forever).
+    #[inline(always)]
+    fn alive(&self) -> Result<()> {
+        if self.exited.load(Ordering::Acquire) {
+            return Err(loop_ended());
+        }
+        Ok(())
+    }
+
     /// Keeps an `aclrtProcessReport` failure for `stop`, or reports it if the thread was
     /// left running (checked under the lock `take_errors` drains, so nothing falls between).
     fn keep_failure(&self, error: Error) {
@@ -374,10 +384,7 @@ impl<'ctx> ReportThread<'ctx> {
     /// that died, which would leave launched callbacks waiting forever).
     #[inline(always)]
     fn alive(&self) -> Result<()> {
-        if self.shared.exited.load(Ordering::Acquire) {
-            return Err(loop_ended());
-        }
-        Ok(())
+        self.shared.alive()
     }
 
     /// The messages of callbacks that panicked since the last call (caught at the FFI

@@ -79,6 +79,7 @@ impl Flight {
 
     /// A free slot for a closure of type `F`, taken; `None` if `F` does not fit or every
     /// slot is in use.
+    #[inline(always)]
     fn take_slot<F>(&self) -> Option<&Slot> {
         if size_of::<F>() > SLOT_BYTES || align_of::<F>() > align_of::<usize>() {
             return None;
@@ -210,15 +211,18 @@ impl<'r, 's> Subscribed<'r, 's> {
     /// channel sender and a few numbers) is stored in one of the subscription's 32 slots,
     /// allocated at `subscribe`: such a launch allocates nothing. A larger closure, or one
     /// launched while 32 are already in flight on this stream, is boxed.
+    #[inline(always)]
     pub fn launch<F>(&self, mode: CallbackMode, body: F) -> Result<()>
     where
         F: FnOnce() + Send + 'static,
     {
-        self.report.alive()?;
-        self.stream.bind()?;
         let flight: &Flight = &self.flight;
+        // The report thread's liveness, read through the flight (its `shared` is the
+        // report thread's): one load fewer than through `self.report`.
+        flight.shared.alive()?;
+        self.stream.bind()?;
         // Small closures go in a slot (no allocation); others, or when every slot is in
-        // flight, in a box.
+        // flight, in a box (out of line: the launch a loop runs is the slot's).
         let slot = flight.take_slot::<F>();
         let (callback, user_data): (aclrtCallback, *mut c_void) = match slot {
             Some(slot) => {
@@ -232,13 +236,7 @@ impl<'r, 's> Subscribed<'r, 's> {
                     std::ptr::from_ref(slot).cast_mut().cast(),
                 )
             }
-            None => {
-                let payload = Box::new(Payload {
-                    body: Box::new(body),
-                    flight: Arc::clone(&self.flight),
-                });
-                (Some(trampoline), Box::into_raw(payload).cast())
-            }
+            None => (Some(trampoline), self.boxed(body)),
         };
         flight.pending.fetch_add(1, Ordering::AcqRel);
         flight.shared.outstanding.fetch_add(1, Ordering::AcqRel);
@@ -254,31 +252,64 @@ impl<'r, 's> Subscribed<'r, 's> {
             )
         };
         if let Err(e) = launched {
-            // Not enqueued: the counters first (the closure's captures may panic when
-            // dropped), then take the closure back, so that it is neither lost nor run.
-            flight.pending.fetch_sub(1, Ordering::AcqRel);
-            flight.shared.outstanding.fetch_sub(1, Ordering::AcqRel);
-            match slot {
-                None => {
-                    // SAFETY: the runtime refused the callback, so `user_data` is still ours
-                    // alone.
-                    drop(unsafe { Box::from_raw(user_data.cast::<Payload>()) });
-                }
-                Some(slot) => {
-                    // SAFETY: as above: the slot is still this thread's.
-                    unsafe { *slot.take.get() = None };
-                    // SAFETY: as above, and it holds the initialised `F` written above, moved
-                    // out once, here.
-                    let body = unsafe { std::ptr::read(slot.data.get().cast::<F>()) };
-                    // Freed before the closure is dropped: its drop may panic.
-                    slot.busy.store(false, Ordering::Release);
-                    drop(body);
-                }
-            }
-            return Err(e.into());
+            // SAFETY: the runtime refused the callback: `user_data` is this launch's, still
+            // holding the `F` written above, in `slot` if there is one, else boxed.
+            return Err(unsafe { self.not_launched::<F>(slot, user_data, e) });
         }
         flight.shared.enqueued.fetch_add(1, Ordering::AcqRel);
         Ok(())
+    }
+
+    /// The closure boxed with the subscription's counters, as `user_data` for `trampoline`.
+    #[cold]
+    #[inline(never)]
+    fn boxed<F>(&self, body: F) -> *mut c_void
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let payload = Box::new(Payload {
+            body: Box::new(body),
+            flight: Arc::clone(&self.flight),
+        });
+        Box::into_raw(payload).cast()
+    }
+
+    /// A launch the runtime refused: the counters first (the closure's captures may panic
+    /// when dropped), then the closure taken back, so that it is neither lost nor run.
+    ///
+    /// # Safety
+    /// `user_data` is what `launch` made for an `F` and the runtime did not take: the slot
+    /// `slot` holding it, or (no slot) the box of `boxed`.
+    #[cold]
+    #[inline(never)]
+    unsafe fn not_launched<F>(
+        &self,
+        slot: Option<&Slot>,
+        user_data: *mut c_void,
+        e: crate::result::CallError,
+    ) -> Error
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let flight: &Flight = &self.flight;
+        flight.pending.fetch_sub(1, Ordering::AcqRel);
+        flight.shared.outstanding.fetch_sub(1, Ordering::AcqRel);
+        match slot {
+            None => {
+                // SAFETY: the caller's contract: the box is still ours alone.
+                drop(unsafe { Box::from_raw(user_data.cast::<Payload>()) });
+            }
+            Some(slot) => {
+                // SAFETY: the caller's contract: the slot is still this thread's.
+                unsafe { *slot.take.get() = None };
+                // SAFETY: as above, and it holds the initialised `F`, moved out once, here.
+                let body = unsafe { std::ptr::read(slot.data.get().cast::<F>()) };
+                // Freed before the closure is dropped: its drop may panic.
+                slot.busy.store(false, Ordering::Release);
+                drop(body);
+            }
+        }
+        e.into()
     }
 
     /// Callbacks launched on this stream that have not run yet.
