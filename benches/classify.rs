@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use ascend_typestate::simulator::{SimDtype, SimModel};
 use ascend_typestate::sys::bindings::{
     ACL_EVENT_SYNC, ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEMCPY_DEVICE_TO_HOST,
-    ACL_MEMCPY_HOST_TO_DEVICE, aclmdlDataset, aclrtEvent, aclrtStream,
+    ACL_MEMCPY_HOST_TO_DEVICE, aclDataBuffer, aclmdlDataset, aclrtEvent, aclrtStream,
 };
 use ascend_typestate::sys::loader::Api;
 use ascend_typestate::{
@@ -84,11 +84,29 @@ struct RawSlot {
     dev_in: *mut c_void,
     dev_out: *mut c_void,
     host_out: *mut c_void,
-    input: *mut aclmdlDataset,
-    output: *mut aclmdlDataset,
+    input: (*mut aclmdlDataset, *mut aclDataBuffer),
+    output: (*mut aclmdlDataset, *mut aclDataBuffer),
     ready: aclrtEvent,
     done: aclrtEvent,
     in_flight: bool,
+}
+
+/// A dataset of one data buffer over `size` bytes at `data`, as the samples build it.
+///
+/// # Safety
+/// The context is current; the memory outlives the dataset.
+unsafe fn dataset(
+    api: &Api,
+    data: *mut c_void,
+    size: usize,
+) -> Result<(*mut aclmdlDataset, *mut aclDataBuffer), Error> {
+    // SAFETY: the caller's contract; both released by `Raw::finish`.
+    unsafe {
+        let dataset = api.create_dataset()?;
+        let buffer = api.create_data_buffer(data, size)?;
+        api.add_dataset_buffer(dataset, buffer)?;
+        Ok((dataset, buffer))
+    }
 }
 
 /// The raw loop: the same runtime calls per frame as the typed one.
@@ -124,8 +142,8 @@ impl Raw {
                     dev_in,
                     dev_out,
                     host_out: api.malloc_host(out_bytes)?,
-                    input: api.create_dataset(&[(dev_in, in_bytes)])?,
-                    output: api.create_dataset(&[(dev_out, out_bytes)])?,
+                    input: dataset(api, dev_in, in_bytes)?,
+                    output: dataset(api, dev_out, out_bytes)?,
                     ready: api.create_event_with_flag(ACL_EVENT_SYNC)?,
                     done: api.create_event_with_flag(ACL_EVENT_SYNC)?,
                     in_flight: false,
@@ -166,7 +184,7 @@ impl Raw {
                 ACL_MEMCPY_HOST_TO_DEVICE,
                 self.compute,
             )?;
-            api.model_execute_async(self.id, slot.input, slot.output, self.compute)?;
+            api.model_execute_async(self.id, slot.input.0, slot.output.0, self.compute)?;
             api.record_event(slot.ready, self.compute)?;
             api.stream_wait_event(self.download, slot.ready)?;
             api.reset_event(slot.ready, self.download)?;
@@ -195,8 +213,10 @@ impl Raw {
                 if slot.in_flight {
                     self.checksum += f64::from(*slot.host_out.cast::<f32>());
                 }
-                api.destroy_dataset(slot.input)?;
-                api.destroy_dataset(slot.output)?;
+                for (dataset, buffer) in [slot.input, slot.output] {
+                    api.destroy_data_buffer(buffer)?;
+                    api.destroy_dataset(dataset)?;
+                }
                 api.destroy_event(slot.ready)?;
                 api.destroy_event(slot.done)?;
                 api.free_host(slot.host_in)?;

@@ -497,6 +497,17 @@ pub enum Error {
     /// where host and device memory are one); in host run mode, copy it.
     #[error("device memory can be read in place only in device run mode (on the board); copy it")]
     NotInDeviceRunMode,
+    /// A query of the model's description answered 0, its only way of failing: the query
+    /// failed, or the model has something this crate does not run (no inputs or outputs, or
+    /// a tensor whose size is known only at execution, MD10). Either way the model is not
+    /// loaded.
+    #[error(
+        "`{call}` answered 0: the query failed, or the model has no such tensors or one of unknown size (MD10)"
+    )]
+    UnreadableDescription {
+        /// The query that answered 0.
+        call: &'static str,
+    },
 }
 
 impl fmt::Debug for Error {
@@ -569,6 +580,10 @@ impl fmt::Debug for Error {
             Error::NotAGear { batch } => f.debug_struct("NotAGear").field("batch", batch).finish(),
             Error::WrongModelKind(why) => f.debug_tuple("WrongModelKind").field(why).finish(),
             Error::NotInDeviceRunMode => f.write_str("NotInDeviceRunMode"),
+            Error::UnreadableDescription { call } => f
+                .debug_struct("UnreadableDescription")
+                .field("call", call)
+                .finish(),
         }
     }
 }

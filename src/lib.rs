@@ -410,4 +410,12 @@ mod assertions {
     assert_impl_all!(Slot<'static, 'static, f32, u8>: Send);
     assert_not_impl_any!(Launch<'static, 'static, f32, u8>: Send, Sync);
     assert_impl_all!(PipelineConfig: Send, Sync, Copy);
+    // MD8: a model moves to the thread that executes it, but is never shared between threads
+    // (executing needs `&mut`, and the description's queries are not promised thread-safe).
+    assert_impl_all!(Model<'static, Static>: Send);
+    assert_not_impl_any!(Model<'static, Static>: Sync);
+    assert_impl_all!(Model<'static, Dynamic>: Send);
+    assert_not_impl_any!(Model<'static, Dynamic>: Sync);
+    assert_impl_all!(ModelIo<'static>: Send);
+    assert_not_impl_any!(ModelIo<'static>: Sync);
 }

@@ -16,7 +16,8 @@ use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::memory::{DeviceBuffer, MallocPolicy};
 use crate::runtime::{Failed, release_on_drop, report_drop_error};
-use crate::sys::bindings::{aclmdlDataset, aclmdlDesc, aclrtStream};
+use crate::sys::bindings::{aclDataBuffer, aclmdlDataset, aclmdlDesc, aclrtStream};
+use crate::sys::loader::Api;
 
 /// The name of the extra input through which a dynamic-batch model receives its batch
 /// (`ACL_DYNAMIC_TENSOR_NAME`).
@@ -251,7 +252,7 @@ impl ModelShared {
 pub struct Model<'ctx, K: ModelKind = Static> {
     ctx: &'ctx Context<'ctx>,
     id: u32,
-    /// Destroyed (and set to null) before the model is unloaded (MD4).
+    /// Destroyed (and set to null) right after the model is unloaded, never queried after (MD4).
     desc: *mut aclmdlDesc,
     shared: Arc<ModelShared>,
     info: Box<ModelInfo>,
@@ -379,9 +380,12 @@ impl<'ctx, K: ModelKind> Model<'ctx, K> {
             unloaded: false,
             _kind: PhantomData,
         };
-        // From here on, a failure drops `model`, which unloads it.
-        // SAFETY: the model is loaded; the description is destroyed before it is unloaded.
-        model.desc = unsafe { api.model_desc(id)? };
+        // From here on, a failure drops `model`, which unloads it, then destroys the
+        // description.
+        // SAFETY: the context is current; destroyed by the model's release.
+        model.desc = unsafe { api.model_create_desc()? };
+        // SAFETY: a live description, of the loaded model `id`.
+        unsafe { api.model_get_desc(model.desc, id)? };
         model.describe()?;
         Ok(model)
     }
@@ -391,6 +395,20 @@ impl<'ctx, K: ModelKind> Model<'ctx, K> {
         let api = self.ctx.api();
         // SAFETY: the description is live, of this loaded model (MD4); so below.
         let (input_sizes, output_sizes) = unsafe { api.model_io_sizes(self.desc)? };
+        // The counts and sizes fail only by answering 0, which is never taken for a model.
+        let unreadable = |call| Err(Error::UnreadableDescription { call });
+        if input_sizes.is_empty() {
+            return unreadable("aclmdlGetNumInputs");
+        }
+        if output_sizes.is_empty() {
+            return unreadable("aclmdlGetNumOutputs");
+        }
+        if input_sizes.contains(&0) {
+            return unreadable("aclmdlGetInputSizeByIndex");
+        }
+        if output_sizes.contains(&0) {
+            return unreadable("aclmdlGetOutputSizeByIndex");
+        }
         let mut inputs = Vec::with_capacity(input_sizes.len());
         for (index, byte_len) in input_sizes.into_iter().enumerate() {
             // SAFETY: as above; an index below the count.
@@ -410,11 +428,6 @@ impl<'ctx, K: ModelKind> Model<'ctx, K> {
                 dims,
                 byte_len,
             });
-        }
-        if inputs.iter().chain(&outputs).any(|t| t.byte_len == 0) {
-            return Err(Error::InvalidArgument(
-                "the model has an input or output of unknown size (0): not supported (MD10)",
-            ));
         }
         self.info.batch_input = inputs.iter().position(|t| t.name == DYNAMIC_BATCH_INPUT);
         // SAFETY: as above.
@@ -493,9 +506,11 @@ impl<'ctx, K: ModelKind> Model<'ctx, K> {
         ModelIo::create(self, policy)
     }
 
-    /// Unloads the model: its description is destroyed first (MD4), then `aclmdlUnload`,
-    /// then the memory it kept is released (MD2, MD3). With executions pending
-    /// ([`Error::ModelInUse`], MD7) or on failure the model is given back, loaded.
+    /// Unloads the model: `aclmdlUnload`, then the memory it kept is released (MD2, MD3) and
+    /// its description destroyed (MD4: never queried after the unload; a failure to destroy
+    /// it is reported to the [drop-error handler](crate::set_drop_error_handler), the model
+    /// being gone). With executions pending ([`Error::ModelInUse`], MD7) or if the unload
+    /// fails, the model is given back, loaded, description included.
     pub fn unload(mut self) -> Result<(), Failed<Self>> {
         match self.release() {
             Ok(()) => Ok(()),
@@ -513,18 +528,22 @@ impl<'ctx, K: ModelKind> Model<'ctx, K> {
         }
         self.ctx.bind()?;
         let api = self.ctx.api();
-        if !self.desc.is_null() {
-            // SAFETY: the model's own description, live, destroyed once (set to null).
-            unsafe { api.model_destroy_desc(self.desc)? };
-            self.desc = std::ptr::null_mut();
-        }
         // SAFETY: no execution is pending (checked above; only `&mut self` issues them, and
-        // a pipeline counts one until it has seen its frame done), the description is gone.
+        // a pipeline counts one until it has seen its frame done); the description is not
+        // queried after this (MD4).
         unsafe { api.model_unload(self.id)? };
         self.unloaded = true;
         // SAFETY: the model is unloaded, so the runtime no longer uses its memory (MD2,
         // MD3); taken once (`unloaded` guards this block).
         drop(unsafe { ManuallyDrop::take(&mut self.memory) });
+        if !self.desc.is_null() {
+            // SAFETY: the model's own description, live, destroyed once (set to null); only
+            // destroyed after the unload, not queried (MD4).
+            report_drop_error("Model (its description, after the unload)", unsafe {
+                api.model_destroy_desc(self.desc)
+            });
+            self.desc = std::ptr::null_mut();
+        }
         self.ctx.orphan();
         Ok(())
     }
@@ -560,7 +579,7 @@ impl<'ctx> Model<'ctx, Static> {
         unsafe {
             self.ctx
                 .api()
-                .model_execute(self.id, io.input_set, io.output_set)?
+                .model_execute(self.id, io.input_set(), io.output_set())?
         };
         Ok(())
     }
@@ -596,9 +615,9 @@ impl<'ctx> Model<'ctx, Dynamic> {
         let api = self.ctx.api();
         // SAFETY: the dataset is `io`'s, of this model, exclusively borrowed, and no
         // execution uses it (synchronous executions only); a gear of the model (MD11).
-        unsafe { api.model_set_dynamic_batch(self.id, io.input_set, index, batch)? };
+        unsafe { api.model_set_dynamic_batch(self.id, io.input_set(), index, batch)? };
         // SAFETY: as in `Model::execute`.
-        unsafe { api.model_execute(self.id, io.input_set, io.output_set)? };
+        unsafe { api.model_execute(self.id, io.input_set(), io.output_set())? };
         Ok(())
     }
 }
@@ -621,6 +640,105 @@ impl<K: ModelKind> std::fmt::Debug for Model<'_, K> {
     }
 }
 
+/// A dataset and the data buffers this crate added to it (MD5). Destroyed from these
+/// handles, not from what `aclmdlGetDatasetNumBuffers` / `aclmdlGetDatasetBuffer` report:
+/// those answer 0 or null when they fail, which would leave buffers behind unnoticed.
+/// Not `Drop`: its owner destroys it, once no execution uses it (MD6).
+pub(crate) struct Dataset {
+    raw: NonNull<aclmdlDataset>,
+    buffers: Box<[NonNull<aclDataBuffer>]>,
+}
+
+impl Dataset {
+    /// `aclmdlCreateDataset`, then for each `(pointer, size)` `aclCreateDataBuffer` and
+    /// `aclmdlAddDatasetBuffer`. On failure what was created is destroyed again (the errors
+    /// of that clean-up go to the drop-error handler) and the first error is returned.
+    ///
+    /// # Safety
+    /// The context is current, and the memory stays allocated while the dataset exists.
+    unsafe fn create(api: &Api, memory: &[(*mut c_void, usize)]) -> Result<Self> {
+        // SAFETY: the caller's contract; destroyed by `destroy` (below, or the owner's).
+        let raw = unsafe { api.create_dataset()? };
+        let mut dataset = Dataset {
+            // The raw layer returns no null handle.
+            raw: NonNull::new(raw).ok_or(Error::InvalidArgument(
+                "the runtime returned a null dataset",
+            ))?,
+            buffers: Box::default(),
+        };
+        let mut buffers = Vec::with_capacity(memory.len());
+        for &(data, size) in memory {
+            // SAFETY: the caller's contract.
+            let added = unsafe { api.create_data_buffer(data, size) }.and_then(|buffer| {
+                // SAFETY: both live, the dataset is used by nothing yet.
+                match unsafe { api.add_dataset_buffer(raw, buffer) } {
+                    Ok(()) => Ok(buffer),
+                    Err(error) => {
+                        // SAFETY: not added: ours alone, destroyed once.
+                        report_drop_error("a model data buffer", unsafe {
+                            api.destroy_data_buffer(buffer)
+                        });
+                        Err(error)
+                    }
+                }
+            });
+            // The raw layer reports a null handle as its error, so `None` does not occur.
+            let added = added.map_err(Error::from).and_then(|buffer| {
+                NonNull::new(buffer).ok_or(Error::InvalidArgument(
+                    "the runtime returned a null data buffer",
+                ))
+            });
+            match added {
+                Ok(buffer) => buffers.push(buffer),
+                Err(error) => {
+                    dataset.buffers = buffers.into_boxed_slice();
+                    // SAFETY: created above, used by nothing.
+                    report_drop_error("a model dataset", unsafe { dataset.destroy(api) });
+                    return Err(error);
+                }
+            }
+        }
+        dataset.buffers = buffers.into_boxed_slice();
+        Ok(dataset)
+    }
+
+    pub(crate) fn as_ptr(&self) -> *mut aclmdlDataset {
+        self.raw.as_ptr()
+    }
+
+    /// Destroys the data buffers (MD5: first), then the dataset; every destroy is tried, the
+    /// first error returned and the others reported.
+    ///
+    /// # Safety
+    /// The context is current, no pending execution uses the dataset (MD6), and neither it
+    /// nor its buffers are used afterwards.
+    pub(crate) unsafe fn destroy(self, api: &Api) -> Result<()> {
+        let mut first: Result<()> = Ok(());
+        let mut keep = |done: crate::result::Result<()>, what: &'static str| {
+            if let Err(error) = done {
+                if first.is_ok() {
+                    first = Err(error.into());
+                } else {
+                    report_drop_error(what, Err(error));
+                }
+            }
+        };
+        for buffer in self.buffers.iter() {
+            // SAFETY: the caller's contract; each destroyed once (`self` is consumed).
+            keep(
+                unsafe { api.destroy_data_buffer(buffer.as_ptr()) },
+                "a model data buffer",
+            );
+        }
+        // SAFETY: as above.
+        keep(
+            unsafe { api.destroy_dataset(self.raw.as_ptr()) },
+            "a model dataset",
+        );
+        first
+    }
+}
+
 /// Device memory for every input and output of one model, of the sizes its description
 /// gives, and the two datasets that describe it (MD5, MD9, MD10): what
 /// [`Model::execute`] and [`Model::execute_batch`] run on.
@@ -631,8 +749,8 @@ impl<K: ModelKind> std::fmt::Debug for Model<'_, K> {
 pub struct ModelIo<'ctx> {
     ctx: &'ctx Context<'ctx>,
     shared: Arc<ModelShared>,
-    input_set: *mut aclmdlDataset,
-    output_set: *mut aclmdlDataset,
+    /// The input and output datasets; taken once, in `Drop`.
+    sets: ManuallyDrop<(Dataset, Dataset)>,
     inputs: Box<[DeviceBuffer<'ctx, u8>]>,
     outputs: Box<[DeviceBuffer<'ctx, u8>]>,
 }
@@ -652,25 +770,39 @@ impl<'ctx> ModelIo<'ctx> {
         };
         let inputs = alloc(&model.info.inputs)?;
         let outputs = alloc(&model.info.outputs)?;
-        let mut io = ModelIo {
-            ctx,
-            shared: Arc::clone(&model.shared),
-            input_set: std::ptr::null_mut(),
-            output_set: std::ptr::null_mut(),
-            inputs,
-            outputs,
-        };
         ctx.bind()?;
         let api = ctx.api();
         let raw = |buffers: &[DeviceBuffer<'ctx, u8>]| -> Vec<(*mut c_void, usize)> {
             buffers.iter().map(|b| (b.as_raw(), b.byte_len())).collect()
         };
-        // SAFETY: device memory owned by `io`, alive until the datasets are destroyed (its
-        // release, buffers first: MD5).
-        io.input_set = unsafe { api.create_dataset(&raw(&io.inputs))? };
+        // SAFETY: the context is current; device memory owned by the `ModelIo` built below,
+        // freed only after the datasets are destroyed (its `Drop`, field order: MD5). On an
+        // error return the buffers are dropped after the datasets are destroyed too.
+        let input_set = unsafe { Dataset::create(api, &raw(&inputs))? };
         // SAFETY: as above.
-        io.output_set = unsafe { api.create_dataset(&raw(&io.outputs))? };
-        Ok(io)
+        let output_set = match unsafe { Dataset::create(api, &raw(&outputs)) } {
+            Ok(set) => set,
+            Err(error) => {
+                // SAFETY: created above, used by nothing.
+                report_drop_error("a model dataset", unsafe { input_set.destroy(api) });
+                return Err(error);
+            }
+        };
+        Ok(ModelIo {
+            ctx,
+            shared: Arc::clone(&model.shared),
+            sets: ManuallyDrop::new((input_set, output_set)),
+            inputs,
+            outputs,
+        })
+    }
+
+    fn input_set(&self) -> *mut aclmdlDataset {
+        self.sets.0.as_ptr()
+    }
+
+    fn output_set(&self) -> *mut aclmdlDataset {
+        self.sets.1.as_ptr()
     }
 
     /// Copies `data` into input `index` (synchronous `aclrtMemcpy`); at most the input's
@@ -714,28 +846,28 @@ impl<'ctx> ModelIo<'ctx> {
             Error::InvalidArgument("the output's size or alignment does not fit the element type")
         })
     }
-
-    fn release(&mut self) -> Result<()> {
-        self.ctx.bind()?;
-        let api = self.ctx.api();
-        let mut outcome = Ok(());
-        for set in [&mut self.input_set, &mut self.output_set] {
-            if !set.is_null() {
-                // SAFETY: the dataset and its buffers are ours; no execution uses them
-                // (synchronous executions only, MD6); destroyed once (set to null).
-                let done = unsafe { api.destroy_dataset(*set) };
-                *set = std::ptr::null_mut();
-                outcome = outcome.and(done.map_err(Error::from));
-            }
-        }
-        outcome
-    }
 }
 
 impl Drop for ModelIo<'_> {
     fn drop(&mut self) {
-        // The buffers are freed after the datasets (their own `Drop`, field order).
-        report_drop_error("ModelIo", self.release());
+        // SAFETY: taken once, here; the value is not used afterwards.
+        let (input_set, output_set) = unsafe { ManuallyDrop::take(&mut self.sets) };
+        let api = self.ctx.api();
+        match self.ctx.bind() {
+            Ok(()) => {
+                // SAFETY: the context is current; the datasets are ours and no execution
+                // uses them (synchronous executions only borrow `self`, MD6); each destroyed
+                // once.
+                report_drop_error("ModelIo (input dataset)", unsafe { input_set.destroy(api) });
+                // SAFETY: as above.
+                report_drop_error("ModelIo (output dataset)", unsafe {
+                    output_set.destroy(api)
+                });
+            }
+            // Not destroyed: leaked, and reported.
+            Err(error) => report_drop_error("ModelIo", Err(error)),
+        }
+        // The buffers are freed after the datasets (their own `Drop`, after this one).
     }
 }
 
@@ -754,8 +886,8 @@ impl std::fmt::Debug for ModelIo<'_> {
 /// an execution uses them (MD6).
 pub(crate) struct SlotDatasets<'ctx> {
     pub(crate) shared: Arc<ModelShared>,
-    pub(crate) input_set: NonNull<aclmdlDataset>,
-    pub(crate) output_set: NonNull<aclmdlDataset>,
+    pub(crate) input_set: Dataset,
+    pub(crate) output_set: Dataset,
     /// The device memory of [`DYNAMIC_BATCH_INPUT`] (dynamic models).
     pub(crate) batch: Option<(usize, DeviceBuffer<'ctx, u8>)>,
     /// An execution using these datasets was issued and is not yet proven done.
@@ -802,32 +934,28 @@ impl<'ctx> SlotDatasets<'ctx> {
             inputs.insert(*index, (buffer.as_raw(), buffer.byte_len()));
         }
         let api = ctx.api();
-        // SAFETY: the slot's device buffers and the batch buffer, alive until these datasets
-        // are destroyed (the pipeline releases them, buffers first, before its memory: MD5).
-        let input_set = unsafe { api.create_dataset(&inputs)? };
+        // SAFETY: the context is current (the pipeline bound it); the slot's device buffers
+        // and the batch buffer stay alive until these datasets are destroyed (the pipeline
+        // releases them, buffers first, before its memory: MD5).
+        let input_set = unsafe { Dataset::create(api, &inputs)? };
         // SAFETY: as above.
-        let output_set = match unsafe { api.create_dataset(&[output]) } {
+        let output_set = match unsafe { Dataset::create(api, &[output]) } {
             Ok(set) => set,
             Err(error) => {
                 // SAFETY: created above, used by nothing.
                 report_drop_error("a pipeline slot's model dataset", unsafe {
-                    api.destroy_dataset(input_set)
+                    input_set.destroy(api)
                 });
-                return Err(error.into());
+                return Err(error);
             }
         };
-        match (NonNull::new(input_set), NonNull::new(output_set)) {
-            (Some(input_set), Some(output_set)) => Ok(SlotDatasets {
-                shared: Arc::clone(&model.shared),
-                input_set,
-                output_set,
-                batch,
-                pending: false,
-            }),
-            _ => Err(Error::InvalidArgument(
-                "the runtime returned a null dataset",
-            )),
-        }
+        Ok(SlotDatasets {
+            shared: Arc::clone(&model.shared),
+            input_set,
+            output_set,
+            batch,
+            pending: false,
+        })
     }
 
     /// The slot's frame is proven done: its execution no longer counts as pending (MD7).
@@ -846,8 +974,8 @@ impl<'ctx> SlotDatasets<'ctx> {
         let api = ctx.api();
         for set in [self.input_set, self.output_set] {
             // SAFETY: the caller's contract; each destroyed once (the value is consumed).
-            if let Err(error) = unsafe { api.destroy_dataset(set.as_ptr()) } {
-                errors.push(error.into());
+            if let Err(error) = unsafe { set.destroy(api) } {
+                errors.push(error);
             }
         }
         if let Some((_, buffer)) = self.batch

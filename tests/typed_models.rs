@@ -680,3 +680,172 @@ fn md_a_pipelined_model_frame_creates_nothing() {
     }
     ends_clean(session);
 }
+
+/// Teardown never trusts the runtime's answers about what to destroy: a dataset's buffers
+/// are destroyed from the handles this crate created, so faults in
+/// `aclmdlGetDatasetNumBuffers` / `aclmdlGetDatasetBuffer` (which answer 0 / null) change
+/// nothing, in `ModelIo`'s drop and in `Pipeline::destroy` alike.
+#[test]
+fn md5_datasets_are_destroyed_from_their_own_handles() {
+    let rows = 2;
+    let path = model_file("own_handles", &classifier(rows, &[]));
+    let session = Session::start();
+    let errors = DropErrors::capture();
+    {
+        let device = session.default_device(0);
+        let mut model = device.load_model(&path).unwrap();
+        let mut io = model.create_io(MallocPolicy::HugeFirst).unwrap();
+        model.execute(&mut io).unwrap();
+        let mut pipeline = device
+            .create_pipeline::<f32, f32>(PipelineConfig::new(rows * FEATURES, rows * CLASSES))
+            .unwrap();
+        for _ in 0..3 {
+            let slot = pipeline.next_slot().unwrap();
+            slot.submit(|launch| launch.execute(&mut model)).unwrap();
+        }
+        pipeline.wait_all().unwrap();
+        session.sim.reset_call_counts();
+        session
+            .sim
+            .inject_fault("aclmdlGetDatasetNumBuffers", 507_000, 100);
+        session
+            .sim
+            .inject_fault("aclmdlGetDatasetBuffer", 507_000, 100);
+        drop(io);
+        pipeline.destroy().unwrap();
+        session.sim.clear_faults();
+        // One data buffer per dataset: two for the `ModelIo`, two per slot used.
+        assert_eq!(
+            session.sim.call_count("aclDestroyDataBuffer"),
+            session.sim.call_count("aclmdlDestroyDataset")
+        );
+        assert!(session.sim.call_count("aclmdlDestroyDataset") >= 4);
+        model.unload().unwrap();
+    }
+    assert_eq!(errors.take(), Vec::<String>::new());
+    ends_clean(session);
+}
+
+/// A dataset's clean-up that fails is reported, never dropped: a data buffer that cannot be
+/// destroyed when `ModelIo` goes, or after a failed `aclmdlAddDatasetBuffer`.
+#[test]
+fn a_failed_dataset_clean_up_is_reported() {
+    let path = model_file("cleanup_reported", &classifier(2, &[]));
+    let session = Session::start();
+    session.expect_findings();
+    let errors = DropErrors::capture();
+    {
+        let device = session.default_device(0);
+        let model = device.load_model(&path).unwrap();
+        let io = model.create_io(MallocPolicy::HugeFirst).unwrap();
+        session.sim.inject_fault("aclDestroyDataBuffer", 507_000, 1);
+        drop(io);
+        let reported = errors.take();
+        assert_eq!(reported.len(), 1, "{reported:?}");
+        assert!(reported[0].contains("aclDestroyDataBuffer"), "{reported:?}");
+        // `aclmdlAddDatasetBuffer` fails, then destroying the buffer not added fails too:
+        // the first error is returned, the second reported.
+        session
+            .sim
+            .inject_fault("aclmdlAddDatasetBuffer", 507_000, 1);
+        session.sim.inject_fault("aclDestroyDataBuffer", 507_000, 1);
+        let created = model.create_io(MallocPolicy::HugeFirst);
+        session.sim.clear_faults();
+        match created {
+            Err(Error::Runtime { call, .. }) => assert_eq!(call, "aclmdlAddDatasetBuffer"),
+            other => panic!("{other:?}"),
+        }
+        let reported = errors.take();
+        assert_eq!(reported.len(), 1, "{reported:?}");
+        assert!(reported[0].contains("aclDestroyDataBuffer"), "{reported:?}");
+        model.unload().unwrap();
+    }
+    // Exactly the two data buffers that could not be destroyed are left, and named (P2).
+    assert_eq!(session.sim.live_objects(), 2);
+    let findings = session.finish();
+    assert!(
+        findings
+            .iter()
+            .all(|f| f.rule == "P2" && f.message.contains("data buffer")),
+        "{findings:#?}"
+    );
+}
+
+/// The description's queries fail only by answering 0: such an answer is never taken for a
+/// model without inputs or of unknown size ([`Error::UnreadableDescription`] names the
+/// query), and a description whose `aclmdlGetDesc` fails is destroyed again, that failure
+/// reported if it fails too.
+#[test]
+fn a_failed_description_query_is_an_error_naming_it() {
+    let path = model_file("unreadable", &classifier(2, &[]));
+    let session = Session::start();
+    session.expect_findings();
+    let errors = DropErrors::capture();
+    {
+        let device = session.default_device(0);
+        for call in [
+            "aclmdlGetNumInputs",
+            "aclmdlGetNumOutputs",
+            "aclmdlGetInputSizeByIndex",
+            "aclmdlGetOutputSizeByIndex",
+        ] {
+            session.sim.inject_fault(call, 507_000, 1);
+            let loaded = device.load_model(&path).map(|_| ());
+            session.sim.clear_faults();
+            match loaded {
+                Err(Error::UnreadableDescription { call: named }) => assert_eq!(named, call),
+                other => panic!("{call}: {other:?}"),
+            }
+            assert_eq!(session.sim.live_objects(), 0, "{call}: unloaded again");
+        }
+        assert_eq!(errors.take(), Vec::<String>::new());
+        session.sim.inject_fault("aclmdlGetDesc", 507_000, 1);
+        session.sim.inject_fault("aclmdlDestroyDesc", 507_000, 1);
+        let loaded = device.load_model(&path).map(|_| ());
+        session.sim.clear_faults();
+        match loaded {
+            Err(Error::Runtime { call, .. }) => assert_eq!(call, "aclmdlGetDesc"),
+            other => panic!("{other:?}"),
+        }
+        let reported = errors.take();
+        assert_eq!(reported.len(), 1, "{reported:?}");
+        assert!(reported[0].contains("aclmdlDestroyDesc"), "{reported:?}");
+    }
+    // The model was unloaded; only the description that could not be destroyed is left.
+    assert_eq!(session.sim.live_objects(), 1);
+    let findings = session.finish();
+    assert!(findings.iter().all(|f| f.rule == "P2"), "{findings:#?}");
+}
+
+/// A model whose `aclmdlUnload` fails comes back loaded and whole: its description still
+/// answers, it executes, and unloads later.
+#[test]
+fn a_model_given_back_by_a_failed_unload_is_whole() {
+    let path = model_file("unload_fails", &classifier(2, &[1, 2]));
+    let session = Session::start();
+    let errors = DropErrors::capture();
+    {
+        let device = session.default_device(0);
+        let mut model = device.load_dynamic_model(&path).unwrap();
+        let mut io = model.create_io(MallocPolicy::HugeFirst).unwrap();
+        model.execute_batch(&mut io, 1).unwrap();
+        session.sim.inject_fault("aclmdlUnload", 507_000, 1);
+        let failed = model.unload().unwrap_err();
+        session.sim.clear_faults();
+        assert!(matches!(
+            failed.error,
+            Error::Runtime {
+                call: "aclmdlUnload",
+                ..
+            }
+        ));
+        let mut model = failed.value;
+        assert_eq!(model.current_output_dims(0).unwrap()[0], 1);
+        model.execute_batch(&mut io, 2).unwrap();
+        assert_eq!(model.current_output_dims(0).unwrap()[0], 2);
+        drop(io);
+        model.unload().unwrap();
+    }
+    assert_eq!(errors.take(), Vec::<String>::new());
+    ends_clean(session);
+}

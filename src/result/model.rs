@@ -106,26 +106,30 @@ impl Api {
         unsafe { model_call!(self, aclmdlUnload(id)) }
     }
 
-    /// `aclmdlCreateDesc()` then `aclmdlGetDesc(desc, id)` (MD4); the description is
-    /// destroyed again if the second call fails.
+    /// `aclmdlCreateDesc()`: an empty description, filled by
+    /// [`model_get_desc`](Self::model_get_desc).
     ///
     /// # Safety
     /// The [common contract](crate::result#safety-of-the-raw-layer); the description is the
-    /// caller's to destroy, before the model is unloaded (MD4).
-    pub unsafe fn model_desc(&self, id: u32) -> Result<*mut aclmdlDesc> {
+    /// caller's to destroy.
+    pub unsafe fn model_create_desc(&self) -> Result<*mut aclmdlDesc> {
         let table = self.model_table()?;
         // SAFETY: no arguments.
         let desc = unsafe { (table.aclmdlCreateDesc)() };
         if desc.is_null() {
             return Err(null_handle("aclmdlCreateDesc"));
         }
-        // SAFETY: a live description, filled once.
-        if let Err(e) = unsafe { model_call!(self, aclmdlGetDesc(desc, id)) } {
-            // SAFETY: created above, used by nothing else.
-            let _ = unsafe { (table.aclmdlDestroyDesc)(desc) };
-            return Err(e);
-        }
         Ok(desc)
+    }
+
+    /// `aclmdlGetDesc(desc, id)` (MD4): describes loaded model `id`.
+    ///
+    /// # Safety
+    /// The [common contract](crate::result#safety-of-the-raw-layer); `desc` is live, and is
+    /// not queried once the model is unloaded (MD4).
+    pub unsafe fn model_get_desc(&self, desc: *mut aclmdlDesc, id: u32) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { model_call!(self, aclmdlGetDesc(desc, id)) }
     }
 
     /// `aclmdlDestroyDesc(desc)`.
@@ -223,71 +227,75 @@ impl Api {
         Ok(index)
     }
 
-    /// `aclmdlCreateDataset()`, then for each `(pointer, size)` `aclCreateDataBuffer` and
-    /// `aclmdlAddDatasetBuffer` (MD5). On failure, everything created is destroyed.
+    /// `aclmdlCreateDataset()`: an empty dataset (MD5).
     ///
     /// # Safety
-    /// The [common contract](crate::result#safety-of-the-raw-layer); the dataset and its
-    /// buffers are the caller's to release ([`destroy_dataset`](Self::destroy_dataset)), and
-    /// the memory stays allocated while they are used.
-    pub unsafe fn create_dataset(
-        &self,
-        buffers: &[(*mut c_void, usize)],
-    ) -> Result<*mut aclmdlDataset> {
+    /// The [common contract](crate::result#safety-of-the-raw-layer); the dataset is the
+    /// caller's to destroy, after the data buffers added to it.
+    pub unsafe fn create_dataset(&self) -> Result<*mut aclmdlDataset> {
         let t = self.model_table()?;
         // SAFETY: no arguments.
         let dataset = unsafe { (t.aclmdlCreateDataset)() };
         if dataset.is_null() {
             return Err(null_handle("aclmdlCreateDataset"));
         }
-        for &(data, size) in buffers {
-            // SAFETY: the caller's contract.
-            let buffer = unsafe { (t.aclCreateDataBuffer)(data, size) };
-            let added = if buffer.is_null() {
-                Err(null_handle("aclCreateDataBuffer"))
-            } else {
-                // SAFETY: both live; the dataset takes the buffer's pointer (MD5).
-                unsafe { model_call!(self, aclmdlAddDatasetBuffer(dataset, buffer)) }.inspect_err(
-                    |_| {
-                        // SAFETY: not added: ours alone.
-                        let _ = unsafe { (t.aclDestroyDataBuffer)(buffer) };
-                    },
-                )
-            };
-            if let Err(e) = added {
-                // SAFETY: the dataset and the buffers added so far are ours alone.
-                let _ = unsafe { self.destroy_dataset(dataset) };
-                return Err(e);
-            }
-        }
         Ok(dataset)
     }
 
-    /// Destroys every data buffer of `dataset` (MD5: buffers first), then the dataset.
-    /// Returns the first error; every destroy is tried.
+    /// `aclCreateDataBuffer(data, size)`: describes `size` bytes at `data` (MD5, MD9).
     ///
     /// # Safety
-    /// `dataset` and its buffers are live, no pending execution uses them (MD6), and none is
-    /// used afterwards.
-    pub unsafe fn destroy_dataset(&self, dataset: *mut aclmdlDataset) -> Result<()> {
+    /// The [common contract](crate::result#safety-of-the-raw-layer); the buffer is the
+    /// caller's to destroy, and the memory stays allocated while an execution uses it.
+    pub unsafe fn create_data_buffer(
+        &self,
+        data: *mut c_void,
+        size: usize,
+    ) -> Result<*mut aclDataBuffer> {
         let t = self.model_table()?;
-        let mut outcome = Ok(());
         // SAFETY: the caller's contract.
-        let count = unsafe { (t.aclmdlGetDatasetNumBuffers)(dataset) };
-        for i in 0..count {
-            // SAFETY: the caller's contract; an index below the count.
-            let buffer: *mut aclDataBuffer = unsafe { (t.aclmdlGetDatasetBuffer)(dataset, i) };
-            if !buffer.is_null() {
-                // SAFETY: the caller's contract: not used afterwards.
-                let done = check("aclDestroyDataBuffer", unsafe {
-                    (t.aclDestroyDataBuffer)(buffer)
-                });
-                outcome = outcome.and(done);
-            }
+        let buffer = unsafe { (t.aclCreateDataBuffer)(data, size) };
+        if buffer.is_null() {
+            return Err(null_handle("aclCreateDataBuffer"));
         }
+        Ok(buffer)
+    }
+
+    /// `aclmdlAddDatasetBuffer(dataset, buffer)` (MD5): the dataset refers to the buffer,
+    /// which must outlive it.
+    ///
+    /// # Safety
+    /// Both are live, and no pending execution uses the dataset (MD6).
+    pub unsafe fn add_dataset_buffer(
+        &self,
+        dataset: *mut aclmdlDataset,
+        buffer: *mut aclDataBuffer,
+    ) -> Result<()> {
         // SAFETY: the caller's contract.
-        let done = unsafe { model_call!(self, aclmdlDestroyDataset(dataset)) };
-        outcome.and(done)
+        unsafe { model_call!(self, aclmdlAddDatasetBuffer(dataset, buffer)) }
+    }
+
+    /// `aclDestroyDataBuffer(buffer)`.
+    ///
+    /// # Safety
+    /// `buffer` is live, no pending execution uses a dataset holding it (MD6), and it is not
+    /// used afterwards.
+    pub unsafe fn destroy_data_buffer(&self, buffer: *mut aclDataBuffer) -> Result<()> {
+        let t = self.model_table()?;
+        // SAFETY: the caller's contract.
+        check("aclDestroyDataBuffer", unsafe {
+            (t.aclDestroyDataBuffer)(buffer)
+        })
+    }
+
+    /// `aclmdlDestroyDataset(dataset)`: the dataset only; its data buffers are destroyed
+    /// separately (MD5).
+    ///
+    /// # Safety
+    /// `dataset` is live, no pending execution uses it (MD6), and it is not used afterwards.
+    pub unsafe fn destroy_dataset(&self, dataset: *mut aclmdlDataset) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { model_call!(self, aclmdlDestroyDataset(dataset)) }
     }
 
     /// `aclmdlExecute(id, input, output)` (MD1, MD6): synchronous.
