@@ -787,7 +787,9 @@ impl<'l, 'ctx, I: Pod, O: Pod> Launch<'l, 'ctx, I, O> {
     /// `aclmdlExecuteAsync` of `model` on the compute stream (MD6), from the slot's device
     /// input to its device output, whose sizes must be the model's (one data input and one
     /// output: [`Error::ModelSizeMismatch`], MD10). The model must be of the pipeline's
-    /// context (MD1). One execution per frame.
+    /// context (MD1). One execution per frame. Sizes are checked in bytes; `I` and `O` are
+    /// how the slot reads those bytes: the model's element types are not checked (a model
+    /// taking `float16` is fed through `u16` or `u8`, for instance).
     ///
     /// The execution is *pending* until the pipeline proves the frame done (the slot's next
     /// [`Pipeline::next_slot`], [`Pipeline::wait_all`], or its end): meanwhile the model cannot
