@@ -509,6 +509,12 @@ impl<'dev> Context<'dev> {
         }
     }
 
+    /// Whether a join event is waiting to be destroyed or pooled (E9).
+    #[inline(always)]
+    pub(crate) fn has_deferred(&self) -> bool {
+        self.deferred_len.load(Ordering::Acquire) != 0
+    }
+
     /// The sequence number the next join event will get if any join event is waiting (so
     /// that one of them may be done by a synchronisation starting now), else 0 (which no
     /// join event precedes).

@@ -1,7 +1,7 @@
 //! Streams: ordered task queues (S1-S8).
 
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::context::Context;
 use crate::error::Result;
@@ -11,7 +11,7 @@ use crate::sys::bindings::aclrtStream;
 /// What [`Stream::synchronized`] needs to know about the start of a synchronisation.
 #[derive(Clone, Copy)]
 struct SyncSnapshot {
-    resets: u32,
+    resets: u64,
     /// The next join event's sequence number, or 0 if the context had none waiting (then
     /// none of those issued before can be done, and the check after the sync is one test).
     deferred: u64,
@@ -39,8 +39,8 @@ struct SyncSnapshot {
 /// `Send`, not `Sync`: tasks issued from two threads at once would have no defined order
 /// (S1); move the stream (or use one stream per thread) instead.
 ///
-/// Size: three words: the raw `aclrtStream`, the context it needs for binding (D6), and a
-/// flag that lets events skip ordering joins once the stream has been synchronised.
+/// Size: four words: the raw `aclrtStream`, the context it needs for binding (D6), and two
+/// counts that let events skip ordering joins once the stream has been synchronised.
 ///
 /// ```no_run
 /// # use ascend_typestate::Acl;
@@ -58,11 +58,13 @@ pub struct Stream<'ctx> {
     /// An event reset was issued on this stream since its last synchronisation: the typed
     /// API then orders the event's next record and waits after it (E1, E5). Atomic because
     /// an event (which is `Send`) reads it from whichever thread it is used on.
-    resets_issued: AtomicU32,
+    /// 64 bits: it never wraps (2^64 resets), so no count is ever mistaken for a synchronised
+    /// one.
+    resets_issued: AtomicU64,
     /// `resets_issued` as it was when a synchronisation that has since completed began: the
     /// resets up to there are done. Pending iff the two differ (a counter rather than a flag,
     /// so that a synchronisation racing with a new reset on another thread cannot hide it).
-    resets_synced: AtomicU32,
+    resets_synced: AtomicU64,
     _not_sync: PhantomData<std::cell::Cell<()>>,
 }
 
@@ -79,8 +81,8 @@ impl<'ctx> Stream<'ctx> {
         Stream {
             raw,
             ctx,
-            resets_issued: AtomicU32::new(0),
-            resets_synced: AtomicU32::new(0),
+            resets_issued: AtomicU64::new(0),
+            resets_synced: AtomicU64::new(0),
             _not_sync: PhantomData,
         }
     }
@@ -120,6 +122,23 @@ impl<'ctx> Stream<'ctx> {
     #[inline(always)]
     pub(crate) fn synchronize_in(&self, ctx: &Context<'_>) -> Result<()> {
         ctx.bind()?;
+        if ctx.has_deferred() {
+            return self.synchronize_with_joins(ctx);
+        }
+        // No join event was waiting when the synchronisation began, so none can be done by
+        // it: only the resets are counted.
+        let resets = self.resets_issued.load(Ordering::Acquire);
+        // SAFETY: `self.raw` is live for as long as `self`.
+        unsafe { ctx.api().synchronize_stream(self.raw)? };
+        self.resets_synced.store(resets, Ordering::Release);
+        Ok(())
+    }
+
+    /// [`synchronize_in`](Self::synchronize_in) when join events are waiting: those issued
+    /// before it began are done once it returns, and destroyed or pooled (E9).
+    #[cold]
+    #[inline(never)]
+    fn synchronize_with_joins(&self, ctx: &Context<'_>) -> Result<()> {
         let before = self.sync_snapshot();
         // SAFETY: `self.raw` is live for as long as `self`.
         unsafe { ctx.api().synchronize_stream(self.raw)? };
@@ -181,15 +200,7 @@ impl<'ctx> Stream<'ctx> {
     /// waited for: E5, E9.)
     #[inline(always)]
     pub(crate) fn mark_reset_pending(&self) {
-        let issued = self
-            .resets_issued
-            .fetch_add(1, Ordering::AcqRel)
-            .wrapping_add(1);
-        // After 2^32 resets without a synchronisation the count would equal the synchronised
-        // one again and read as "nothing pending": skip that value.
-        if issued == self.resets_synced.load(Ordering::Acquire) {
-            self.resets_issued.fetch_add(1, Ordering::AcqRel);
-        }
+        self.resets_issued.fetch_add(1, Ordering::AcqRel);
     }
 
     #[inline(always)]

@@ -150,23 +150,17 @@ impl<'s> Event<'s, Recorded> {
             return Err(WaitError::NotWaited(Failed::new(e, self)));
         }
         let reset_stream: &'t Stream<'t> = stream;
-        let event: Event<'t, Reset> = self.into_state(reset_stream);
         // SAFETY: both handles are live, the stream's context is current (`issue_wait`
         // bound it, and only the runtime call ran since), and the stream has just waited on
         // the event (E1 order: record, wait, reset).
-        match unsafe {
-            event
-                .ctx
-                .api()
-                .reset_event(event.raw, reset_stream.as_raw())
-        } {
+        match unsafe { self.ctx.api().reset_event(self.raw, reset_stream.as_raw()) } {
             Ok(()) => {
                 // The stream's next synchronisation is needed before the event is destroyed
                 // or re-used (E5, E9); marked once issued (see `Stream::mark_reset_pending`).
                 reset_stream.mark_reset_pending();
-                Ok(event)
+                Ok(self.into_state(reset_stream))
             }
-            Err(error) => retry_reset(error.into(), event, reset_stream),
+            Err(error) => retry_reset(error.into(), self.into_state(reset_stream), reset_stream),
         }
     }
 
