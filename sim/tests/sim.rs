@@ -186,6 +186,14 @@ cases!(
     md4_description_used_after_unload_is_flagged,
     md_p2_model_never_unloaded_is_a_leak,
     md_io_memory_in_use_and_device_reset,
+    md6_add_buffer_while_pending_is_flagged,
+    md6_set_batch_while_pending_is_flagged,
+    md6_io_memory_of_a_pending_execution_touched_is_flagged,
+    md2_md3_memory_held_by_a_loaded_model_written_is_flagged,
+    md2_shared_work_memory_overlapping_executions_is_flagged,
+    md6_set_batch_during_synchronous_execute_on_another_thread_is_flagged,
+    md5_use_after_destroy_is_flagged,
+    md8_serialised_executions_closing_an_event_cycle_are_diagnosed,
 );
 
 #[test]

@@ -54,6 +54,11 @@ pub extern "C" fn aclsimLaunchKernel(
             }
         }
         check_stream_device(rt, "aclsimLaunchKernel", sid, &allocs)?;
+        // MD2 / MD3: a kernel buffer in memory a loaded model holds (a buffer has no size:
+        // its first byte).
+        for b in &bufs {
+            super::model::touch_model_memory(rt, "aclsimLaunchKernel", *b, 1, "uses a buffer at");
+        }
         // P5: a kernel longer than the operator execution timeout in effect now is stopped
         // at the limit (its body never runs) and fails with 107020.
         let limit = rt.extra.op_exec_timeout_us;

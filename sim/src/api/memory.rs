@@ -302,6 +302,13 @@ pub extern "C" fn aclrtMemcpy(
             count,
             kind,
         )?;
+        // MD6 (memory of a pending model execution), MD2 / MD3 (memory a model holds).
+        super::model::host_access(
+            rt,
+            "aclrtMemcpy",
+            (dst as usize, count),
+            Some((src as usize, count)),
+        );
         // Copied under the lock, so a concurrent aclrtFree cannot release the memory.
         // SAFETY: ranges validated above (M1); untracked host memory is the caller's.
         unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, count) };
@@ -334,6 +341,8 @@ pub extern "C" fn aclrtMemcpyAsync(
             kind,
         )?;
         check_stream_device(rt, "aclrtMemcpyAsync", sid, &allocs)?;
+        // MD2 / MD3 at issue; MD6 when the copy runs (exec::step).
+        super::model::touch_model_memory(rt, "aclrtMemcpyAsync", dst as usize, count, "writes");
         exec::enqueue(
             rt,
             sid,
@@ -361,6 +370,7 @@ pub extern "C" fn aclrtMemset(
         let mut g = enter("aclrtMemset", Call::Action)?;
         let rt = rt_of(&mut g)?;
         check_set(rt, "aclrtMemset", devPtr as usize, maxCount, count)?;
+        super::model::host_access(rt, "aclrtMemset", (devPtr as usize, count), None);
         // SAFETY: range validated above (M1); done under the lock.
         unsafe { std::ptr::write_bytes(devPtr as *mut u8, value as u8, count) };
         Ok(())
@@ -383,6 +393,7 @@ pub extern "C" fn aclrtMemsetAsync(
         crate::extra::refuse_if_stopped(rt, sid)?; // S6
         let allocs = check_set(rt, "aclrtMemsetAsync", devPtr as usize, maxCount, count)?;
         check_stream_device(rt, "aclrtMemsetAsync", sid, &allocs)?;
+        super::model::touch_model_memory(rt, "aclrtMemsetAsync", devPtr as usize, count, "writes");
         exec::enqueue(
             rt,
             sid,

@@ -4,7 +4,9 @@
 //! Descriptions, datasets and data buffers are host objects behind fake handles like the
 //! runtime's (never dereferenced). A loaded model is bound to its context (MD1); each
 //! execution holds the model (MD7), its datasets and data buffers (MD6) and the memory it
-//! uses (M2) until it is done.
+//! uses (M2) until it is done, and is registered with the memory it reads and writes, so
+//! that a copy or memset touching that memory meanwhile is an MD6 finding. The work, weight
+//! and model-byte regions a loaded model holds are registered too (MD2, MD3).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -24,6 +26,41 @@ pub struct Models {
     pub descs: HashMap<u64, Desc>,
     pub datasets: HashMap<u64, Dataset>,
     pub bufs: HashMap<u64, DataBuf>,
+    /// Executions issued and not done (asynchronous or synchronous): the memory each reads
+    /// and writes (MD6), whether its body is running (MD2, MD6).
+    pub execs: BTreeMap<u64, ExecUse>,
+    /// Recently destroyed descriptions, datasets and data buffers: id -> kind (MD5). Ids are
+    /// never reused, so a handle found here was destroyed, never merely invalid; bounded
+    /// ([`TOMBS`]): a use of one forgotten is only "unknown" (100000, no finding).
+    pub tombs: BTreeMap<u64, &'static str>,
+}
+
+/// At most this many destroyed handles are remembered for MD5 findings.
+const TOMBS: usize = 1 << 16;
+
+/// What a pending execution uses (MD6).
+pub struct ExecUse {
+    pub model_id: u32,
+    /// Its stream; `None` for a synchronous `aclmdlExecute`.
+    pub stream: Option<u64>,
+    /// (address, bytes) the execution reads: the data input and the dynamic-batch buffer.
+    pub inputs: Vec<(usize, usize)>,
+    /// (address, bytes) it writes.
+    pub output: (usize, usize),
+    /// Its body is running now (not only issued).
+    pub running: bool,
+}
+
+/// Memory a loaded model holds until unload (MD2 work / weight, MD3 model bytes).
+pub struct Region {
+    /// The tracked allocation it lies in (its start).
+    pub alloc: usize,
+    pub start: usize,
+    pub len: usize,
+    /// "work memory", "weight memory" or "model bytes".
+    pub what: &'static str,
+    /// The rule a free or a write breaks: "MD2" or "MD3".
+    pub rule: &'static str,
 }
 
 pub struct Loaded {
@@ -35,9 +72,9 @@ pub struct Loaded {
     pub pending: BTreeMap<u64, Option<u64>>,
     /// MD12: the last batch set on any dataset of the model.
     pub cur_batch: Option<u64>,
-    /// Tracked allocations the model holds until unload, with the rule a free breaks (MD2
-    /// work/weight, MD3 model bytes).
-    pub held: Vec<(usize, &'static str)>,
+    /// Tracked memory the model holds until unload (MD2 work/weight, MD3 model bytes): a
+    /// free or a write breaks the region's rule.
+    pub regions: Vec<Region>,
 }
 
 pub struct Desc {
@@ -120,7 +157,11 @@ pub struct Exec {
     /// (address, bytes) of the data input and of the output.
     pub input: (usize, usize),
     pub output: (usize, usize),
+    /// The batch at issue: the one set on the input dataset, or the largest gear (MD11).
     pub batch: u64,
+    /// The dynamic-batch buffer (8 bytes) when a batch was set on the input dataset: the
+    /// execution reads its batch there when it runs, as it reads its input.
+    pub batch_at: Option<usize>,
 }
 
 /// The body of an execution, run without the lock by a stream worker.
@@ -129,6 +170,7 @@ pub struct Run {
     input: (usize, usize),
     output: (usize, usize),
     batch: u64,
+    batch_at: Option<usize>,
 }
 
 impl Exec {
@@ -138,31 +180,66 @@ impl Exec {
             input: self.input,
             output: self.output,
             batch: self.batch,
+            batch_at: self.batch_at,
+        }
+    }
+
+    /// What it reads and writes (MD6).
+    fn uses(&self, stream: Option<u64>) -> ExecUse {
+        let mut inputs = vec![self.input];
+        inputs.extend(self.batch_at.map(|a| (a, 8)));
+        ExecUse {
+            model_id: self.model_id,
+            stream,
+            inputs,
+            output: self.output,
+            running: false,
         }
     }
 }
 
 impl Run {
-    /// The model's time (`time` µs per batch item), then its evaluation.
+    /// The batch, read when the execution starts, then the model's time (`time` µs per
+    /// batch item), then its evaluation.
     pub fn run(self) {
-        self.sleep();
-        self.eval();
+        let batch = self.batch();
+        self.sleep(batch);
+        self.eval(batch);
     }
 
-    fn sleep(&self) {
-        let us = self.model.time_us.saturating_mul(self.batch);
+    /// The batch this execution runs with: what the dynamic-batch buffer holds now (the
+    /// device reads it when the execution starts; `aclmdlSetDynamicBatchSize` wrote it),
+    /// or the batch of the issue if that memory holds no gear any more.
+    fn batch(&self) -> u64 {
+        let Some(at) = self.batch_at else {
+            return self.batch;
+        };
+        let mut b = [0u8; 8];
+        // SAFETY: 8 bytes validated at issue inside a live device allocation (MD9), kept
+        // alive by its use count (M2) until this execution is done.
+        unsafe { std::ptr::copy(at as *const u8, b.as_mut_ptr(), 8) };
+        let v = u64::from_ne_bytes(b);
+        if self.model.gears.contains(&v) {
+            v
+        } else {
+            self.batch
+        }
+    }
+
+    fn sleep(&self, batch: u64) {
+        let us = self.model.time_us.saturating_mul(batch);
         if us > 0 {
             std::thread::sleep(Duration::from_micros(us));
         }
     }
 
-    fn eval(&self) {
+    fn eval(&self, batch: u64) {
         let mut input = vec![0u8; self.input.1];
         // SAFETY: validated at issue (MD9): the input lies in a live device allocation,
         // kept alive by its use count (M2) until this execution is done.
         unsafe { std::ptr::copy(self.input.0 as *const u8, input.as_mut_ptr(), input.len()) };
         let mut output = vec![0u8; self.output.1];
-        self.model.eval(&input, self.batch, &mut output);
+        self.model.eval(&input, batch, &mut output);
         // SAFETY: as for the input (the output range was validated the same way).
         unsafe { std::ptr::copy(output.as_ptr(), self.output.0 as *mut u8, output.len()) };
     }
@@ -193,12 +270,14 @@ fn acquire(rt: &mut Rt, id: u64, x: &Exec, sid: Option<u64>) {
     if let Some(l) = m.loaded.get_mut(&x.model_id) {
         l.pending.insert(id, sid);
     }
+    m.execs.insert(id, x.uses(sid));
 }
 
 /// Execution `id` is done (or dropped): releases what it held; objects destroyed meanwhile
 /// (MD6) go now; executions of the model waiting for it (MD8) may run.
 pub(crate) fn release(rt: &mut Rt, id: u64, x: &Exec) {
     let m = &mut rt.models;
+    m.execs.remove(&id);
     for d in x.datasets {
         if let Some(ds) = m.datasets.get_mut(&d) {
             ds.uses = ds.uses.saturating_sub(1);
@@ -248,25 +327,241 @@ fn unuse(rt: &mut Rt, start: usize) {
 /// Tracked allocations released by a device reset (D3): no model holds them any more.
 pub(crate) fn forget_allocs(rt: &mut Rt, starts: &[usize]) {
     for l in rt.models.loaded.values_mut() {
-        l.held.retain(|(p, _)| !starts.contains(p));
+        l.regions.retain(|r| !starts.contains(&r.alloc));
     }
 }
 
 /// MD2 / MD3: the model holding allocation `start`, as the rule a free breaks and a text.
 pub(crate) fn holder(rt: &Rt, start: usize) -> Option<(&'static str, String)> {
     rt.models.loaded.iter().find_map(|(id, l)| {
-        l.held.iter().find(|(p, _)| *p == start).map(|(_, rule)| {
-            let what = if *rule == "MD2" {
+        l.regions.iter().find(|r| r.alloc == start).map(|r| {
+            let rule = r.rule;
+            let what = if rule == "MD2" {
                 "work or weight memory of a ...WithMem load"
             } else {
                 "the bytes given to aclmdlLoadFromMem"
             };
             (
-                *rule,
+                rule,
                 format!("model {id} is loaded with it as {what} ({rule})"),
             )
         })
     })
+}
+
+fn overlaps(a: (usize, usize), b: (usize, usize)) -> bool {
+    a.1 > 0 && b.1 > 0 && a.0 < b.0.saturating_add(b.1) && b.0 < a.0.saturating_add(a.1)
+}
+
+fn range(r: (usize, usize)) -> String {
+    format!("[{:#x}, +{})", r.0, r.1)
+}
+
+fn exec_where(e: &ExecUse) -> String {
+    match e.stream {
+        Some(s) => format!("on stream {:#x}", handle(STREAM_BASE, s)),
+        None => "synchronous (aclmdlExecute)".to_string(),
+    }
+}
+
+/// MD2 / MD3: `call` writes (or uses, `how`) `[p, +n)`, which lies in the work or weight
+/// memory of a `...WithMem` load (MD2) or in the tracked model bytes of a loaded model
+/// (MD3). Finding only: the call goes on.
+pub(crate) fn touch_model_memory(rt: &mut Rt, call: &str, p: usize, n: usize, how: &str) {
+    if rt.models.loaded.is_empty() {
+        return;
+    }
+    let hits: Vec<(&'static str, String)> = rt
+        .models
+        .loaded
+        .iter()
+        .flat_map(|(id, l)| {
+            l.regions
+                .iter()
+                .filter(|r| overlaps((p, n), (r.start, r.len)))
+                .map(move |r| {
+                    let advice = if r.rule == "MD2" {
+                        "memory given to a ...WithMem load stays untouched while the model is loaded: only the model uses it"
+                    } else {
+                        "the bytes given to aclmdlLoadFromMem stay alive and unchanged until aclmdlUnload: the runtime may use them in place"
+                    };
+                    (
+                        r.rule,
+                        format!(
+                            "{call} {how} {}, inside the {} {} of loaded model {id}: {advice}",
+                            range((p, n)),
+                            r.what,
+                            range((r.start, r.len))
+                        ),
+                    )
+                })
+        })
+        .collect();
+    for (rule, msg) in hits {
+        rt.report(rule, msg);
+    }
+}
+
+/// What `call`, a synchronous host access, does to the memory of pending executions: the
+/// MD6 findings for `[write]` written and `[read]` read (a pending execution reads its
+/// inputs and writes its output until it is done). Writes into model memory: MD2 / MD3.
+pub(crate) fn host_access(
+    rt: &mut Rt,
+    call: &str,
+    write: (usize, usize),
+    read: Option<(usize, usize)>,
+) {
+    touch_model_memory(rt, call, write.0, write.1, "writes");
+    if rt.models.execs.is_empty() {
+        return;
+    }
+    let mut hits = Vec::new();
+    for (id, e) in &rt.models.execs {
+        let mut what = Vec::new();
+        if e.inputs.iter().any(|i| overlaps(write, *i)) {
+            what.push(format!("writes {}, an input of", range(write)));
+        } else if overlaps(write, e.output) {
+            what.push(format!("writes {}, the output of", range(write)));
+        }
+        if let Some(r) = read.filter(|r| overlaps(*r, e.output)) {
+            what.push(format!(
+                "reads {}, the output (not yet written) of",
+                range(r)
+            ));
+        }
+        if !what.is_empty() {
+            hits.push(format!(
+                "{call} {} execution {id} of model {} ({}), which is pending: the I/O memory of an execution stays untouched until it is done (synchronize the stream, or an event recorded after it, first)",
+                what.join(" and "),
+                e.model_id,
+                exec_where(e)
+            ));
+        }
+    }
+    for msg in hits {
+        rt.report("MD6", msg);
+    }
+}
+
+/// MD6: an asynchronous copy or memset (task `tid`, `call`) starts on stream `sid` while
+/// an execution on another stream (or a synchronous one) is running and uses its memory:
+/// `ranges` are (address, bytes, written). Checked when both run, not at issue: event
+/// ordering between the streams is legal and leaves them never running together.
+pub(crate) fn async_access_starts(
+    rt: &mut Rt,
+    sid: u64,
+    tid: u64,
+    call: &str,
+    ranges: &[(usize, usize, bool)],
+) {
+    let mut hits = Vec::new();
+    for (id, e) in &rt.models.execs {
+        if !e.running || e.stream == Some(sid) {
+            continue;
+        }
+        if let Some(msg) = conflict(e, ranges) {
+            hits.push(format!(
+                "{call} (task {tid}) on stream {:#x} {msg} while execution {id} of model {} ({}) runs: order the streams (an event) or synchronize first",
+                handle(STREAM_BASE, sid),
+                e.model_id,
+                exec_where(e)
+            ));
+        }
+    }
+    for msg in hits {
+        rt.report("MD6", msg);
+    }
+}
+
+/// How an access to `ranges` (address, bytes, written) conflicts with execution `e`.
+fn conflict(e: &ExecUse, ranges: &[(usize, usize, bool)]) -> Option<String> {
+    ranges.iter().find_map(|(p, n, w)| {
+        let r = (*p, *n);
+        if *w && e.inputs.iter().any(|i| overlaps(r, *i)) {
+            Some(format!("writes {}, an input of the execution", range(r)))
+        } else if overlaps(r, e.output) {
+            Some(format!(
+                "{} {}, the output of the execution",
+                if *w { "writes" } else { "reads" },
+                range(r)
+            ))
+        } else {
+            None
+        }
+    })
+}
+
+/// Execution `id` starts running: MD2 when an execution of another model sharing its work
+/// memory is running too; MD6 when a copy or memset on another stream is running on its
+/// memory.
+pub(crate) fn exec_starts(rt: &mut Rt, id: u64) {
+    let Some(me) = rt.models.execs.get_mut(&id) else {
+        return;
+    };
+    me.running = true;
+    let (model_id, stream) = (me.model_id, me.stream);
+    let mut findings = Vec::new();
+    let work = |m: u32| -> Vec<(usize, usize)> {
+        rt.models.loaded.get(&m).map_or_else(Vec::new, |l| {
+            l.regions
+                .iter()
+                .filter(|r| r.what == "work memory")
+                .map(|r| (r.start, r.len))
+                .collect()
+        })
+    };
+    let mine = work(model_id);
+    if !mine.is_empty() {
+        for (other, e) in &rt.models.execs {
+            if *other == id || !e.running || e.model_id == model_id {
+                continue;
+            }
+            let theirs = work(e.model_id);
+            if mine.iter().any(|a| theirs.iter().any(|b| overlaps(*a, *b))) {
+                findings.push((
+                    "MD2",
+                    format!(
+                        "execution {id} of model {model_id} ({}) started while execution {other} of model {} ({}) runs, and the two models share work memory: work memory may only be shared by models whose executions never overlap (order them, or give each its own)",
+                        exec_where(&rt.models.execs[&id]),
+                        e.model_id,
+                        exec_where(e)
+                    ),
+                ));
+            }
+        }
+    }
+    for (sid, s) in &rt.streams {
+        if Some(*sid) == stream {
+            continue;
+        }
+        let Some(t) = s.tasks.front().filter(|t| t.state == TaskState::Running) else {
+            continue;
+        };
+        let (call, ranges) = match &t.kind {
+            TaskKind::Copy {
+                dst, src, count, ..
+            } => (
+                "aclrtMemcpyAsync",
+                vec![(*dst, *count, true), (*src, *count, false)],
+            ),
+            TaskKind::Set { ptr, count, .. } => ("aclrtMemsetAsync", vec![(*ptr, *count, true)]),
+            _ => continue,
+        };
+        if let Some(msg) = conflict(&rt.models.execs[&id], &ranges) {
+            findings.push((
+                "MD6",
+                format!(
+                    "execution {id} of model {model_id} ({}) started while {call} (task {}) on stream {:#x}, which {msg}, runs: order the streams (an event) or synchronize first",
+                    exec_where(&rt.models.execs[&id]),
+                    t.id,
+                    handle(STREAM_BASE, *sid)
+                ),
+            ));
+        }
+    }
+    for (rule, msg) in findings {
+        rt.report(rule, msg);
+    }
 }
 
 /// As [`ffi`] for the functions that return a value instead of an error code (0 or NULL
@@ -287,22 +582,82 @@ fn bad(what: &str, h: usize) -> i32 {
     )
 }
 
-fn dataset_id(rt: &Rt, h: usize) -> Result<u64, i32> {
-    decode(DATASET_BASE, h)
-        .filter(|id| rt.models.datasets.get(id).is_some_and(|d| !d.destroyed))
-        .ok_or_else(|| bad("dataset", h))
+/// Remembers a destroyed description, dataset or data buffer (MD5).
+fn bury(m: &mut Models, id: u64, kind: &'static str) {
+    m.tombs.insert(id, kind);
+    if m.tombs.len() > TOMBS {
+        m.tombs.pop_first();
+    }
 }
 
-fn buf_id(rt: &Rt, h: usize) -> Result<u64, i32> {
-    decode(DATABUF_BASE, h)
-        .filter(|id| rt.models.bufs.get(id).is_some_and(|b| !b.destroyed))
-        .ok_or_else(|| bad("data buffer", h))
+/// MD5: `call` uses the destroyed `kind` handle `h`; the call returns 100000.
+fn destroyed(rt: &mut Rt, call: &str, kind: &str, h: usize) -> i32 {
+    rt.report(
+        "MD5",
+        format!(
+            "{call}: {kind} {h:#x} was destroyed: a destroyed {kind} must not be used (nor destroyed) again; the call returns 100000"
+        ),
+    );
+    errmsg::why(
+        code::INVALID_PARAM,
+        format!("{kind} {h:#x} was destroyed (MD5)"),
+    )
 }
 
-fn desc_id(rt: &Rt, h: usize) -> Result<u64, i32> {
-    decode(DESC_BASE, h)
-        .filter(|id| rt.models.descs.contains_key(id))
-        .ok_or_else(|| bad("model description", h))
+/// The id of a live handle of `kind`; a destroyed one (remembered) is an MD5 finding, an
+/// unknown one only 100000.
+fn live_id(
+    rt: &mut Rt,
+    call: &str,
+    (base, kind): (usize, &'static str),
+    h: usize,
+    live: impl Fn(&Models, u64) -> bool,
+) -> Result<u64, i32> {
+    match decode(base, h) {
+        Some(id) if live(&rt.models, id) => Ok(id),
+        Some(id) if rt.models.tombs.get(&id) == Some(&kind) => Err(destroyed(rt, call, kind, h)),
+        _ => Err(bad(kind, h)),
+    }
+}
+
+fn dataset_id(rt: &mut Rt, call: &str, h: usize) -> Result<u64, i32> {
+    live_id(rt, call, (DATASET_BASE, "dataset"), h, |m, id| {
+        m.datasets.get(&id).is_some_and(|d| !d.destroyed)
+    })
+}
+
+fn buf_id(rt: &mut Rt, call: &str, h: usize) -> Result<u64, i32> {
+    live_id(rt, call, (DATABUF_BASE, "data buffer"), h, |m, id| {
+        m.bufs.get(&id).is_some_and(|b| !b.destroyed)
+    })
+}
+
+fn desc_id(rt: &mut Rt, call: &str, h: usize) -> Result<u64, i32> {
+    live_id(rt, call, (DESC_BASE, "model description"), h, |m, id| {
+        m.descs.contains_key(&id)
+    })
+}
+
+/// The live data buffer `b` a dataset holds: (address, size); one destroyed since it was
+/// added is an MD5 finding (ids are never reused: it was live when added).
+fn held_buf(rt: &mut Rt, call: &str, ds: u64, b: u64) -> Result<(usize, usize), i32> {
+    match rt.models.bufs.get(&b).filter(|x| !x.destroyed) {
+        Some(x) => Ok((x.data, x.size)),
+        None => {
+            let h = handle(DATABUF_BASE, b);
+            rt.report(
+                "MD5",
+                format!(
+                    "{call}: dataset {:#x} holds data buffer {h:#x}, which was destroyed: destroy the data buffers only when the dataset is no longer used; the call returns 100000",
+                    handle(DATASET_BASE, ds)
+                ),
+            );
+            Err(errmsg::why(
+                code::INVALID_PARAM,
+                format!("data buffer {h:#x} of the dataset was destroyed (MD5)"),
+            ))
+        }
+    }
 }
 
 fn loaded(rt: &Rt, id: u32) -> Result<&Loaded, i32> {
@@ -316,7 +671,7 @@ fn loaded(rt: &Rt, id: u32) -> Result<&Loaded, i32> {
 
 /// The model a description describes; MD4 when it was unloaded.
 fn described(rt: &mut Rt, h: usize, call: &str) -> Result<(Arc<Model>, Option<u64>), i32> {
-    let id = desc_id(rt, h)?;
+    let id = desc_id(rt, call, h)?;
     let Some(model_id) = rt.models.descs.get(&id).and_then(|d| d.model) else {
         return Err(errmsg::why(
             code::INVALID_PARAM,
@@ -408,10 +763,10 @@ fn check_mem(rt: &Rt, what: &str, p: usize, size: usize, need: usize) -> Result<
 }
 
 /// Registers a loaded model in the current context; returns its id.
-fn register(rt: &mut Rt, model: Model, held: Vec<(usize, &'static str)>) -> Result<u32, i32> {
+fn register(rt: &mut Rt, model: Model, regions: Vec<Region>) -> Result<u32, i32> {
     let ctx = rt.cur_ctx()?;
-    for (p, _) in &held {
-        if let Some(a) = rt.allocs.get_mut(p) {
+    for r in &regions {
+        if let Some(a) = rt.allocs.get_mut(&r.alloc) {
             a.uses += 1;
         }
     }
@@ -423,7 +778,7 @@ fn register(rt: &mut Rt, model: Model, held: Vec<(usize, &'static str)>) -> Resu
             ctx,
             pending: BTreeMap::new(),
             cur_batch: None,
-            held,
+            regions,
         },
     );
     Ok(id)
@@ -438,12 +793,18 @@ fn load(name: &str, src: Src, id_out: *mut u32, mem: Option<(usize, usize, usize
     let mut g = enter(name, Call::Action)?;
     let rt = rt_of(&mut g)?;
     rt.cur_ctx()?; // 107002
-    let mut held = Vec::new();
+    let mut regions = Vec::new();
     let bytes = match src {
         Src::File(path) => read_file(path)?,
         Src::Mem(p, size) => {
             let (bytes, tracked) = read_mem(rt, name, p, size)?;
-            held.extend(tracked.map(|s| (s, "MD3")));
+            regions.extend(tracked.map(|alloc| Region {
+                alloc,
+                start: p,
+                len: size,
+                what: "model bytes",
+                rule: "MD3",
+            }));
             bytes
         }
     };
@@ -451,10 +812,22 @@ fn load(name: &str, src: Src, id_out: *mut u32, mem: Option<(usize, usize, usize
     if let Some((work, work_size, weight, weight_size)) = mem {
         let w = check_mem(rt, "work", work, work_size, model.work)?;
         let wt = check_mem(rt, "weight", weight, weight_size, model.weight)?;
-        held.push((w, "MD2"));
-        held.push((wt, "MD2"));
+        regions.push(Region {
+            alloc: w,
+            start: work,
+            len: work_size,
+            what: "work memory",
+            rule: "MD2",
+        });
+        regions.push(Region {
+            alloc: wt,
+            start: weight,
+            len: weight_size,
+            what: "weight memory",
+            rule: "MD2",
+        });
     }
-    let id = register(rt, model, held)?;
+    let id = register(rt, model, regions)?;
     out(id_out, id)
 }
 
@@ -587,8 +960,8 @@ pub extern "C" fn aclmdlUnload(modelId: u32) -> i32 {
             ));
         }
         if let Some(l) = rt.models.loaded.remove(&modelId) {
-            for (p, _) in l.held {
-                unuse(rt, p);
+            for r in l.regions {
+                unuse(rt, r.alloc);
             }
         }
         Ok(())
@@ -607,8 +980,8 @@ fn prepare(
 ) -> Result<(Exec, Vec<usize>), i32> {
     same_context(rt, model_id)?;
     let model = loaded(rt, model_id)?.model.clone();
-    let din = dataset_id(rt, input)?;
-    let dout = dataset_id(rt, output)?;
+    let din = dataset_id(rt, call, input)?;
+    let dout = dataset_id(rt, call, output)?;
     let mut need_in = vec![model.input.bytes()];
     if model.dynamic() {
         need_in.push(8);
@@ -638,29 +1011,26 @@ fn prepare(
     let all = bufs_in
         .iter()
         .zip(&need_in)
-        .map(|(b, n)| (*b, *n, code::MODEL_INPUT_NOT_MATCH, "input"))
+        .map(|(b, n)| (din, *b, *n, code::MODEL_INPUT_NOT_MATCH, "input"))
         .chain(
             bufs_out
                 .iter()
                 .zip(&outputs)
-                .map(|(b, n)| (*b, *n, code::MODEL_OUTPUT_NOT_MATCH, "output")),
+                .map(|(b, n)| (dout, *b, *n, code::MODEL_OUTPUT_NOT_MATCH, "output")),
         );
     let mut ranges = Vec::new();
-    for (i, (b, need, err, role)) in all.enumerate() {
-        let Some(buf) = rt.models.bufs.get(&b).filter(|x| !x.destroyed) else {
-            return Err(bad("data buffer", handle(DATABUF_BASE, b)));
-        };
-        if buf.size < need {
+    for (i, (ds, b, need, err, role)) in all.enumerate() {
+        let (data, size) = held_buf(rt, call, ds, b)?;
+        if size < need {
             return Err(errmsg::why(
                 err,
                 format!(
-                    "{role} data buffer {:#x} holds {} B, the model's {role} needs {need} B (MD10)",
+                    "{role} data buffer {:#x} holds {size} B, the model's {role} needs {need} B (MD10)",
                     handle(DATABUF_BASE, b),
-                    buf.size
                 ),
             ));
         }
-        ranges.push((i, b, buf.data, buf.size));
+        ranges.push((i, b, data, size));
     }
     let mut allocs = Vec::new();
     for (_, b, data, size) in &ranges {
@@ -689,9 +1059,23 @@ fn prepare(
     if let Some(sid) = sid {
         check_stream_device(rt, call, sid, &allocs)?;
     }
+    // MD2 / MD3: model I/O in memory a loaded model holds.
+    for (_, b, data, size) in &ranges {
+        touch_model_memory(
+            rt,
+            call,
+            *data,
+            *size,
+            &format!("uses data buffer {:#x} over", handle(DATABUF_BASE, *b)),
+        );
+    }
+    let mut batch_at = None;
     let batch = if model.dynamic() {
         match rt.models.datasets[&din].batch {
-            Some((m, b)) if m == model_id => b,
+            Some((m, b)) if m == model_id => {
+                batch_at = ranges.get(1).map(|r| r.2);
+                b
+            }
             _ => {
                 rt.report(
                     "MD11",
@@ -745,6 +1129,7 @@ fn prepare(
             datasets: [din, dout],
             bufs: ranges.iter().map(|r| r.1).collect(),
             batch,
+            batch_at,
         },
         allocs,
     ))
@@ -772,14 +1157,17 @@ pub extern "C" fn aclmdlExecute(modelId: u32, input: *const c_void, output: *mut
             }
         }
         acquire(rt, id, &x, None);
+        exec_starts(rt, id);
         let run = x.run();
-        // The model's time passes without the lock; the evaluation is done under it, once
-        // the memory is known to be still there (a device reset may have freed it).
-        g.unlocked(|| run.sleep());
+        // The batch is read when the execution starts (under the lock); the model's time
+        // passes without the lock; the evaluation is done under it, once the memory is
+        // known to be still there (a device reset may have freed it).
+        let batch = run.batch();
+        g.unlocked(|| run.sleep(batch));
         let rt = rt_of(&mut g)?;
         let intact = allocs.iter().all(|a| rt.allocs.contains_key(a));
         if intact {
-            run.eval();
+            run.eval(batch);
         }
         for a in &allocs {
             unuse(rt, *a);
@@ -846,7 +1234,7 @@ pub extern "C" fn aclmdlSetDynamicBatchSize(
                 format!("model {modelId} has no batch gears (MD11)"),
             ));
         }
-        let ds = dataset_id(rt, dataset as usize)?;
+        let ds = dataset_id(rt, "aclmdlSetDynamicBatchSize", dataset as usize)?;
         let md11 = |rt: &mut Rt, msg: String| {
             rt.report(
                 "MD11",
@@ -877,15 +1265,7 @@ pub extern "C" fn aclmdlSetDynamicBatchSize(
                 format!("the dataset has no buffer for {DYNAMIC_INPUT} (index 1) yet"),
             );
         };
-        let Some((data, size)) = rt
-            .models
-            .bufs
-            .get(&b)
-            .filter(|x| !x.destroyed)
-            .map(|x| (x.data, x.size))
-        else {
-            return Err(bad("data buffer", handle(DATABUF_BASE, b)));
-        };
+        let (data, size) = held_buf(rt, "aclmdlSetDynamicBatchSize", ds, b)?;
         if size < 8 {
             return Err(errmsg::why(
                 code::INVALID_PARAM,
@@ -905,6 +1285,10 @@ pub extern "C" fn aclmdlSetDynamicBatchSize(
                 "a data buffer is not device memory (MD9)",
             ));
         }
+        // MD6: the batch buffer of a pending execution (it reads the batch when it starts,
+        // so a pending one may see this batch, a running one not). The write goes on, as
+        // on the device.
+        host_access(rt, "aclmdlSetDynamicBatchSize", (data, 8), None);
         // SAFETY: 8 bytes inside a live device allocation (checked above), under the lock.
         unsafe { std::ptr::copy(batchSize.to_ne_bytes().as_ptr(), data as *mut u8, 8) };
         if let Some(d) = rt.models.datasets.get_mut(&ds) {
@@ -967,8 +1351,9 @@ pub extern "C" fn aclmdlDestroyDesc(modelDesc: *mut c_void) -> i32 {
         non_null(&[modelDesc as usize])?;
         let mut g = enter("aclmdlDestroyDesc", Call::Action)?;
         let rt = rt_of(&mut g)?;
-        let id = desc_id(rt, modelDesc as usize)?;
+        let id = desc_id(rt, "aclmdlDestroyDesc", modelDesc as usize)?;
         rt.models.descs.remove(&id);
+        bury(&mut rt.models, id, "model description");
         Ok(())
     })
 }
@@ -980,7 +1365,7 @@ pub extern "C" fn aclmdlGetDesc(modelDesc: *mut c_void, modelId: u32) -> i32 {
         non_null(&[modelDesc as usize])?;
         let mut g = enter("aclmdlGetDesc", Call::Query)?;
         let rt = rt_of(&mut g)?;
-        let id = desc_id(rt, modelDesc as usize)?;
+        let id = desc_id(rt, "aclmdlGetDesc", modelDesc as usize)?;
         loaded(rt, modelId)?;
         if let Some(d) = rt.models.descs.get_mut(&id) {
             d.model = Some(modelId);
@@ -1227,7 +1612,8 @@ pub extern "C" fn aclmdlDestroyDataset(dataset: *const c_void) -> i32 {
         non_null(&[dataset as usize])?;
         let mut g = enter("aclmdlDestroyDataset", Call::Action)?;
         let rt = rt_of(&mut g)?;
-        let id = dataset_id(rt, dataset as usize)?;
+        let id = dataset_id(rt, "aclmdlDestroyDataset", dataset as usize)?;
+        bury(&mut rt.models, id, "dataset");
         let uses = rt.models.datasets[&id].uses;
         if uses > 0 {
             md6(
@@ -1254,8 +1640,21 @@ pub extern "C" fn aclmdlAddDatasetBuffer(dataset: *mut c_void, dataBuffer: *mut 
         non_null(&[dataset as usize, dataBuffer as usize])?;
         let mut g = enter("aclmdlAddDatasetBuffer", Call::Action)?;
         let rt = rt_of(&mut g)?;
-        let ds = dataset_id(rt, dataset as usize)?;
-        let b = buf_id(rt, dataBuffer as usize)?;
+        let ds = dataset_id(rt, "aclmdlAddDatasetBuffer", dataset as usize)?;
+        let b = buf_id(rt, "aclmdlAddDatasetBuffer", dataBuffer as usize)?;
+        // MD6: a dataset a pending execution uses. The execution took its buffers at
+        // issue (as the runtime copies their addresses then): finding only, the buffer is
+        // added for later executions.
+        let uses = rt.models.datasets[&ds].uses;
+        if uses > 0 {
+            rt.report(
+                "MD6",
+                format!(
+                    "aclmdlAddDatasetBuffer({:#x}, {:#x}): the dataset is used by {uses} pending model execution(s), which stay as issued: change a dataset only once its executions are done (synchronize the stream first)",
+                    dataset as usize, dataBuffer as usize
+                ),
+            );
+        }
         if let Some(d) = rt.models.datasets.get_mut(&ds) {
             d.bufs.push(b);
         }
@@ -1270,7 +1669,7 @@ pub extern "C" fn aclmdlGetDatasetNumBuffers(dataset: *const c_void) -> usize {
         non_null(&[dataset as usize])?;
         let mut g = enter("aclmdlGetDatasetNumBuffers", Call::Query)?;
         let rt = rt_of(&mut g)?;
-        let ds = dataset_id(rt, dataset as usize)?;
+        let ds = dataset_id(rt, "aclmdlGetDatasetNumBuffers", dataset as usize)?;
         Ok(rt.models.datasets[&ds].bufs.len())
     })
 }
@@ -1282,7 +1681,7 @@ pub extern "C" fn aclmdlGetDatasetBuffer(dataset: *const c_void, index: usize) -
         non_null(&[dataset as usize])?;
         let mut g = enter("aclmdlGetDatasetBuffer", Call::Query)?;
         let rt = rt_of(&mut g)?;
-        let ds = dataset_id(rt, dataset as usize)?;
+        let ds = dataset_id(rt, "aclmdlGetDatasetBuffer", dataset as usize)?;
         let b = rt.models.datasets[&ds]
             .bufs
             .get(index)
@@ -1315,7 +1714,8 @@ pub extern "C" fn aclDestroyDataBuffer(dataBuffer: *const c_void) -> i32 {
         non_null(&[dataBuffer as usize])?;
         let mut g = enter("aclDestroyDataBuffer", Call::Action)?;
         let rt = rt_of(&mut g)?;
-        let id = buf_id(rt, dataBuffer as usize)?;
+        let id = buf_id(rt, "aclDestroyDataBuffer", dataBuffer as usize)?;
+        bury(&mut rt.models, id, "data buffer");
         let uses = rt.models.bufs[&id].uses;
         if uses > 0 {
             md6(
@@ -1342,7 +1742,7 @@ pub extern "C" fn aclGetDataBufferAddr(dataBuffer: *const c_void) -> *mut c_void
         non_null(&[dataBuffer as usize])?;
         let mut g = enter("aclGetDataBufferAddr", Call::Query)?;
         let rt = rt_of(&mut g)?;
-        let id = buf_id(rt, dataBuffer as usize)?;
+        let id = buf_id(rt, "aclGetDataBufferAddr", dataBuffer as usize)?;
         Ok(rt.models.bufs[&id].data as *mut c_void)
     })
 }
@@ -1354,7 +1754,7 @@ pub extern "C" fn aclGetDataBufferSizeV2(dataBuffer: *const c_void) -> usize {
         non_null(&[dataBuffer as usize])?;
         let mut g = enter("aclGetDataBufferSizeV2", Call::Query)?;
         let rt = rt_of(&mut g)?;
-        let id = buf_id(rt, dataBuffer as usize)?;
+        let id = buf_id(rt, "aclGetDataBufferSizeV2", dataBuffer as usize)?;
         Ok(rt.models.bufs[&id].size)
     })
 }

@@ -402,22 +402,35 @@ fn step(rt: &mut Rt, sid: u64) -> Step {
                     return Step::Idle;
                 }
                 t.state = TaskState::Running;
-                return Step::Run(Job::Copy {
-                    dst: *dst,
-                    src: *src,
-                    count: *count,
-                });
+                let (tid, dst, src, count) = (t.id, *dst, *src, *count);
+                // MD6: a model execution running on another stream uses this memory.
+                if !rt.models.execs.is_empty() {
+                    crate::api::model::async_access_starts(
+                        rt,
+                        sid,
+                        tid,
+                        "aclrtMemcpyAsync",
+                        &[(dst, count, true), (src, count, false)],
+                    );
+                }
+                return Step::Run(Job::Copy { dst, src, count });
             }
             TaskKind::Set { ptr, value, count } => {
                 if t.state == TaskState::Running {
                     return Step::Idle;
                 }
                 t.state = TaskState::Running;
-                return Step::Run(Job::Set {
-                    ptr: *ptr,
-                    value: *value,
-                    count: *count,
-                });
+                let (tid, ptr, value, count) = (t.id, *ptr, *value, *count);
+                if !rt.models.execs.is_empty() {
+                    crate::api::model::async_access_starts(
+                        rt,
+                        sid,
+                        tid,
+                        "aclrtMemsetAsync",
+                        &[(ptr, count, true)],
+                    );
+                }
+                return Step::Run(Job::Set { ptr, value, count });
             }
             TaskKind::Kernel {
                 dur_us,
@@ -521,6 +534,7 @@ fn step(rt: &mut Rt, sid: u64) -> Step {
         if let Some(t) = rt.streams.get_mut(&sid).and_then(|s| s.tasks.front_mut()) {
             t.state = TaskState::Running;
         }
+        crate::api::model::exec_starts(rt, tid); // MD2, MD6
         return Step::Run(Job::Model(run));
     }
     // Event tasks (E1-E5).

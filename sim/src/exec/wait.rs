@@ -168,8 +168,10 @@ fn wait_loop(
 
 /// Optimistic simulation of every stream: a wait passes if its event's flag is set or a
 /// record reachable on some stream sets it (resets ignored), a timed wait always passes,
-/// a callback passes unless it must run on the blocked caller thread. Streams in `targets`
-/// that still cannot finish are deadlocked.
+/// a callback passes unless it must run on the blocked caller thread, a model execution
+/// passes once every earlier pending execution of its model on a stream has passed (the
+/// simulator runs them in issue order, MD8; a synchronous one always ends). Streams in
+/// `targets` that still cannot finish are deadlocked.
 fn diagnose(rt: &Rt, targets: &[u64], me: u64) -> Option<(&'static str, String)> {
     let mut flags: HashMap<u64, bool> = rt.events.iter().map(|(k, e)| (*k, e.flag_set)).collect();
     let mut finished: HashMap<u64, u64> = rt
@@ -179,6 +181,21 @@ fn diagnose(rt: &Rt, targets: &[u64], me: u64) -> Option<(&'static str, String)>
         .collect();
     let ids: Vec<u64> = rt.streams.keys().copied().collect();
     let mut pos: HashMap<u64, usize> = ids.iter().map(|s| (*s, 0)).collect();
+    // Model executions the simulation passed (MD8 order).
+    let mut passed: HashSet<u64> = HashSet::new();
+    let earlier = |model_id: u32, tid: u64, passed: &HashSet<u64>| -> Vec<(u64, u64)> {
+        rt.models
+            .loaded
+            .get(&model_id)
+            .map(|l| {
+                l.pending
+                    .range(..tid)
+                    .filter_map(|(e, s)| s.map(|s| (*e, s)))
+                    .filter(|(e, _)| !passed.contains(e))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
     let mut changed = true;
     while changed {
         changed = false;
@@ -202,6 +219,14 @@ fn diagnose(rt: &Rt, targets: &[u64], me: u64) -> Option<(&'static str, String)>
                         true
                     }
                     TaskKind::Callback { thread, .. } => *thread != me,
+                    TaskKind::Model(x) => {
+                        let go = t.state == TaskState::Running
+                            || earlier(x.model_id, t.id, &passed).is_empty();
+                        if go {
+                            passed.insert(t.id);
+                        }
+                        go
+                    }
                     _ => true,
                 };
                 if !pass {
@@ -214,6 +239,7 @@ fn diagnose(rt: &Rt, targets: &[u64], me: u64) -> Option<(&'static str, String)>
     }
     let mut stuck = Vec::new();
     let mut rule = "E1";
+    let mut md8 = false;
     let tset: HashSet<u64> = targets.iter().copied().collect();
     for sid in &ids {
         let Some(s) = rt.streams.get(sid) else {
@@ -254,6 +280,24 @@ fn diagnose(rt: &Rt, targets: &[u64], me: u64) -> Option<(&'static str, String)>
                     t.id
                 ));
             }
+            TaskKind::Model(x) => {
+                md8 = true;
+                let before: Vec<String> = earlier(x.model_id, t.id, &passed)
+                    .iter()
+                    .map(|(e, s)| format!("task {e} on stream {:#x}", handle(STREAM_BASE, *s)))
+                    .collect();
+                stuck.push(format!(
+                    "stream {sh:#x}{} holds an execution (task {}) of model {} that the simulator runs only after the earlier execution(s) of that model ({}), which cannot run first: executing one model on two streams at once breaks MD8, and the order the simulator imposes then closes a cycle with the event waits",
+                    if tset.contains(sid) {
+                        " (synchronized)"
+                    } else {
+                        ""
+                    },
+                    t.id,
+                    x.model_id,
+                    before.join(", ")
+                ));
+            }
             _ => {}
         }
     }
@@ -271,6 +315,9 @@ fn diagnose(rt: &Rt, targets: &[u64], me: u64) -> Option<(&'static str, String)>
     });
     if !target_stuck {
         return None;
+    }
+    if md8 {
+        rule = "MD8";
     }
     if stuck.is_empty() {
         rule = "C1";

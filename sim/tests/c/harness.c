@@ -2581,8 +2581,8 @@ static void md_real_om_and_bad_files_are_refused(void) {
     CHECK(aclmdlUnload(12345), ACL_ERROR_INVALID_MODEL_ID);
     CHECK(aclmdlDestroyDesc(NULL), ACL_ERROR_INVALID_PARAM);
     OK(aclmdlDestroyDesc(desc));
-    CHECK(aclmdlDestroyDesc(desc), ACL_ERROR_INVALID_PARAM);
-    md_finish(NULL, 0);
+    CHECK(aclmdlDestroyDesc(desc), ACL_ERROR_INVALID_PARAM); /* destroyed twice: MD5 */
+    md_finish("MD5", 1);
     /* Before aclInit: 100001 (P1), NULL for the creators. */
     CHECK(aclmdlLoadFromFile(md_file(MD_CLASSIFIER), &id), ACL_ERROR_UNINITIALIZE);
     ASSERT(aclmdlCreateDataset() == NULL && aclCreateDataBuffer(&id, 4) == NULL);
@@ -2689,8 +2689,10 @@ static void md6_dataset_destroyed_while_in_use_is_flagged(void) {
     OK(aclmdlDestroyDataset(io.out));
     OK(aclDestroyDataBuffer(io.buf[1]));
     ASSERT(count_rule("MD6") == 2);
-    /* The handles are invalid at once; the execution still completes. */
+    /* The handles are invalid at once (a use is an MD5 finding); the execution still
+     * completes. */
     CHECK(aclmdlGetDatasetNumBuffers(io.out), 0);
+    ASSERT(count_rule("MD5") == 1);
     OK(aclrtSynchronizeStream(s));
     md_get(y, io.mem[1], 2);
     ASSERT(y[0] == 4.5f && y[1] == 5.5f);
@@ -2701,7 +2703,10 @@ static void md6_dataset_destroyed_while_in_use_is_flagged(void) {
     OK(aclmdlUnload(id));
     OK(aclmdlDestroyDesc(desc));
     OK(aclrtDestroyStream(s));
-    md_finish("MD6", 2);
+    OK(aclrtResetDevice(0));
+    ASSERT(aclsimLiveObjectCount() == 0);
+    OK(aclFinalize());
+    ASSERT(count_rule("MD6") == 2 && count_rule("MD5") == 1 && aclsimFindingCount() == 3);
 }
 
 static void md8_execution_on_two_streams_is_flagged(void) {
@@ -2972,6 +2977,355 @@ static void md_io_memory_in_use_and_device_reset(void) {
     ASSERT(count_rule("P2") == 1 && aclsimFindingCount() == 3);
 }
 
+/* MD6: a buffer added to a dataset that a pending execution uses. The execution keeps the
+ * buffers it was issued with (the runtime copies their addresses at issue): finding only. */
+static void md6_add_buffer_while_pending_is_flagged(void) {
+    setup();
+    aclmdlDesc *desc;
+    uint32_t id = md_load(MD_SLOW, &desc);
+    struct md_io io;
+    md_io_make(desc, &io);
+    float x[4] = {1, 2, 3, 4}, y[2];
+    md_put(io.mem[0], x, 4);
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    OK(aclmdlExecuteAsync(id, io.in, io.out, s));
+    void *m;
+    OK(aclrtMalloc(&m, 16, ACL_MEM_MALLOC_HUGE_FIRST));
+    aclDataBuffer *extra = aclCreateDataBuffer(m, 16);
+    ASSERT(extra);
+    OK(aclmdlAddDatasetBuffer(io.in, extra)); /* while pending: MD6, still added */
+    ASSERT(count_rule("MD6") == 1);
+    ASSERT(aclmdlGetDatasetNumBuffers(io.in) == 2);
+    OK(aclrtSynchronizeStream(s)); /* the pending execution ran as issued */
+    md_get(y, io.mem[1], 2);
+    ASSERT(y[0] == 4.5f && y[1] == 5.5f);
+    /* Now the dataset has one buffer too many for this model: 100017, no finding. */
+    CHECK(aclmdlExecuteAsync(id, io.in, io.out, s), ACL_ERROR_MODEL_INPUT_NOT_MATCH);
+    OK(aclDestroyDataBuffer(extra));
+    OK(aclrtFree(m));
+    OK(aclrtDestroyStream(s));
+    md_io_free(&io);
+    OK(aclmdlUnload(id));
+    OK(aclmdlDestroyDesc(desc));
+    md_finish("MD6", 1);
+}
+
+/* MD6 / MD11: the batch of a pending execution's input dataset changed. The batch lives in
+ * the dynamic-batch device buffer, which the execution reads when it starts (like its input):
+ * an execution still queued runs with the batch written last. */
+static void md6_set_batch_while_pending_is_flagged(void) {
+    setup();
+    aclmdlDesc *desc;
+    uint32_t id = md_load(MD_DYNAMIC, &desc);
+    struct md_io io;
+    md_io_make(desc, &io);
+    float x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, y[4];
+    md_put(io.mem[0], x, 8);
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    OK(aclmdlSetDynamicBatchSize(id, io.in, 1, 4));
+    OK(aclsimLaunchKernel(s, 100000, NULL, NULL, NULL, 0)); /* the execution waits behind it */
+    OK(aclmdlExecuteAsync(id, io.in, io.out, s));
+    ASSERT(aclsimFindingCount() == 0);
+    OK(aclmdlSetDynamicBatchSize(id, io.in, 1, 1)); /* while pending: MD6 */
+    ASSERT(count_rule("MD6") == 1);
+    OK(aclrtSynchronizeStream(s));
+    md_get(y, io.mem[2], 4);
+    ASSERT(y[0] == 3 && y[1] == 0 && y[2] == 0 && y[3] == 0); /* ran with batch 1 */
+    /* Done: setting it again is no finding, and the next execution uses it. */
+    OK(aclmdlSetDynamicBatchSize(id, io.in, 1, 2));
+    OK(aclmdlExecuteAsync(id, io.in, io.out, s));
+    OK(aclrtSynchronizeStream(s));
+    md_get(y, io.mem[2], 4);
+    ASSERT(y[0] == 3 && y[1] == 7 && y[2] == 0 && y[3] == 0);
+    OK(aclrtDestroyStream(s));
+    md_io_free(&io);
+    OK(aclmdlUnload(id));
+    OK(aclmdlDestroyDesc(desc));
+    md_finish("MD6", 1);
+}
+
+/* MD6: the I/O memory of a pending execution touched: written or read by synchronous copies
+ * and memsets, or by an asynchronous copy on another stream while the execution runs.
+ * Ordering the streams by an event is no finding. */
+static void md6_io_memory_of_a_pending_execution_touched_is_flagged(void) {
+    setup();
+    aclmdlDesc *desc;
+    uint32_t id = md_load(MD_SLOW, &desc);
+    struct md_io io;
+    md_io_make(desc, &io);
+    float x[4] = {1, 2, 3, 4}, z[4] = {9, 9, 9, 9}, y[2];
+    md_put(io.mem[0], x, 4);
+    aclrtStream s1, s2;
+    OK(aclrtCreateStream(&s1));
+    OK(aclrtCreateStream(&s2));
+    OK(aclmdlExecuteAsync(id, io.in, io.out, s1));
+    md_put(io.mem[0], z, 4);                 /* writes its input */
+    md_get(y, io.mem[1], 2);                 /* reads its output */
+    OK(aclrtMemset(io.mem[1], 8, 0, 8));     /* writes its output */
+    ASSERT(count_rule("MD6") == 3);
+    OK(aclrtSynchronizeStream(s1));
+    md_get(y, io.mem[1], 2); /* the input is read when the execution runs: 9s */
+    ASSERT(y[0] == 18.5f && y[1] == 17.5f);
+    /* An asynchronous copy into its input on another stream while it runs. */
+    md_put(io.mem[0], x, 4);
+    OK(aclmdlExecuteAsync(id, io.in, io.out, s1));
+    sleep_ms(30); /* the execution is running */
+    OK(aclrtMemcpyAsync(io.mem[0], 16, z, 16, ACL_MEMCPY_HOST_TO_DEVICE, s2));
+    OK(aclrtSynchronizeStream(s2));
+    ASSERT(count_rule("MD6") == 4);
+    OK(aclrtSynchronizeStream(s1));
+    /* Ordered by events: a copy before the execution, a copy of the output after it. */
+    aclrtEvent before, after;
+    OK(aclrtCreateEvent(&before));
+    OK(aclrtCreateEvent(&after));
+    OK(aclrtMemcpyAsync(io.mem[0], 16, x, 16, ACL_MEMCPY_HOST_TO_DEVICE, s2));
+    OK(aclrtRecordEvent(before, s2));
+    OK(aclrtStreamWaitEvent(s1, before));
+    OK(aclmdlExecuteAsync(id, io.in, io.out, s1));
+    OK(aclrtRecordEvent(after, s1));
+    OK(aclrtStreamWaitEvent(s2, after));
+    float out[2] = {0, 0};
+    OK(aclrtMemcpyAsync(out, 8, io.mem[1], 8, ACL_MEMCPY_DEVICE_TO_HOST, s2));
+    OK(aclrtSynchronizeStream(s2));
+    ASSERT(out[0] == 4.5f && out[1] == 5.5f);
+    ASSERT(count_rule("MD6") == 4 && aclsimFindingCount() == 4);
+    OK(aclrtSynchronizeStream(s1));
+    OK(aclrtDestroyEvent(before));
+    OK(aclrtDestroyEvent(after));
+    OK(aclrtDestroyStream(s1));
+    OK(aclrtDestroyStream(s2));
+    md_io_free(&io);
+    OK(aclmdlUnload(id));
+    OK(aclmdlDestroyDesc(desc));
+    md_finish("MD6", 4);
+}
+
+/* MD2 / MD3: memory a loaded model holds written (work, weight, model bytes) or used as model
+ * I/O. Findings only. */
+static void md2_md3_memory_held_by_a_loaded_model_written_is_flagged(void) {
+    setup();
+    const char *path = md_file(MD_CLASSIFIER);
+    size_t ws, wts;
+    OK(aclmdlQuerySize(path, &ws, &wts));
+    void *work, *weight;
+    OK(aclrtMalloc(&work, ws, ACL_MEM_MALLOC_HUGE_FIRST));
+    OK(aclrtMalloc(&weight, wts, ACL_MEM_MALLOC_HUGE_FIRST));
+    uint32_t id;
+    OK(aclmdlLoadFromFileWithMem(path, &id, work, ws, weight, wts));
+    float z[4] = {9, 9, 9, 9};
+    OK(aclrtMemcpy(work, 16, z, 16, ACL_MEMCPY_HOST_TO_DEVICE)); /* MD2 */
+    OK(aclrtMemset(weight, wts, 0x55, wts));                     /* MD2 */
+    float back[4];
+    OK(aclrtMemcpy(back, 16, weight, 16, ACL_MEMCPY_DEVICE_TO_HOST)); /* reading: fine */
+    ASSERT(count_rule("MD2") == 2);
+    aclmdlDataset *in = aclmdlCreateDataset(), *out = aclmdlCreateDataset();
+    aclDataBuffer *bi = aclCreateDataBuffer(work, 16), *bo = aclCreateDataBuffer(weight, 16);
+    OK(aclmdlAddDatasetBuffer(in, bi));
+    OK(aclmdlAddDatasetBuffer(out, bo));
+    OK(aclmdlExecute(id, in, out)); /* its own work memory as input, weight as output */
+    ASSERT(count_rule("MD2") == 4);
+    OK(aclDestroyDataBuffer(bi));
+    OK(aclDestroyDataBuffer(bo));
+    OK(aclmdlDestroyDataset(in));
+    OK(aclmdlDestroyDataset(out));
+    OK(aclmdlUnload(id));
+    OK(aclrtMemset(work, ws, 0, ws)); /* unloaded: free to reuse */
+    OK(aclrtFree(work));
+    OK(aclrtFree(weight));
+    /* MD3: tracked model bytes of aclmdlLoadFromMem overwritten while loaded. */
+    size_t n = strlen(MD_CLASSIFIER);
+    char *bytes;
+    OK(aclrtMallocHost((void **)&bytes, n));
+    memcpy(bytes, MD_CLASSIFIER, n);
+    OK(aclmdlLoadFromMem(bytes, n, &id));
+    OK(aclrtMemset(bytes, n, 0, n));
+    ASSERT(count_rule("MD3") == 1);
+    OK(aclmdlUnload(id));
+    OK(aclrtMemset(bytes, n, 0, n));
+    OK(aclrtFreeHost(bytes));
+    OK(aclrtResetDevice(0));
+    ASSERT(aclsimLiveObjectCount() == 0);
+    OK(aclFinalize());
+    ASSERT(count_rule("MD2") == 4 && count_rule("MD3") == 1 && aclsimFindingCount() == 5);
+}
+
+/* MD2: two models share one work memory. Legal while their executions never overlap (one
+ * stream); executions running at once on two streams: MD2, when the second starts. */
+static void md2_shared_work_memory_overlapping_executions_is_flagged(void) {
+    setup();
+    const char *path = md_file(MD_SLOW);
+    size_t ws, wts;
+    OK(aclmdlQuerySize(path, &ws, &wts));
+    void *work, *weight;
+    OK(aclrtMalloc(&work, ws, ACL_MEM_MALLOC_HUGE_FIRST));
+    OK(aclrtMalloc(&weight, wts, ACL_MEM_MALLOC_HUGE_FIRST));
+    uint32_t a, b;
+    OK(aclmdlLoadFromFileWithMem(path, &a, work, ws, weight, wts));
+    OK(aclmdlLoadFromFileWithMem(path, &b, work, ws, weight, wts)); /* weight shared: fine */
+    aclmdlDesc *desc = aclmdlCreateDesc();
+    OK(aclmdlGetDesc(desc, a));
+    struct md_io ia, ib;
+    md_io_make(desc, &ia);
+    md_io_make(desc, &ib);
+    aclrtStream s1, s2;
+    OK(aclrtCreateStream(&s1));
+    OK(aclrtCreateStream(&s2));
+    OK(aclmdlExecuteAsync(a, ia.in, ia.out, s1));
+    OK(aclmdlExecuteAsync(b, ib.in, ib.out, s1)); /* same stream: never overlap */
+    OK(aclrtSynchronizeStream(s1));
+    ASSERT(aclsimFindingCount() == 0);
+    OK(aclmdlExecuteAsync(a, ia.in, ia.out, s1));
+    OK(aclmdlExecuteAsync(b, ib.in, ib.out, s2)); /* both run at once */
+    OK(aclrtSynchronizeStream(s1));
+    OK(aclrtSynchronizeStream(s2));
+    ASSERT(count_rule("MD2") == 1);
+    OK(aclrtDestroyStream(s1));
+    OK(aclrtDestroyStream(s2));
+    md_io_free(&ia);
+    md_io_free(&ib);
+    OK(aclmdlDestroyDesc(desc));
+    OK(aclmdlUnload(a));
+    OK(aclmdlUnload(b));
+    OK(aclrtFree(work));
+    OK(aclrtFree(weight));
+    md_finish("MD2", 1);
+}
+
+/* MD6 / MD8: the batch changed by another thread during a synchronous aclmdlExecute, which
+ * uses its datasets for its whole duration. */
+static uint32_t md_thr_id;
+static struct md_io md_thr_io;
+static int md_thr_rc = -1;
+static void *md_set_batch_thread(void *arg) {
+    (void)arg;
+    sleep_ms(50);
+    md_thr_rc = aclmdlSetDynamicBatchSize(md_thr_id, md_thr_io.in, 1, 1);
+    return NULL;
+}
+
+static void md6_set_batch_during_synchronous_execute_on_another_thread_is_flagged(void) {
+    setup();
+    static const char *slow_dynamic = "aclsim-model 1\n"
+                                      "input  x f32 4x2\n"
+                                      "output y f32 4x1\n"
+                                      "batch 1 2 4\n"
+                                      "time 50000\n"
+                                      "op matmul 2 1 1 1\n";
+    aclmdlDesc *desc;
+    md_thr_id = md_load(slow_dynamic, &desc);
+    md_io_make(desc, &md_thr_io);
+    float x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, y[4];
+    md_put(md_thr_io.mem[0], x, 8);
+    OK(aclmdlSetDynamicBatchSize(md_thr_id, md_thr_io.in, 1, 4));
+    pthread_t t;
+    ASSERT(pthread_create(&t, NULL, md_set_batch_thread, NULL) == 0);
+    OK(aclmdlExecute(md_thr_id, md_thr_io.in, md_thr_io.out)); /* 200 ms, batch 4 */
+    ASSERT(pthread_join(t, NULL) == 0);
+    ASSERT(md_thr_rc == ACL_SUCCESS);
+    md_get(y, md_thr_io.mem[2], 4);
+    ASSERT(y[0] == 3 && y[3] == 15); /* the batch it started with */
+    ASSERT(count_rule("MD6") == 1);
+    md_io_free(&md_thr_io);
+    OK(aclmdlUnload(md_thr_id));
+    OK(aclmdlDestroyDesc(desc));
+    md_finish("MD6", 1);
+}
+
+/* MD5: descriptions, datasets and data buffers used or destroyed again after their destroy:
+ * 100000 and a finding naming the handle. Never-valid handles: 100000 only. */
+static void md5_use_after_destroy_is_flagged(void) {
+    setup();
+    aclmdlDesc *desc;
+    uint32_t id = md_load(MD_CLASSIFIER, &desc);
+    OK(aclmdlDestroyDesc(desc));
+    ASSERT(aclmdlGetNumInputs(desc) == 0);
+    aclmdlDataset *ds = aclmdlCreateDataset();
+    OK(aclmdlDestroyDataset(ds));
+    ASSERT(aclmdlGetDatasetNumBuffers(ds) == 0);
+    void *m;
+    OK(aclrtMalloc(&m, 16, ACL_MEM_MALLOC_HUGE_FIRST));
+    aclDataBuffer *b = aclCreateDataBuffer(m, 16);
+    OK(aclDestroyDataBuffer(b));
+    CHECK(aclDestroyDataBuffer(b), ACL_ERROR_INVALID_PARAM);  /* double destroy */
+    CHECK(aclmdlDestroyDataset(ds), ACL_ERROR_INVALID_PARAM); /* double destroy */
+    ASSERT(count_rule("MD5") == 4 && aclsimFindingCount() == 4);
+    char rule[8], msg[1024];
+    OK(aclsimGetFinding(2, rule, sizeof rule, msg, sizeof msg));
+    char h[32];
+    snprintf(h, sizeof h, "%p", (void *)b);
+    ASSERT(strstr(msg, "data buffer") && strstr(msg, h) && strstr(msg, "destroyed"));
+    /* Executing with destroyed datasets, or a dataset holding a destroyed data buffer. */
+    OK(aclmdlGetDesc(desc = aclmdlCreateDesc(), id));
+    struct md_io io;
+    md_io_make(desc, &io);
+    md_io_free(&io);
+    CHECK(aclmdlExecute(id, io.in, io.out), ACL_ERROR_INVALID_PARAM);
+    ASSERT(count_rule("MD5") == 5);
+    md_io_make(desc, &io);
+    OK(aclDestroyDataBuffer(io.buf[0]));
+    CHECK(aclmdlExecute(id, io.in, io.out), ACL_ERROR_INVALID_PARAM);
+    ASSERT(count_rule("MD5") == 6);
+    /* Garbage or never-created handles: 100000, no finding. */
+    CHECK(aclmdlDestroyDataset((aclmdlDataset *)(uintptr_t)0x1000), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclDestroyDataBuffer((aclDataBuffer *)((char *)io.buf[1] + 16 * 1000)),
+          ACL_ERROR_INVALID_PARAM);
+    ASSERT(count_rule("MD5") == 6 && aclsimFindingCount() == 6);
+    OK(aclDestroyDataBuffer(io.buf[1]));
+    OK(aclrtFree(io.mem[0]));
+    OK(aclrtFree(io.mem[1]));
+    OK(aclmdlDestroyDataset(io.in));
+    OK(aclmdlDestroyDataset(io.out));
+    OK(aclrtFree(m));
+    OK(aclmdlDestroyDesc(desc));
+    OK(aclmdlUnload(id));
+    md_finish("MD5", 6);
+}
+
+/* MD8 + deadlock watchdog: stream b waits for an event, then executes model M (#1); stream a
+ * executes M (#2, which the simulator runs after #1, MD8), then records the event. The order
+ * the simulator imposes closes a cycle: the synchronize is diagnosed (507000 + MD8), not a
+ * hang. A later record elsewhere releases everything. */
+static void md8_serialised_executions_closing_an_event_cycle_are_diagnosed(void) {
+    setup();
+    aclmdlDesc *desc;
+    uint32_t id = md_load(MD_CLASSIFIER, &desc);
+    struct md_io x, y;
+    md_io_make(desc, &x);
+    md_io_make(desc, &y);
+    aclrtStream a, b, c;
+    OK(aclrtCreateStream(&a));
+    OK(aclrtCreateStream(&b));
+    OK(aclrtCreateStream(&c));
+    aclrtEvent e;
+    OK(aclrtCreateEventWithFlag(&e, ACL_EVENT_SYNC));
+    OK(aclrtStreamWaitEvent(b, e));
+    OK(aclrtResetEvent(e, b));
+    OK(aclmdlExecuteAsync(id, x.in, x.out, b));
+    OK(aclmdlExecuteAsync(id, y.in, y.out, a));
+    OK(aclrtRecordEvent(e, a));
+    ASSERT(count_rule("MD8") == 1);
+    double t0 = now_ms();
+    CHECK(aclrtSynchronizeDevice(), ACL_ERROR_RT_INTERNAL_ERROR);
+    ASSERT(now_ms() - t0 < 5000);
+    expect_only("MD8", 2);
+    char rule[8], msg[1024];
+    OK(aclsimGetFinding(1, rule, sizeof rule, msg, sizeof msg));
+    ASSERT(strstr(msg, "deadlock") && strstr(msg, "model"));
+    OK(aclrtRecordEvent(e, c)); /* the waits stay queued: this releases them */
+    OK(aclrtSynchronizeDevice());
+    OK(aclrtDestroyEvent(e));
+    OK(aclrtDestroyStream(a));
+    OK(aclrtDestroyStream(b));
+    OK(aclrtDestroyStream(c));
+    md_io_free(&x);
+    md_io_free(&y);
+    OK(aclmdlUnload(id));
+    OK(aclmdlDestroyDesc(desc));
+    md_finish("MD8", 2);
+}
+
 struct tcase {
     const char *name;
     void (*fn)(void);
@@ -3073,6 +3427,14 @@ static const struct tcase cases[] = {
     T(md4_description_used_after_unload_is_flagged),
     T(md_p2_model_never_unloaded_is_a_leak),
     T(md_io_memory_in_use_and_device_reset),
+    T(md6_add_buffer_while_pending_is_flagged),
+    T(md6_set_batch_while_pending_is_flagged),
+    T(md6_io_memory_of_a_pending_execution_touched_is_flagged),
+    T(md2_md3_memory_held_by_a_loaded_model_written_is_flagged),
+    T(md2_shared_work_memory_overlapping_executions_is_flagged),
+    T(md6_set_batch_during_synchronous_execute_on_another_thread_is_flagged),
+    T(md5_use_after_destroy_is_flagged),
+    T(md8_serialised_executions_closing_an_event_cycle_are_diagnosed),
 };
 
 int main(int argc, char **argv) {
