@@ -31,7 +31,7 @@ pub struct Models {
     pub execs: BTreeMap<u64, ExecUse>,
     /// Recently destroyed descriptions, datasets and data buffers: id -> kind (MD5). Ids are
     /// never reused, so a handle found here was destroyed, never merely invalid; bounded
-    /// ([`TOMBS`]): a use of one forgotten is only "unknown" (100000, no finding).
+    /// (`TOMBS`): a use of one forgotten is only "unknown" (100000, no finding).
     pub tombs: BTreeMap<u64, &'static str>,
 }
 
@@ -49,6 +49,8 @@ pub struct ExecUse {
     pub output: (usize, usize),
     /// Its body is running now (not only issued).
     pub running: bool,
+    /// MD8 was reported for it (once).
+    pub md8_reported: bool,
 }
 
 /// Memory a loaded model holds until unload (MD2 work / weight, MD3 model bytes).
@@ -194,6 +196,7 @@ impl Exec {
             inputs,
             output: self.output,
             running: false,
+            md8_reported: false,
         }
     }
 }
@@ -245,13 +248,39 @@ impl Run {
     }
 }
 
-/// MD8: an execution issued earlier of the same model is still pending (on another stream,
-/// or a synchronous one): this one runs after it.
-pub(crate) fn must_wait(rt: &Rt, model_id: u32, id: u64) -> bool {
-    rt.models
-        .loaded
-        .get(&model_id)
-        .is_some_and(|l| l.pending.range(..id).next().is_some())
+/// MD8, when asynchronous execution `id` reaches the front of its stream: an execution of the
+/// same model issued earlier is not done (on another stream, or a synchronous one), so the
+/// hardware would run the two at once. Reported once per execution; the simulator runs this
+/// one after the other. An execution ordered after the other (its stream waits for an event
+/// recorded after it) reaches the front only once the other is done: no finding.
+pub(crate) fn must_wait(rt: &mut Rt, model_id: u32, id: u64) -> bool {
+    let others: Vec<Option<u64>> = match rt.models.loaded.get(&model_id) {
+        Some(l) => l.pending.range(..id).map(|(_, s)| *s).collect(),
+        None => return false,
+    };
+    if others.is_empty() {
+        return false;
+    }
+    let (first, here) = match rt.models.execs.get_mut(&id) {
+        Some(u) => (!std::mem::replace(&mut u.md8_reported, true), u.stream),
+        None => (false, None),
+    };
+    if first {
+        let at = |s: &Option<u64>| match s {
+            Some(s) => format!("stream {:#x}", handle(STREAM_BASE, *s)),
+            None => "a synchronous aclmdlExecute".to_string(),
+        };
+        let others: Vec<String> = others.iter().map(at).collect();
+        rt.report(
+            "MD8",
+            format!(
+                "aclmdlExecuteAsync: model {model_id} reached the front of {} while an execution of it issued earlier is not done, on {}: never run one model concurrently (order the two with an event, synchronize first, or load it twice); the simulator runs this one after it",
+                at(&here),
+                others.join(", ")
+            ),
+        );
+    }
+    true
 }
 
 /// Holds what execution `id` uses (MD6, MD7).
@@ -1091,32 +1120,27 @@ fn prepare(
     } else {
         1
     };
-    let others: Vec<String> = loaded(rt, model_id)?
-        .pending
-        .values()
-        .filter(|s| sid.is_none() || **s != sid)
-        .map(|s| match s {
-            Some(s) => format!("stream {:#x}", handle(STREAM_BASE, *s)),
-            None => "a synchronous aclmdlExecute".to_string(),
-        })
-        .collect();
-    if !others.is_empty() {
-        let here = match sid {
-            Some(s) => format!("on stream {:#x}", handle(STREAM_BASE, s)),
-            None => "synchronously".to_string(),
-        };
-        rt.report(
-            "MD8",
-            format!(
-                "{call}: model {model_id} executed {here} while an execution of it is pending on {}: never run one model concurrently (synchronize first, or load it twice); {}",
-                others.join(", "),
-                if sid.is_some() {
-                    "the simulator runs this one after it"
-                } else {
-                    "the simulator runs it now"
-                }
-            ),
-        );
+    // A synchronous execution runs now: any execution of the model not done runs beside it.
+    // An asynchronous one is checked when it reaches the front of its stream (`must_wait`),
+    // since an event may order it after the others.
+    if sid.is_none() {
+        let others: Vec<String> = loaded(rt, model_id)?
+            .pending
+            .values()
+            .map(|s| match s {
+                Some(s) => format!("stream {:#x}", handle(STREAM_BASE, *s)),
+                None => "a synchronous aclmdlExecute".to_string(),
+            })
+            .collect();
+        if !others.is_empty() {
+            rt.report(
+                "MD8",
+                format!(
+                    "{call}: model {model_id} executed synchronously while an execution of it is pending on {}: never run one model concurrently (synchronize first, or load it twice); the simulator runs it now",
+                    others.join(", "),
+                ),
+            );
+        }
     }
     let (_, _, in_addr, _) = ranges[0];
     let (_, _, out_addr, _) = ranges[ranges.len() - 1];
