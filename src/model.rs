@@ -6,7 +6,6 @@ use std::ffi::{CString, c_void};
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::path::{Path, PathBuf};
-use std::ptr::NonNull;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
@@ -645,8 +644,9 @@ impl<K: ModelKind> std::fmt::Debug for Model<'_, K> {
 /// those answer 0 or null when they fail, which would leave buffers behind unnoticed.
 /// Not `Drop`: its owner destroys it, once no execution uses it (MD6).
 pub(crate) struct Dataset {
-    raw: NonNull<aclmdlDataset>,
-    buffers: Box<[NonNull<aclDataBuffer>]>,
+    /// Never null: the raw layer reports a null handle as its error.
+    raw: *mut aclmdlDataset,
+    buffers: Box<[*mut aclDataBuffer]>,
 }
 
 impl Dataset {
@@ -659,13 +659,6 @@ impl Dataset {
     unsafe fn create(api: &Api, memory: &[(*mut c_void, usize)]) -> Result<Self> {
         // SAFETY: the caller's contract; destroyed by `destroy` (below, or the owner's).
         let raw = unsafe { api.create_dataset()? };
-        let mut dataset = Dataset {
-            // The raw layer returns no null handle.
-            raw: NonNull::new(raw).ok_or(Error::InvalidArgument(
-                "the runtime returned a null dataset",
-            ))?,
-            buffers: Box::default(),
-        };
         let mut buffers = Vec::with_capacity(memory.len());
         for &(data, size) in memory {
             // SAFETY: the caller's contract.
@@ -682,28 +675,27 @@ impl Dataset {
                     }
                 }
             });
-            // The raw layer reports a null handle as its error, so `None` does not occur.
-            let added = added.map_err(Error::from).and_then(|buffer| {
-                NonNull::new(buffer).ok_or(Error::InvalidArgument(
-                    "the runtime returned a null data buffer",
-                ))
-            });
             match added {
                 Ok(buffer) => buffers.push(buffer),
                 Err(error) => {
-                    dataset.buffers = buffers.into_boxed_slice();
+                    let dataset = Dataset {
+                        raw,
+                        buffers: buffers.into_boxed_slice(),
+                    };
                     // SAFETY: created above, used by nothing.
                     report_drop_error("a model dataset", unsafe { dataset.destroy(api) });
-                    return Err(error);
+                    return Err(error.into());
                 }
             }
         }
-        dataset.buffers = buffers.into_boxed_slice();
-        Ok(dataset)
+        Ok(Dataset {
+            raw,
+            buffers: buffers.into_boxed_slice(),
+        })
     }
 
     pub(crate) fn as_ptr(&self) -> *mut aclmdlDataset {
-        self.raw.as_ptr()
+        self.raw
     }
 
     /// Destroys the data buffers (MD5: first), then the dataset; every destroy is tried, the
@@ -726,15 +718,12 @@ impl Dataset {
         for buffer in self.buffers.iter() {
             // SAFETY: the caller's contract; each destroyed once (`self` is consumed).
             keep(
-                unsafe { api.destroy_data_buffer(buffer.as_ptr()) },
+                unsafe { api.destroy_data_buffer(*buffer) },
                 "a model data buffer",
             );
         }
         // SAFETY: as above.
-        keep(
-            unsafe { api.destroy_dataset(self.raw.as_ptr()) },
-            "a model dataset",
-        );
+        keep(unsafe { api.destroy_dataset(self.raw) }, "a model dataset");
         first
     }
 }

@@ -729,7 +729,7 @@ fn md5_datasets_are_destroyed_from_their_own_handles() {
 /// A dataset's clean-up that fails is reported, never dropped: a data buffer that cannot be
 /// destroyed when `ModelIo` goes, or after a failed `aclmdlAddDatasetBuffer`.
 #[test]
-fn a_failed_dataset_clean_up_is_reported() {
+fn md5_a_failed_dataset_clean_up_is_reported() {
     let path = model_file("cleanup_reported", &classifier(2, &[]));
     let session = Session::start();
     session.expect_findings();
@@ -776,7 +776,7 @@ fn a_failed_dataset_clean_up_is_reported() {
 /// query), and a description whose `aclmdlGetDesc` fails is destroyed again, that failure
 /// reported if it fails too.
 #[test]
-fn a_failed_description_query_is_an_error_naming_it() {
+fn md10_a_failed_description_query_is_an_error_naming_it() {
     let path = model_file("unreadable", &classifier(2, &[]));
     let session = Session::start();
     session.expect_findings();
@@ -820,7 +820,7 @@ fn a_failed_description_query_is_an_error_naming_it() {
 /// A model whose `aclmdlUnload` fails comes back loaded and whole: its description still
 /// answers, it executes, and unloads later.
 #[test]
-fn a_model_given_back_by_a_failed_unload_is_whole() {
+fn md4_a_model_given_back_by_a_failed_unload_is_whole() {
     let path = model_file("unload_fails", &classifier(2, &[1, 2]));
     let session = Session::start();
     let errors = DropErrors::capture();
@@ -855,7 +855,7 @@ fn a_model_given_back_by_a_failed_unload_is_whole() {
 /// is destroyed or its failure returned or reported; no finding but P2 for reported leaks.
 /// (From a red-team round; it found the silent dataset and description leaks.)
 #[test]
-fn fault_sweep_over_load_io_unload() {
+fn md2_md3_md5_fault_sweep_over_load_io_unload() {
     const CALLS: &[&str] = &[
         "aclmdlLoadFromFile",
         "aclmdlLoadFromFileWithMem",

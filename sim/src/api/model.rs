@@ -248,6 +248,14 @@ impl Run {
     }
 }
 
+/// Where a pending execution runs, for MD8's messages: its stream, or none (synchronous).
+fn pending_on(stream: Option<u64>) -> String {
+    match stream {
+        Some(s) => format!("stream {:#x}", handle(STREAM_BASE, s)),
+        None => "a synchronous aclmdlExecute".to_string(),
+    }
+}
+
 /// MD8, when asynchronous execution `id` reaches the front of its stream: an execution of the
 /// same model issued earlier is not done (on another stream, or a synchronous one), so the
 /// hardware would run the two at once. Reported once per execution; the simulator runs this
@@ -266,16 +274,12 @@ pub(crate) fn must_wait(rt: &mut Rt, model_id: u32, id: u64) -> bool {
         None => (false, None),
     };
     if first {
-        let at = |s: &Option<u64>| match s {
-            Some(s) => format!("stream {:#x}", handle(STREAM_BASE, *s)),
-            None => "a synchronous aclmdlExecute".to_string(),
-        };
-        let others: Vec<String> = others.iter().map(at).collect();
+        let others: Vec<String> = others.into_iter().map(pending_on).collect();
         rt.report(
             "MD8",
             format!(
                 "aclmdlExecuteAsync: model {model_id} reached the front of {} while an execution of it issued earlier is not done, on {}: never run one model concurrently (order the two with an event, synchronize first, or load it twice); the simulator runs this one after it",
-                at(&here),
+                pending_on(here),
                 others.join(", ")
             ),
         );
@@ -1127,10 +1131,8 @@ fn prepare(
         let others: Vec<String> = loaded(rt, model_id)?
             .pending
             .values()
-            .map(|s| match s {
-                Some(s) => format!("stream {:#x}", handle(STREAM_BASE, *s)),
-                None => "a synchronous aclmdlExecute".to_string(),
-            })
+            .copied()
+            .map(pending_on)
             .collect();
         if !others.is_empty() {
             rt.report(
