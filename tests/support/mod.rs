@@ -66,16 +66,29 @@ pub fn compile_shared_library_with(name: &str, source: &str, extra: &[&str]) -> 
 pub mod child;
 pub mod sim;
 
-/// What reaches the drop-error handler while a value of this type lives (the previous
-/// handler is put back when it is dropped). The handler is process-wide: use it inside a
-/// `Session` (one test at a time) or in a test binary of its own.
+/// What reaches the drop-error handler while a value of this type lives. The handler is
+/// process-wide: use it inside a `Session` (one test at a time) or in a test binary of its own.
+///
+/// The collecting handler is installed once and never swapped back: a test that ends its
+/// `Session` before its `DropErrors` must not put the previous handler back while the next
+/// test already collects (that race once lost a report). Outside any capture the reports
+/// go to the handler that was installed before the first capture.
 pub struct DropErrors {
-    previous: ascend_typestate::DropErrorHandler,
+    _private: (),
 }
 
 static DROP_ERRORS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+static CAPTURING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static UNCAPTURED: std::sync::OnceLock<ascend_typestate::DropErrorHandler> =
+    std::sync::OnceLock::new();
 
 fn collect_drop_error(what: &'static str, error: &ascend_typestate::Error) {
+    if CAPTURING.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+        if let Some(handler) = UNCAPTURED.get() {
+            handler(what, error);
+        }
+        return;
+    }
     DROP_ERRORS
         .lock()
         .unwrap_or_else(|p| p.into_inner())
@@ -85,13 +98,13 @@ fn collect_drop_error(what: &'static str, error: &ascend_typestate::Error) {
 impl DropErrors {
     /// Starts collecting.
     pub fn capture() -> DropErrors {
+        UNCAPTURED.get_or_init(|| ascend_typestate::set_drop_error_handler(collect_drop_error));
         DROP_ERRORS
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clear();
-        DropErrors {
-            previous: ascend_typestate::set_drop_error_handler(collect_drop_error),
-        }
+        CAPTURING.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        DropErrors { _private: () }
     }
 
     /// `what: error` of each report since the last call, in order.
@@ -102,6 +115,6 @@ impl DropErrors {
 
 impl Drop for DropErrors {
     fn drop(&mut self) {
-        ascend_typestate::set_drop_error_handler(self.previous);
+        CAPTURING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
 }
