@@ -1,6 +1,6 @@
 //! Events and their typestate (E1-E9).
 
-use std::cell::{Cell, OnceCell, RefCell, UnsafeCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::ptr;
@@ -317,22 +317,13 @@ impl<'s, S: EventState> Event<'s, S> {
 
     /// Checks the stream, binds its context (D6) and joins it after the previous reset
     /// (E5): what [`is_ready_for`](Self::is_ready_for) found missing.
-    #[cold]
-    #[inline(never)]
+    ///
+    /// Takes the event's fields by value, not `&self`: a reference to the event would let
+    /// its address escape into this out-of-line call, and the compiler would then keep the
+    /// event in memory, copying it at every transition of a loop (zero cost, issue 15).
+    #[inline(always)]
     fn prepare_slow(&self, stream: &Stream<'_>) -> Result<()> {
-        self.check_stream(stream)?;
-        stream.bind()?;
-        self.after_previous_reset(stream)
-    }
-
-    /// Orders `stream` after the event's previous reset, if that may still be pending on
-    /// another stream. The runtime's event is a flag: a record that ran before the previous
-    /// reset would release that scope's waits early (or be cleared by the reset), and a wait
-    /// that ran before it would pass on the previous record's flag (E1, E4, E5). The caller
-    /// has bound the context.
-    #[inline]
-    fn after_previous_reset(&self, stream: &Stream<'_>) -> Result<()> {
-        after_reset_on(self.ctx, self.reset_stream(), stream)
+        prepare_slow(self.ctx, self.stream, stream)
     }
 
     /// The stream of the event's last reset.
@@ -345,9 +336,44 @@ impl<'s, S: EventState> Event<'s, S> {
 }
 
 impl<S: EventState> Drop for Event<'_, S> {
+    /// Inlined, passing the fields by value to the out-of-line release: see
+    /// [`prepare_slow`](Event::prepare_slow) for why the event's address must not escape.
+    #[inline(always)]
     fn drop(&mut self) {
-        release_on_drop("Event", || self.release());
+        drop_event::<S>(self.raw, self.ctx, self.stream);
     }
+}
+
+/// The release of a dropped event (E9), out of line, from its fields.
+#[cold]
+#[inline(never)]
+fn drop_event<'s, S: EventState>(raw: aclrtEvent, ctx: &'s Context<'s>, stream: *const Stream<'s>) {
+    // Not dropped again: this is that drop.
+    let event = ManuallyDrop::new(Event::<'s, S> {
+        raw,
+        ctx,
+        stream,
+        _state: PhantomData,
+    });
+    release_on_drop("Event", || event.release());
+}
+
+/// Checks the stream, binds its context (D6) and joins it after the previous reset on
+/// `reset_stream` (E5): what [`Event::is_ready_for`] found missing. The join is needed
+/// because the runtime's event is a flag: a record that ran before the previous reset would
+/// release that scope's waits early (or be cleared by the reset), and a wait that ran
+/// before it would pass on the previous record's flag (E1, E4, E5).
+#[cold]
+#[inline(never)]
+fn prepare_slow<'s>(
+    ctx: &'s Context<'s>,
+    reset_stream: *const Stream<'s>,
+    stream: &Stream<'_>,
+) -> Result<()> {
+    ctx.check_stream(stream, "the stream")?;
+    stream.bind()?;
+    // SAFETY: as in `Event::reset_stream`: the event's field, borrowed for `'s`.
+    after_reset_on(ctx, unsafe { reset_stream.as_ref() }, stream)
 }
 
 impl<S: EventState> std::fmt::Debug for Event<'_, S> {

@@ -160,7 +160,11 @@ impl<'s> Event<'s, Recorded> {
                 reset_stream.mark_reset_pending();
                 Ok(self.into_state(reset_stream))
             }
-            Err(error) => retry_reset(error.into(), self.into_state(reset_stream), reset_stream),
+            Err(error) => Err(retry_reset(
+                error.into(),
+                self.into_state(reset_stream),
+                reset_stream,
+            )),
         }
     }
 
@@ -193,12 +197,16 @@ impl<'s> Event<'s, Recorded> {
         }
         let previous_reset = self.reset_stream();
         let reset_stream: &'t Stream<'t> = stream;
-        // The scope owns the event while `body` runs, and its state lives here, not in
-        // `Waited`: the body may `mem::forget` its `Waited`, and the reset must still be
-        // issued (E4), so `wait` itself checks it. On a panic, `guard` issues the reset (E4),
-        // then releases the event (E9), so nothing leaks.
+        // The event stays here (it never leaves this frame while `body` runs); the scope's
+        // state lives here too, not in `Waited`: the body may `mem::forget` its `Waited`,
+        // and the reset must still be issued (E4), so `wait` itself checks it. On a panic,
+        // `guard` issues the reset (E4), then releases the event (E9), so nothing leaks.
+        // Every way out but an unwind takes the event back; the unwind guard releases it
+        // from the scope's copy of its handles instead.
+        let event = ManuallyDrop::new(self.into_state::<Reset>(reset_stream));
         let scope = WaitScope {
-            event: UnsafeCell::new(ManuallyDrop::new(self.into_state(reset_stream))),
+            raw: event.raw,
+            ctx: event.ctx,
             reset_stream,
             previous_reset,
             others: OnceCell::new(),
@@ -215,23 +223,23 @@ impl<'s> Event<'s, Recorded> {
             Ok(()) => {
                 // The proof exists only once `Waited::reset` has issued the reset (E4).
                 std::mem::forget(guard);
-                // SAFETY: the last use of the scope; the body and the guard are gone.
-                return Ok(unsafe { scope.take_event() });
+                return Ok(ManuallyDrop::into_inner(event));
             }
             Err(error) => error,
         };
         if scope.reset_issued.get() {
             std::mem::forget(guard);
-            // SAFETY: as above.
-            return Err(WaitError::Reset(Failed::new(error, unsafe {
-                scope.take_event()
-            })));
+            let event = ManuallyDrop::into_inner(event);
+            return Err(WaitError::Reset(Failed::new(error, event)));
         }
         // The body returned early (`Err`, perhaps after forgetting its `Waited`): reset now (E4).
         let ensured = scope.reset_now_or_quiesce();
         std::mem::forget(guard);
-        // SAFETY: as above.
-        finish_unreset(error, ensured, unsafe { scope.take_event() })
+        Err(finish_unreset(
+            error,
+            ensured,
+            ManuallyDrop::into_inner(event),
+        ))
     }
 
     #[inline(always)]
@@ -247,14 +255,16 @@ impl<'s> Event<'s, Recorded> {
 
 /// `wait_and_reset`'s reset failed with `error` (nothing was issued): tries it once more
 /// (E4). The event then comes back *Reset* with the error ([`WaitError::Reset`]); if the
-/// retry fails too, it is released as [`release_after_failed_reset`] says.
+/// retry fails too, it is released as [`release_after_failed_reset`] says. Returns the
+/// error only (not a `Result`): a cold call that wrote the whole `Result` would keep the
+/// caller's `Result` in memory on its usual path too.
 #[cold]
 #[inline(never)]
 fn retry_reset<'t>(
     error: Error,
     event: Event<'t, Reset>,
     reset_stream: &'t Stream<'t>,
-) -> Result<Event<'t, Reset>, WaitError<'t>> {
+) -> WaitError<'t> {
     let again = reset_stream.bind().and_then(|()| {
         // SAFETY: as for the first try: both handles are live, the context current (bound),
         // and the stream has waited on the event; the first try issued nothing.
@@ -273,7 +283,7 @@ fn retry_reset<'t>(
         );
         // Once the stream has passed its wait, the reset can be issued on its own.
         if quiesce([reset_stream]) {
-            reset_alone(&event, reset_stream)
+            reset_alone(event.ctx, event.raw, reset_stream)
         } else {
             Err(Error::InvalidArgument(
                 "the waiting stream cannot be synchronised",
@@ -282,7 +292,7 @@ fn retry_reset<'t>(
     });
     reset_stream.mark_reset_pending();
     match again {
-        Ok(()) => Err(WaitError::Reset(Failed::new(error, event))),
+        Ok(()) => WaitError::Reset(Failed::new(error, event)),
         Err(again) => {
             report_drop_error(
                 "Event::wait_and_reset (the reset could not be issued)",
@@ -299,16 +309,11 @@ fn retry_reset<'t>(
 /// it. The last way to reset before an event would be released un-reset (E4).
 #[cold]
 #[inline(never)]
-fn reset_alone(event: &Event<'_, Reset>, reset_stream: &Stream<'_>) -> Result<()> {
+fn reset_alone(ctx: &Context<'_>, raw: aclrtEvent, reset_stream: &Stream<'_>) -> Result<()> {
     reset_stream.bind()?;
     // SAFETY: both handles are live, the context current (bound), and every stream that
     // waited on the event has passed its wait (quiesced), so the reset overtakes nothing.
-    unsafe {
-        event
-            .ctx
-            .api()
-            .reset_event(event.raw, reset_stream.as_raw())?
-    };
+    unsafe { ctx.api().reset_event(raw, reset_stream.as_raw())? };
     reset_stream.mark_reset_pending();
     reset_stream.settle("Waited (a reset issued alone)")
 }
@@ -321,12 +326,12 @@ fn finish_unreset<'t>(
     error: Error,
     ensured: Result<(), ResetFailed>,
     event: Event<'t, Reset>,
-) -> Result<Event<'t, Reset>, WaitError<'t>> {
+) -> WaitError<'t> {
     let ResetFailed {
         error: reset_error,
         quiesced,
     } = match ensured {
-        Ok(()) => return Err(WaitError::Reset(Failed::new(error, event))),
+        Ok(()) => return WaitError::Reset(Failed::new(error, event)),
         Err(failed) => failed,
     };
     // The reset could not be issued: the event must not be recorded again. The body's error
@@ -344,11 +349,11 @@ fn release_after_failed_reset<'t>(
     error: Error,
     quiesced: bool,
     event: Event<'t, Reset>,
-) -> Result<Event<'t, Reset>, WaitError<'t>> {
+) -> WaitError<'t> {
     if !quiesced {
         // Reported by `quiesce`.
         std::mem::forget(event);
-        return Err(WaitError::Destroyed(error));
+        return WaitError::Destroyed(error);
     }
     // A wait that ended without its record (dropped by a stop, S6) leaves the record
     // possibly pending on another stream: wait for it too (E9). Its error (the stop's) is
@@ -370,7 +375,7 @@ fn release_after_failed_reset<'t>(
             Err(e),
         );
         std::mem::forget(event);
-        return Err(WaitError::Destroyed(error));
+        return WaitError::Destroyed(error);
     }
     if let Err(failed) = Failed::release_or_give_back(event, Event::release) {
         let (release_error, event) = failed.into_parts();
@@ -378,7 +383,7 @@ fn release_after_failed_reset<'t>(
         // The event's `Drop` tries once more, and reports.
         drop(event);
     }
-    Err(WaitError::Destroyed(error))
+    WaitError::Destroyed(error)
 }
 
 /// Synchronises each stream, up to twice (an asynchronous task's error is reported once);
@@ -403,11 +408,11 @@ type Brand<'id> = PhantomData<fn(&'id ()) -> &'id ()>;
 /// The state of one wait scope. It lives in [`Event::wait`]'s frame, not in [`Waited`], so
 /// that forgetting the `Waited` value cannot skip the reset (E4).
 struct WaitScope<'t> {
-    /// The event, already in its next state (its last reset is `reset_stream`'s). Taken
-    /// out by every way out of `wait`, or released by the unwind guard (or leaked, if its
-    /// reset failed and a waiting stream could not be seen done, E9): never dropped with the
-    /// scope, so the usual path checks nothing.
-    event: UnsafeCell<ManuallyDrop<Event<'t, Reset>>>,
+    /// The event's handle and context, copied: the event itself stays in `wait`'s frame
+    /// (its address given to nothing, so that it can live in registers), and the unwind
+    /// guard releases it from these and `reset_stream` (its next state's fields).
+    raw: aclrtEvent,
+    ctx: &'t Context<'t>,
     reset_stream: &'t Stream<'t>,
     /// The stream of the event's previous reset: every wait of this scope is ordered after
     /// it, so that no wait passes on a stale flag and syncing the last resetting stream
@@ -419,29 +424,6 @@ struct WaitScope<'t> {
     reset_issued: Cell<bool>,
 }
 
-impl<'t> WaitScope<'t> {
-    /// The event, shared: its raw handle and context are all the scope reads.
-    #[inline(always)]
-    fn event(&self) -> &Event<'t, Reset> {
-        // SAFETY: the only exclusive accesses are `take_event` and the unwind guard's
-        // release, each the last use of the scope, with no shared reference alive.
-        unsafe { &*self.event.get() }
-    }
-
-    /// Moves the event out: every way out of `wait` but an unwind, once, as the last use of
-    /// the scope (which has no `Drop`, so the event is not dropped twice).
-    ///
-    /// # Safety
-    /// Called once, as the scope's last use, with no reference from `event()` alive.
-    #[inline(always)]
-    unsafe fn take_event(&self) -> Event<'t, Reset> {
-        // SAFETY: the caller's contract: taken once, never used again.
-        let event = unsafe { &mut *self.event.get() };
-        // SAFETY: as above.
-        unsafe { ManuallyDrop::take(event) }
-    }
-}
-
 impl WaitScope<'_> {
     #[inline(always)]
     fn issue_reset(&self) -> Result<()> {
@@ -451,18 +433,13 @@ impl WaitScope<'_> {
         let target = self.reset_stream.as_raw();
         // Every stream is in the event's context (checked when it was used), so one binding
         // serves all the calls below (D6).
-        self.event().ctx.bind()?;
+        self.ctx.bind()?;
         if let Some(others) = self.others.get() {
             self.join_others(others, target)?;
         }
         // SAFETY: both handles are live, the stream's context is current, and the stream has
         // waited on the event (E1 order: record, wait, reset).
-        unsafe {
-            self.event()
-                .ctx
-                .api()
-                .reset_event(self.event().raw, target)?
-        };
+        unsafe { self.ctx.api().reset_event(self.raw, target)? };
         // The stream's next synchronisation is needed before the event is destroyed or
         // re-used (E5, E9); marked once issued (see `Stream::mark_reset_pending`).
         self.reset_stream.mark_reset_pending();
@@ -478,7 +455,7 @@ impl WaitScope<'_> {
         for (i, other) in others.iter().map(|s| s.as_raw()).enumerate() {
             let seen = others[..i].iter().any(|s| s.as_raw() == other);
             if other != target && !seen {
-                self.event().ctx.join_streams(other, target)?;
+                self.ctx.join_streams(other, target)?;
             }
         }
         Ok(())
@@ -502,7 +479,7 @@ impl WaitScope<'_> {
         let quiesced = quiesce(std::iter::once(self.reset_stream).chain(others.iter().copied()));
         if quiesced {
             // Every wait has passed: the reset needs no join now (E4, E5).
-            match reset_alone(self.event(), self.reset_stream) {
+            match reset_alone(self.ctx, self.raw, self.reset_stream) {
                 Ok(()) => {
                     report_drop_error("Waited (a reset that failed twice)", Err(error));
                     self.reset_issued.set(true);
@@ -539,12 +516,15 @@ impl Drop for ResetOnUnwind<'_, '_> {
                 return;
             }
         }
-        // SAFETY: the body has unwound (its `Waited`, the only other reference into the
-        // scope, is gone), and `wait` is unwinding too: the event is released once, here,
-        // and the scope is not used afterwards (it has no `Drop`).
-        let event = unsafe { &mut *scope.event.get() };
-        // SAFETY: as above.
-        unsafe { ManuallyDrop::drop(event) };
+        // The body has unwound (its `Waited`, the only other reference into the scope, is
+        // gone), and `wait` is unwinding too, leaving its `ManuallyDrop` event undropped: the
+        // event is released once, here, from the fields of its *Reset* state.
+        drop(Event::<Reset> {
+            raw: scope.raw,
+            ctx: scope.ctx,
+            stream: scope.reset_stream,
+            _state: PhantomData,
+        });
     }
 }
 
@@ -568,17 +548,16 @@ impl<'id, 't> Waited<'id, 't> {
     /// (E5). The stream must be in the event's context.
     pub fn also_wait(&mut self, stream: &'t Stream<'_>) -> Result<()> {
         let scope = self.scope;
-        scope.event().ctx.check_stream(stream, "the stream")?;
+        scope.ctx.check_stream(stream, "the stream")?;
         stream.bind()?;
-        after_reset_on(scope.event().ctx, scope.previous_reset, stream)?;
+        after_reset_on(scope.ctx, scope.previous_reset, stream)?;
         // SAFETY: both handles are live, the stream's context is current, and the event was
         // recorded before the scope began (E1).
         unsafe {
             scope
-                .event()
                 .ctx
                 .api()
-                .stream_wait_event(stream.as_raw(), scope.event().raw)?
+                .stream_wait_event(stream.as_raw(), scope.raw)?
         };
         scope
             .others
@@ -590,7 +569,7 @@ impl<'id, 't> Waited<'id, 't> {
 
     /// The raw event, for tasks this crate does not wrap.
     pub fn as_raw(&self) -> aclrtEvent {
-        self.scope.event().raw
+        self.scope.raw
     }
 
     /// `aclrtResetEvent(event, stream)` on the first waiting stream (E4), ordered after every
