@@ -46,17 +46,13 @@ pub(super) struct Flight {
 /// thread until the runtime has the callback, then the callback's only run.
 struct Slot {
     busy: AtomicBool,
-    /// Moves the closure out of `data` and runs it.
-    take: UnsafeCell<Option<TakeFn>>,
+    /// The closure, of the type the launch's `slot_trampoline::<F>` was made for.
     data: UnsafeCell<MaybeUninit<[usize; SLOT_BYTES / size_of::<usize>()]>>,
     /// The `Flight` holding this slot (set once, at creation).
     flight: *const Flight,
 }
 
-/// See [`Slot::take`].
-type TakeFn = unsafe fn(*mut u8);
-
-// SAFETY: `take` and `data` are only accessed by the holder of `busy` (set with a CAS), and
+// SAFETY: `data` is only accessed by the holder of `busy` (set with a CAS), and
 // `flight` is written once before the `Flight` is shared; the closures stored are `Send`.
 unsafe impl Sync for Slot {}
 // SAFETY: as above.
@@ -70,7 +66,6 @@ impl Flight {
             next: AtomicUsize::new(0),
             slots: std::array::from_fn(|_| Slot {
                 busy: AtomicBool::new(false),
-                take: UnsafeCell::new(None),
                 data: UnsafeCell::new(MaybeUninit::uninit()),
                 flight: me.as_ptr(),
             }),
@@ -84,26 +79,36 @@ impl Flight {
         if size_of::<F>() > SLOT_BYTES || align_of::<F>() > align_of::<usize>() {
             return None;
         }
-        let start = self.next.load(Ordering::Relaxed);
-        let index = (0..SLOTS).map(|i| (start + i) % SLOTS).find(|&i| {
-            self.slots[i]
-                .busy
-                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-        })?;
+        // The slot after the last one taken is usually free (callbacks run in launch order).
+        let start = self.next.load(Ordering::Relaxed) % SLOTS;
+        let slot = &self.slots[start];
+        if slot.take() {
+            self.next.store(start + 1, Ordering::Relaxed);
+            return Some(slot);
+        }
+        self.take_another_slot(start)
+    }
+
+    /// The search of [`take_slot`](Self::take_slot) past its first choice.
+    #[cold]
+    #[inline(never)]
+    fn take_another_slot(&self, start: usize) -> Option<&Slot> {
+        let index = (1..SLOTS)
+            .map(|i| (start + i) % SLOTS)
+            .find(|&i| self.slots[i].take())?;
         self.next.store(index + 1, Ordering::Relaxed);
         Some(&self.slots[index])
     }
 }
 
-/// Moves the `F` stored at `data` out and runs it.
-///
-/// # Safety
-/// `data` holds an initialised `F`, which is not used again.
-unsafe fn take_erased<F: FnOnce()>(data: *mut u8) {
-    // SAFETY: the caller's contract.
-    let body = unsafe { std::ptr::read(data.cast::<F>()) };
-    body();
+impl Slot {
+    /// Takes the slot for this thread, if it is free.
+    #[inline(always)]
+    fn take(&self) -> bool {
+        self.busy
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
 }
 
 impl<'s> Deref for Subscribed<'_, 's> {
@@ -176,8 +181,9 @@ unsafe extern "C" fn trampoline(user_data: *mut c_void) {
     ran(&flight.shared, &flight.pending);
 }
 
-/// The C callback of a closure stored in a slot: runs it once, then frees the slot.
-unsafe extern "C" fn slot_trampoline(user_data: *mut c_void) {
+/// The C callback of a closure of type `F` stored in a slot: runs it once, then frees the
+/// slot. One per closure type, so that the slot need not say which type it holds.
+unsafe extern "C" fn slot_trampoline<F: FnOnce()>(user_data: *mut c_void) {
     if user_data.is_null() {
         return;
     }
@@ -189,13 +195,10 @@ unsafe extern "C" fn slot_trampoline(user_data: *mut c_void) {
     let flight = slot.flight;
     // SAFETY: the slot's own `Flight`, alive (above).
     let flight = unsafe { &*flight };
-    // SAFETY: this run holds the slot (above).
-    let take = unsafe { (*slot.take.get()).take() };
-    if let Some(take) = take {
-        // SAFETY: `launch` stored an initialised closure of the type `take` was made for,
-        // used once, here.
-        run_callback(&flight.shared, || unsafe { take(slot.data.get().cast()) });
-    }
+    // SAFETY: this run holds the slot (above), and `launch` stored an initialised `F` in
+    // it (this trampoline is the one made for `F`), moved out once, here.
+    let body = unsafe { std::ptr::read(slot.data.get().cast::<F>()) };
+    run_callback(&flight.shared, body);
     slot.busy.store(false, Ordering::Release);
     ran(&flight.shared, &flight.pending);
 }
@@ -229,10 +232,8 @@ impl<'r, 's> Subscribed<'r, 's> {
                 // SAFETY: this thread holds the slot (taken above); `F` fits its storage in
                 // size and alignment (checked by `take_slot`).
                 unsafe { slot.data.get().cast::<F>().write(body) };
-                // SAFETY: as above.
-                unsafe { *slot.take.get() = Some(take_erased::<F>) };
                 (
-                    Some(slot_trampoline),
+                    Some(slot_trampoline::<F>),
                     std::ptr::from_ref(slot).cast_mut().cast(),
                 )
             }
@@ -300,9 +301,8 @@ impl<'r, 's> Subscribed<'r, 's> {
                 drop(unsafe { Box::from_raw(user_data.cast::<Payload>()) });
             }
             Some(slot) => {
-                // SAFETY: the caller's contract: the slot is still this thread's.
-                unsafe { *slot.take.get() = None };
-                // SAFETY: as above, and it holds the initialised `F`, moved out once, here.
+                // SAFETY: the caller's contract: the slot is still this thread's, and it
+                // holds the initialised `F`, moved out once, here.
                 let body = unsafe { std::ptr::read(slot.data.get().cast::<F>()) };
                 // Freed before the closure is dropped: its drop may panic.
                 slot.busy.store(false, Ordering::Release);

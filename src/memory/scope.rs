@@ -29,6 +29,7 @@ impl<'ctx> Context<'ctx> {
             ctx: self,
             first: Cell::new(None),
             more: ManuallyDrop::new(Cell::new(None)),
+            many: Cell::new(false),
             _scope: PhantomData,
             _env: PhantomData,
         };
@@ -42,8 +43,8 @@ impl<'ctx> Context<'ctx> {
             // The body's own error comes first; the synchronisation's is reported.
             Err(error) => return Err(scope.end_after_error(error)),
         };
-        if let Some(more) = scope.more.take() {
-            synchronize_streams(scope.first.get(), more)?;
+        if scope.many.get() {
+            scope.synchronize_all()?;
         } else if let Some(stream) = scope.first.get() {
             synchronize_used(self, stream)?;
         }
@@ -323,6 +324,8 @@ pub struct AsyncScope<'scope, 'env: 'scope> {
     /// (`ManuallyDrop`: taken, and freed, on every way out of the scope: its end, or the
     /// guard's synchronisation while a panic unwinds; no check for it at the usual end.)
     more: ManuallyDrop<Cell<Option<Vec<&'scope Stream<'scope>>>>>,
+    /// `more` may hold a vector: a flag, so that the usual end checks one byte.
+    many: Cell<bool>,
     _scope: PhantomData<&'scope mut &'scope ()>,
     _env: PhantomData<&'env mut &'env ()>,
 }
@@ -421,6 +424,7 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
                 self.0.set(Some(std::mem::take(&mut self.1)));
             }
         }
+        self.many.set(true);
         let mut more = PutBack(&self.more, self.more.take().unwrap_or_default());
         if !more.1.iter().any(|s| ptr::addr_eq(*s, stream)) {
             more.1.push(stream);
