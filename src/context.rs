@@ -19,6 +19,10 @@ use crate::sys::loader::Api;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
+/// [`Context::id_if_no_joins`] while join events wait: neither an id (they count up from 1)
+/// nor a value of the current-context cache (0, [`current::INSIDE_CALLBACK`]).
+const JOINS_WAITING: u64 = u64::MAX - 1;
+
 /// [`Context::claim`]: a stream of the context was subscribed for callbacks (C1).
 pub(crate) const USES_CALLBACKS: u8 = 1;
 /// [`Context::claim`]: a stream of the context stops it on failure (S6).
@@ -144,8 +148,10 @@ pub struct Context<'dev> {
     exclusive_use: AtomicU8,
     /// The sequence number of the next deferred entry.
     deferred_seq: AtomicU64,
-    /// How many entries `deferred` has: lets a synchronisation skip the lock when empty.
-    deferred_len: AtomicUsize,
+    /// This context's `id` while `deferred` is empty, else [`JOINS_WAITING`] (never a
+    /// thread's current context): a synchronisation checks both its binding (D6) and that
+    /// no join event waits (which would need the lock) in one compare.
+    id_if_no_joins: AtomicU64,
     /// Covariant in `'dev`, as the borrow of the device it stands for.
     _device: PhantomData<&'dev ()>,
 }
@@ -198,7 +204,7 @@ impl<'dev> Context<'dev> {
             children: AtomicUsize::new(0),
             device_contexts,
             deferred_seq: AtomicU64::new(0),
-            deferred_len: AtomicUsize::new(0),
+            id_if_no_joins: AtomicU64::new(id),
             exclusive_use: AtomicU8::new(0),
             _device: PhantomData,
         }
@@ -471,7 +477,7 @@ impl<'dev> Context<'dev> {
     /// destroyed without one, S8): a device synchronisation or the context's end destroys
     /// them.
     pub(crate) fn orphan_deferred_of(&self, stream: aclrtStream) {
-        if self.deferred_len.load(Ordering::Acquire) == 0 {
+        if !self.has_deferred() {
             return;
         }
         let mut joins = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
@@ -497,14 +503,20 @@ impl<'dev> Context<'dev> {
             event,
             reusable,
         });
-        self.deferred_len
-            .store(joins.deferred.len(), Ordering::Release);
+        self.set_deferred_len(joins.deferred.len());
+    }
+
+    /// Keeps [`id_if_no_joins`](Self::id_if_no_joins) in step with `deferred`'s length;
+    /// called with the lock of `deferred` held.
+    fn set_deferred_len(&self, len: usize) {
+        let value = if len == 0 { self.id } else { JOINS_WAITING };
+        self.id_if_no_joins.store(value, Ordering::Release);
     }
 
     /// Destroys the deferred events whose tasks the caller has just seen complete.
     #[inline]
     pub(crate) fn destroy_deferred(&self, finished: Finished) {
-        if self.deferred_len.load(Ordering::Acquire) != 0 {
+        if self.has_deferred() {
             self.destroy_deferred_slow(finished);
         }
     }
@@ -512,7 +524,14 @@ impl<'dev> Context<'dev> {
     /// Whether a join event is waiting to be destroyed or pooled (E9).
     #[inline(always)]
     pub(crate) fn has_deferred(&self) -> bool {
-        self.deferred_len.load(Ordering::Acquire) != 0
+        self.id_if_no_joins.load(Ordering::Acquire) != self.id
+    }
+
+    /// Bound on this thread (D6) with no join event waiting (E9): the usual stream
+    /// synchronisation's one test.
+    #[inline(always)]
+    pub(crate) fn is_bound_without_joins(&self) -> bool {
+        current::get() == self.id_if_no_joins.load(Ordering::Acquire)
     }
 
     /// The sequence number the next join event will get if any join event is waiting (so
@@ -520,7 +539,7 @@ impl<'dev> Context<'dev> {
     /// join event precedes).
     #[inline(always)]
     pub(crate) fn deferred_seq_if_any(&self) -> u64 {
-        if self.deferred_len.load(Ordering::Acquire) != 0 {
+        if self.has_deferred() {
             // At least one entry was pushed, so this is at least 1.
             self.deferred_seq.load(Ordering::Acquire)
         } else {
@@ -589,7 +608,7 @@ impl<'dev> Context<'dev> {
                     reusable: true,
                 }));
             }
-            self.deferred_len.store(deferred.len(), Ordering::Release);
+            self.set_deferred_len(deferred.len());
             done
         };
         let mut errors = Vec::new();
@@ -601,8 +620,7 @@ impl<'dev> Context<'dev> {
                 // context (which is not destroyed over it, D3).
                 let mut joins = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
                 joins.deferred.push(entry);
-                self.deferred_len
-                    .store(joins.deferred.len(), Ordering::Release);
+                self.set_deferred_len(joins.deferred.len());
                 errors.push(error);
             }
         }

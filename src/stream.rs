@@ -121,12 +121,28 @@ impl<'ctx> Stream<'ctx> {
     /// has it at hand).
     #[inline(always)]
     pub(crate) fn synchronize_in(&self, ctx: &Context<'_>) -> Result<()> {
+        if !ctx.is_bound_without_joins() {
+            return self.synchronize_unbound_or_joins(ctx);
+        }
+        self.synchronize_counting_resets(ctx)
+    }
+
+    /// [`synchronize_in`](Self::synchronize_in) when the context must be bound first (D6)
+    /// or join events are waiting.
+    #[cold]
+    #[inline(never)]
+    fn synchronize_unbound_or_joins(&self, ctx: &Context<'_>) -> Result<()> {
         ctx.bind()?;
         if ctx.has_deferred() {
             return self.synchronize_with_joins(ctx);
         }
-        // No join event was waiting when the synchronisation began, so none can be done by
-        // it: only the resets are counted.
+        self.synchronize_counting_resets(ctx)
+    }
+
+    /// The synchronisation when no join event was waiting as it began, so that none can be
+    /// done by it: only the resets are counted. The context is bound.
+    #[inline(always)]
+    fn synchronize_counting_resets(&self, ctx: &Context<'_>) -> Result<()> {
         let resets = self.resets_issued.load(Ordering::Acquire);
         // SAFETY: `self.raw` is live for as long as `self`.
         unsafe { ctx.api().synchronize_stream(self.raw)? };

@@ -504,28 +504,38 @@ struct ResetFailed {
 struct ResetOnUnwind<'a, 't>(&'a WaitScope<'t>);
 
 impl Drop for ResetOnUnwind<'_, '_> {
+    /// Inlined, handing the scope to an out-of-line function: the guard itself then needs
+    /// no place in memory.
+    #[inline(always)]
     fn drop(&mut self) {
-        // Only reached while `body` unwinds (`wait` forgets the guard otherwise).
-        let scope = self.0;
-        if !scope.reset_issued.get()
-            && let Err(failed) = scope.reset_now_or_quiesce()
-        {
-            report_drop_error("Waited (reset on unwind)", Err(failed.error));
-            if !failed.quiesced {
-                // Reported by `quiesce`; released by nobody (E9).
-                return;
-            }
-        }
-        // The body has unwound (its `Waited`, the only other reference into the scope, is
-        // gone), and `wait` is unwinding too, leaving its `ManuallyDrop` event undropped: the
-        // event is released once, here, from the fields of its *Reset* state.
-        drop(Event::<Reset> {
-            raw: scope.raw,
-            ctx: scope.ctx,
-            stream: scope.reset_stream,
-            _state: PhantomData,
-        });
+        reset_on_unwind(self.0);
     }
+}
+
+/// The unwind guard's work: issues the scope's reset if `body` did not (E4), then releases
+/// the event (E9).
+#[cold]
+#[inline(never)]
+fn reset_on_unwind(scope: &WaitScope<'_>) {
+    // Only reached while `body` unwinds (`wait` forgets the guard otherwise).
+    if !scope.reset_issued.get()
+        && let Err(failed) = scope.reset_now_or_quiesce()
+    {
+        report_drop_error("Waited (reset on unwind)", Err(failed.error));
+        if !failed.quiesced {
+            // Reported by `quiesce`; released by nobody (E9).
+            return;
+        }
+    }
+    // The body has unwound (its `Waited`, the only other reference into the scope, is
+    // gone), and `wait` is unwinding too, leaving its `ManuallyDrop` event undropped: the
+    // event is released once, here, from the fields of its *Reset* state.
+    drop(Event::<Reset> {
+        raw: scope.raw,
+        ctx: scope.ctx,
+        stream: scope.reset_stream,
+        _state: PhantomData,
+    });
 }
 
 /// The *Waited* state: the scope of [`Event::wait`]. One or more streams wait on the event;

@@ -123,14 +123,24 @@ const SYNCHRONIZE_TRIES: usize = 8;
 struct SynchronizeOnUnwind<'a, 'scope, 'env>(&'a AsyncScope<'scope, 'env>);
 
 impl Drop for SynchronizeOnUnwind<'_, '_, '_> {
+    /// Inlined, handing the scope to an out-of-line function: the guard itself then needs
+    /// no place in memory.
+    #[inline(always)]
     fn drop(&mut self) {
-        // Only reached while unwinding (`async_scope` forgets the guard otherwise). A stream
-        // that cannot be synchronised aborts inside; a reported error is not lost.
-        report_drop_error(
-            "async scope (synchronize on panic)",
-            self.0.synchronize_all(),
-        );
+        synchronize_on_unwind(self.0);
     }
+}
+
+/// The unwind guard's work. Only reached while unwinding (`async_scope` forgets the guard
+/// otherwise). A stream that cannot be synchronised aborts inside; a reported error is not
+/// lost.
+#[cold]
+#[inline(never)]
+fn synchronize_on_unwind(scope: &AsyncScope<'_, '_>) {
+    report_drop_error(
+        "async scope (synchronize on panic)",
+        scope.synchronize_all(),
+    );
 }
 
 pub(super) fn copy_sizes<T>(dst_len: usize, src_len: usize) -> Result<(usize, usize)> {
