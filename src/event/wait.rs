@@ -223,6 +223,9 @@ impl<'s> Event<'s, Recorded> {
             Ok(()) => {
                 // The proof exists only once `Waited::reset` has issued the reset (E4).
                 std::mem::forget(guard);
+                // Dropped here, in this arm, not after the `match`: the branch on `outcome`
+                // then comes first, and its usual arm knows it is `Ok`.
+                drop(scope);
                 return Ok(ManuallyDrop::into_inner(event));
             }
             Err(error) => error,
