@@ -138,7 +138,7 @@ impl Simulator<'_> {
         let inject = self
             .table
             .aclsimInjectFaultAt
-            .ok_or(Error::Unsupported { symbol: SYMBOL })?;
+            .ok_or_else(|| Error::Unsupported { symbol: SYMBOL })?;
         let name = CString::new(call)
             .map_err(|_| Error::InvalidArgument("a function name contains a NUL byte"))?;
         // SAFETY: a NUL-terminated string that outlives the call.
@@ -220,7 +220,7 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
         S: Source<'scope, T>,
     {
         let launch_kernel =
-            SimulatorTable::launch_kernel_of(self.ctx.api()).ok_or(Error::Unsupported {
+            SimulatorTable::launch_kernel_of(self.ctx.api()).ok_or_else(|| Error::Unsupported {
                 symbol: "aclsimLaunchKernel",
             })?;
         if S::LOCATION != Location::Device || D::LOCATION != Location::Device {
@@ -286,7 +286,7 @@ impl<I: Pod, O: Pod> crate::pipeline::Launch<'_, '_, I, O> {
     /// [`Error::Unsupported`].
     pub fn simulated_map(&self, duration: std::time::Duration, f: fn(I) -> O) -> Result<()> {
         let launch_kernel =
-            SimulatorTable::launch_kernel_of(self.api()).ok_or(Error::Unsupported {
+            SimulatorTable::launch_kernel_of(self.api()).ok_or_else(|| Error::Unsupported {
                 symbol: "aclsimLaunchKernel",
             })?;
         if self.launched.replace(true) {
