@@ -138,7 +138,7 @@ impl Simulator<'_> {
         let inject = self
             .table
             .aclsimInjectFaultAt
-            .ok_or_else(|| Error::Unsupported { symbol: SYMBOL })?;
+            .ok_or(Error::Unsupported { symbol: SYMBOL })?;
         let name = CString::new(call)
             .map_err(|_| Error::InvalidArgument("a function name contains a NUL byte"))?;
         // SAFETY: a NUL-terminated string that outlives the call.
@@ -219,10 +219,12 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
         D: MemoryMut<T> + ?Sized,
         S: Source<'scope, T>,
     {
-        let launch_kernel =
-            SimulatorTable::launch_kernel_of(self.ctx.api()).ok_or_else(|| Error::Unsupported {
+        // Not `ok_or(Error::..)`, which would build and drop an `Error` per launch.
+        let Some(launch_kernel) = SimulatorTable::launch_kernel_of(self.ctx.api()) else {
+            return Err(Error::Unsupported {
                 symbol: "aclsimLaunchKernel",
-            })?;
+            });
+        };
         if S::LOCATION != Location::Device || D::LOCATION != Location::Device {
             return Err(Error::InvalidArgument(
                 "a kernel reads and writes device memory",
@@ -284,11 +286,14 @@ impl<I: Pod, O: Pod> crate::pipeline::Launch<'_, '_, I, O> {
     /// As for [`AsyncScope::simulated_map`]: `f` runs on the simulator's thread (C8), a panic
     /// in it is reported as [`Error::CallbackPanicked`]; on the vendor runtime this is
     /// [`Error::Unsupported`].
+    #[inline]
     pub fn simulated_map(&self, duration: std::time::Duration, f: fn(I) -> O) -> Result<()> {
-        let launch_kernel =
-            SimulatorTable::launch_kernel_of(self.api()).ok_or_else(|| Error::Unsupported {
+        // Not `ok_or(Error::..)`, which would build and drop an `Error` per launch.
+        let Some(launch_kernel) = SimulatorTable::launch_kernel_of(self.api()) else {
+            return Err(Error::Unsupported {
                 symbol: "aclsimLaunchKernel",
-            })?;
+            });
+        };
         if self.launched.replace(true) {
             return Err(Error::InvalidArgument(
                 "one simulated kernel per pipeline frame",
@@ -328,14 +333,21 @@ impl<I: Pod, O: Pod> crate::pipeline::Launch<'_, '_, I, O> {
                 buffers.len(),
             )
         };
-        if let Err(code) = crate::error::check(code) {
-            self.launched.set(false);
-            return Err(Error::Runtime {
-                call: "aclsimLaunchKernel",
-                code,
-            });
+        if code != 0 {
+            return Err(self.kernel_refused(code));
         }
         Ok(())
+    }
+
+    /// The runtime refused the frame's kernel: the frame may launch one again.
+    #[cold]
+    #[inline(never)]
+    fn kernel_refused(&self, code: i32) -> Error {
+        self.launched.set(false);
+        Error::Runtime {
+            call: "aclsimLaunchKernel",
+            code: crate::AclError::from_code(code),
+        }
     }
 }
 

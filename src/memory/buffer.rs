@@ -80,8 +80,9 @@ impl<'ctx> Context<'ctx> {
         self.bind()?;
         // SAFETY: freed by the returned buffer's release (M2), in this bound context.
         let raw = unsafe { self.api().malloc(bytes, policy.raw())? };
-        let ptr = NonNull::new(raw)
-            .ok_or_else(|| Error::InvalidArgument("aclrtMalloc returned a null pointer"))?;
+        let ptr = NonNull::new(raw).ok_or(Error::InvalidArgument(
+            "aclrtMalloc returned a null pointer",
+        ))?;
         let buffer = DeviceBuffer {
             ptr,
             len,
@@ -107,8 +108,9 @@ impl<'ctx> Context<'ctx> {
         self.bind()?;
         // SAFETY: freed by the returned buffer's release, or below (M2).
         let raw = unsafe { self.api().malloc_host(bytes)? };
-        let ptr = NonNull::new(raw)
-            .ok_or_else(|| Error::InvalidArgument("aclrtMallocHost returned a null pointer"))?;
+        let ptr = NonNull::new(raw).ok_or(Error::InvalidArgument(
+            "aclrtMallocHost returned a null pointer",
+        ))?;
         if !(raw as usize).is_multiple_of(std::mem::align_of::<T>()) {
             // SAFETY: `raw` is the allocation just made, used by nothing.
             let freed = unsafe { self.api().free_host(raw) };
