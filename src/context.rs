@@ -22,6 +22,7 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// [`Context::id_if_no_joins`] while join events wait: neither an id (they count up from 1)
 /// nor a value of the current-context cache (0, [`current::INSIDE_CALLBACK`]).
 const JOINS_WAITING: u64 = u64::MAX - 1;
+static_assertions::const_assert!(JOINS_WAITING != 0 && JOINS_WAITING != current::INSIDE_CALLBACK);
 
 /// [`Context::claim`]: a stream of the context was subscribed for callbacks (C1).
 pub(crate) const USES_CALLBACKS: u8 = 1;
