@@ -307,10 +307,12 @@
 //!
 //! Handles are the raw handle plus what the checks need (sizes pinned below); states are
 //! zero-sized. A typed call is the C call through the function table, preceded by the run-time
-//! checks above: pointer and thread-local compares, about 22 instructions per runtime call,
+//! checks above: pointer and thread-local compares, 11 to 20 instructions per runtime call,
 //! with every failure path out of line. Measured with callgrind against the same program
 //! written with raw calls (`scripts/callgrind.sh`, checked in CI against a budget of added
-//! instructions per cycle): within 1.011 of its instructions with identical simulator work.
+//! instructions per cycle): 1.008 to 1.010 of its instructions with identical simulator work
+//! for events, callbacks and a pipeline frame, 1.010 to 1.013 for a lone copy (depending on
+//! whether the simulator's synchronisation waits).
 //! `docs/benchmarks.md` has the numbers and where each instruction goes.
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
