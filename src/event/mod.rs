@@ -336,8 +336,8 @@ impl<'s, S: EventState> Event<'s, S> {
 }
 
 impl<S: EventState> Drop for Event<'_, S> {
-    /// Inlined, passing the fields by value to the out-of-line release: see
-    /// [`prepare_slow`](Event::prepare_slow) for why the event's address must not escape.
+    // Inlined, passing the fields by value to the out-of-line release: see `prepare_slow`
+    // for why the event's address must not escape.
     #[inline(always)]
     fn drop(&mut self) {
         drop_event::<S>(self.raw, self.ctx, self.stream);
