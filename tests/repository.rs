@@ -12,10 +12,12 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in entries.flatten() {
         let path = entry.path();
         let name = entry.file_name();
+        // `.git` is a file in a git worktree (it names the main repository's directory).
+        if name == "target" || name == ".git" {
+            continue;
+        }
         if path.is_dir() {
-            if name != "target" && name != ".git" {
-                files(&path, out);
-            }
+            files(&path, out);
         } else {
             out.push(path);
         }

@@ -27,7 +27,7 @@ fn harness() -> &'static Path {
         let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
         let out_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
         std::fs::create_dir_all(&out_dir).expect("tmpdir");
-        let bin = out_dir.join("aclsim_harness");
+        let bin = out_dir.join(format!("aclsim_harness_{}", std::process::id()));
         let lib = lib_dir();
         // The runtime's header is the repository's (one copy, shared with the crate's
         // bindings); the published package of the simulator does not carry it.
@@ -254,13 +254,15 @@ fn e4_finding_is_printed_with_rule_prefix() {
 
 #[test]
 fn trace_is_valid_chrome_trace_json_with_tracks_spans_and_flows() {
-    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("aclsim_trace_test.json");
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("aclsim_trace_test_{}.json", std::process::id()));
     let _ = std::fs::remove_file(&path);
     run_case_env(
         "trace_ping_pong",
         &[("ACLSIM_TRACE", path.to_str().expect("utf-8 path"))],
     );
     let text = std::fs::read_to_string(&path).expect("trace written at aclFinalize");
+    let _ = std::fs::remove_file(&path);
     let v: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
     let evs = v["traceEvents"].as_array().expect("traceEvents array");
     let names = |ph: &str| -> Vec<String> {
@@ -297,13 +299,15 @@ fn trace_is_valid_chrome_trace_json_with_tracks_spans_and_flows() {
 
 /// Parses a trace written by the harness case `case`.
 fn trace_of(case: &str) -> Vec<serde_json::Value> {
-    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("aclsim_{case}.json"));
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("aclsim_{case}_{}.json", std::process::id()));
     let _ = std::fs::remove_file(&path);
     run_case_env(
         case,
         &[("ACLSIM_TRACE", path.to_str().expect("utf-8 path"))],
     );
     let text = std::fs::read_to_string(&path).expect("trace written at aclFinalize");
+    let _ = std::fs::remove_file(&path);
     let v: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
     v["traceEvents"]
         .as_array()
