@@ -311,8 +311,7 @@
 //! with every failure path out of line. Measured with callgrind against the same program
 //! written with raw calls (`scripts/callgrind.sh`, checked in CI against a budget of added
 //! instructions per cycle): 1.008 to 1.010 of its instructions with identical simulator work
-//! for events, callbacks and a pipeline frame, 1.010 to 1.013 for a lone copy (depending on
-//! whether the simulator's synchronisation waits).
+//! (a lone copy 1.013 in the runs where the simulator finds it done before it is waited for).
 //! `docs/benchmarks.md` has the numbers and where each instruction goes.
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
