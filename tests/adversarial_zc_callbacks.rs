@@ -215,7 +215,7 @@ fn launch_catching(
 
 #[test]
 fn mixed_kinds_more_than_32_in_flight_with_refusals() {
-    quiet_panics();
+    support::quiet_panics(&["red:", "inner"]);
     let session = Session::start();
     let reports = support::DropErrors::capture();
     let sim = session.acl().simulator().unwrap();
@@ -280,7 +280,7 @@ fn mixed_kinds_more_than_32_in_flight_with_refusals() {
 /// between threads mid-flight; faults armed from one thread land on any.
 #[test]
 fn several_threads_and_a_moved_subscription() {
-    quiet_panics();
+    support::quiet_panics(&["red:", "inner"]);
     let session = Session::start();
     let reports = support::DropErrors::capture();
     let sim = session.acl().simulator().unwrap();
@@ -413,20 +413,4 @@ fn zst_and_same_layout_types() {
     assert_eq!(A.load(Ordering::SeqCst) as u64, s);
     assert_eq!(B.load(Ordering::SeqCst) as u64, d);
     support::sim::assert_no_findings(&session.finish());
-}
-
-fn quiet_panics() {
-    let prev = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let msg = info
-            .payload()
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| info.payload().downcast_ref::<String>().cloned())
-            .unwrap_or_default();
-        if msg.contains("red:") || msg.contains("inner") {
-            return;
-        }
-        prev(info);
-    }));
 }

@@ -235,7 +235,7 @@ fn child_case() {
     let Ok(args) = std::env::var("RT_CASE") else {
         return;
     };
-    quiet_panics();
+    support::quiet_panics(&["red:", "inner"]);
     let v: Vec<&str> = args.split(',').collect();
     let body = BODIES[v[0].parse::<usize>().unwrap()];
     let call = v[1];
@@ -347,19 +347,14 @@ fn events_dropped_on_other_threads() {
         ctx.destroy().unwrap();
         device.reset().unwrap();
     }
-    let live = session.sim.live_objects() - baseline;
-    let reports = reports.take();
-    let findings = session.finish();
-    assert!(reports.is_empty(), "{reports:?}");
-    assert_eq!(live, 0);
-    support::sim::assert_no_findings(&findings);
+    support::end_clean(session, baseline, &reports);
 }
 
 /// A wait scope nested in another, inner panics: the inner guard releases the inner event,
 /// the outer guard resets and releases the outer one; no double release.
 #[test]
 fn nested_wait_scopes_with_panics() {
-    quiet_panics();
+    support::quiet_panics(&["red:", "inner"]);
     let session = Session::start();
     let reports = support::DropErrors::capture();
     let baseline = session.sim.live_objects();
@@ -397,12 +392,7 @@ fn nested_wait_scopes_with_panics() {
         ctx.destroy().unwrap();
         device.reset().unwrap();
     }
-    let live = session.sim.live_objects() - baseline;
-    let reports = reports.take();
-    let findings = session.finish();
-    assert!(reports.is_empty(), "{reports:?}");
-    assert_eq!(live, 0);
-    support::sim::assert_no_findings(&findings);
+    support::end_clean(session, baseline, &reports);
 }
 
 /// Event drop while a slow record and a slow wait are pending, in every state, for E9.
@@ -453,20 +443,4 @@ fn drop_under_pending_tasks_each_state() {
     let findings = session.finish();
     assert!(reports.is_empty(), "{reports:?}");
     support::sim::assert_no_findings(&findings);
-}
-
-fn quiet_panics() {
-    let prev = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let msg = info
-            .payload()
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| info.payload().downcast_ref::<String>().cloned())
-            .unwrap_or_default();
-        if msg.contains("red:") || msg.contains("inner") {
-            return;
-        }
-        prev(info);
-    }));
 }

@@ -69,12 +69,7 @@ fn two_contexts_one_thread_with_and_without_joins() {
         device.reset().unwrap();
         device1.reset().unwrap();
     }
-    let live = session.sim.live_objects() - baseline;
-    let reports = reports.take();
-    let findings = session.finish();
-    assert!(reports.is_empty(), "{reports:?}");
-    assert_eq!(live, 0);
-    support::sim::assert_no_findings(&findings);
+    support::end_clean(session, baseline, &reports);
 }
 
 /// The default context and a created one on one thread, and a thread that only ever
@@ -194,12 +189,7 @@ fn threads_share_a_context_joins_and_syncs() {
         ctx.destroy().unwrap();
         device.reset().unwrap();
     }
-    let live = session.sim.live_objects() - baseline;
-    let reports = reports.take();
-    let findings = session.finish();
-    assert!(reports.is_empty(), "{reports:?}");
-    assert_eq!(live, 0);
-    support::sim::assert_no_findings(&findings);
+    support::end_clean(session, baseline, &reports);
 }
 
 /// Async scope: two or three streams, slow copies, a mid-scope synchronize, then more work;
@@ -209,12 +199,7 @@ fn threads_share_a_context_joins_and_syncs() {
 fn async_scope_many_streams_every_way_out() {
     let session = Session::start();
     let reports = support::DropErrors::capture();
-    let prev = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |i| {
-        if !format!("{i}").contains("red:") {
-            prev(i)
-        }
-    }));
+    support::quiet_panics(&["red:"]);
     {
         let device = session.acl().set_device(0).unwrap();
         let ctx = device.create_context().unwrap();

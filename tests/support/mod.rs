@@ -118,3 +118,31 @@ impl Drop for DropErrors {
         CAPTURING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
 }
+
+/// Ends a session that must leave nothing behind: no drop-error report since `reports`
+/// began, no runtime object beyond the `baseline` count, and no checker finding.
+pub fn end_clean(session: sim::Session, baseline: usize, reports: &DropErrors) {
+    let live = session.sim.live_objects() - baseline;
+    let reports = reports.take();
+    let findings = session.finish();
+    assert!(reports.is_empty(), "{reports:?}");
+    assert_eq!(live, 0);
+    sim::assert_no_findings(&findings);
+}
+
+/// Keeps the panics a test provokes on purpose (their message contains one of `markers`) out
+/// of the output; any other panic still goes to the previous hook.
+pub fn quiet_panics(markers: &'static [&'static str]) {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        if !markers.iter().any(|m| message.contains(m)) {
+            previous(info);
+        }
+    }));
+}
