@@ -462,8 +462,8 @@ pub enum Error {
     /// A model cannot be unloaded, or executed on another stream or synchronously, while
     /// executions of it are pending on a stream (MD7, MD8): wait for the frames that use it
     /// ([`Pipeline::next_slot`](crate::Pipeline::next_slot),
-    /// [`Pipeline::wait_all`](crate::Pipeline::wait_all)) first. A model dropped in this state
-    /// is kept loaded (leaked) and reported, never unloaded under its executions.
+    /// [`Pipeline::wait_all`](crate::Pipeline::wait_all)) first. A model *dropped* in this
+    /// state is unloaded once its pipeline proves them done, never under them.
     #[error(
         "{pending} execution(s) of the model are pending on a stream (MD7, MD8): wait for them first"
     )]
@@ -508,6 +508,40 @@ pub enum Error {
         /// The query that answered 0.
         call: &'static str,
     },
+    /// A model file that cannot be what the runtime reads: not found, not a regular file
+    /// (a FIFO or device would block or never end, a directory is no model), or unreadable.
+    /// Checked before the runtime is called.
+    #[error("model file {}: {why}", .path.display())]
+    ModelFile {
+        /// The path given.
+        path: Box<std::path::Path>,
+        /// What is wrong with it.
+        why: ModelFileProblem,
+    },
+}
+
+/// What is wrong with a model file ([`Error::ModelFile`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+#[non_exhaustive]
+pub enum ModelFileProblem {
+    /// Nothing at that path.
+    #[error("no such file")]
+    NotFound,
+    /// The process may not read it.
+    #[error("permission denied")]
+    PermissionDenied,
+    /// Its metadata cannot be read (another I/O error).
+    #[error("cannot be read")]
+    Unreadable,
+    /// A directory.
+    #[error("a directory, not a model file")]
+    Directory,
+    /// A FIFO, socket or device: the runtime would block reading it or never reach its end.
+    #[error("not a regular file (a FIFO, socket or device): the runtime would block reading it")]
+    NotRegularFile,
+    /// The path contains a NUL byte, which the C API cannot take.
+    #[error("the path contains a NUL byte")]
+    NulByte,
 }
 
 impl fmt::Debug for Error {
@@ -583,6 +617,11 @@ impl fmt::Debug for Error {
             Error::UnreadableDescription { call } => f
                 .debug_struct("UnreadableDescription")
                 .field("call", call)
+                .finish(),
+            Error::ModelFile { path, why } => f
+                .debug_struct("ModelFile")
+                .field("path", path)
+                .field("why", why)
                 .finish(),
         }
     }

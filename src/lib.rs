@@ -341,7 +341,7 @@ pub mod sys;
 pub use callback::{CallbackMode, MAX_REPORT_THREADS, ReportThread, Subscribed};
 pub use context::{Context, MemoryInfo, MemoryKind};
 pub use device::{DefaultContext, Device, DeviceCapability, DeviceState, Set, SetState};
-pub use error::{AclError, Error, LoadError, Result, TriedPath};
+pub use error::{AclError, Error, LoadError, ModelFileProblem, Result, TriedPath};
 pub use event::{
     Created, Event, EventState, Recordable, Recorded, Reset, ResetDone, WaitError, Waited,
 };

@@ -6,17 +6,16 @@ use std::ffi::{CString, c_void};
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use bytemuck::Pod;
 
 use crate::context::Context;
-use crate::error::{Error, Result};
+use crate::error::{Error, ModelFileProblem, Result};
 use crate::memory::{DeviceBuffer, MallocPolicy};
 use crate::runtime::{Failed, release_on_drop, report_drop_error};
 use crate::sys::bindings::{aclDataBuffer, aclmdlDataset, aclmdlDesc, aclrtStream};
-use crate::sys::loader::Api;
 
 /// The name of the extra input through which a dynamic-batch model receives its batch
 /// (`ACL_DYNAMIC_TENSOR_NAME`).
@@ -200,17 +199,40 @@ struct ModelInfo {
 /// What pipelines and the model share: the executions issued and not yet proven done, and
 /// the stream they were issued on (MD7, MD8). Only the holder of `&mut Model` issues, so only
 /// it increments; a pipeline decrements once it has seen the frame done, from any thread.
+///
+/// A model dropped while executions are pending hands its release here ([`defer`]
+/// (Self::defer)): whoever ends the last execution runs it, so the natural drop order (a
+/// model declared after the pipeline that runs it drops first) unloads it once its frames
+/// are proven done instead of leaking it.
 pub(crate) struct ModelShared {
-    pub(crate) in_flight: AtomicUsize,
+    /// Executions pending, with [`DEFERRED`] set once the model's release waits for them.
+    in_flight: AtomicUsize,
     pub(crate) stream: AtomicPtr<c_void>,
+    /// The release of a model dropped with executions pending; run once, by the last
+    /// [`end`](Self::end) or by `defer` itself if they all ended first.
+    deferred: Mutex<Option<DeferredRelease>>,
 }
 
+/// The bit of [`ModelShared::in_flight`] saying the model was dropped and its release waits.
+const DEFERRED: usize = 1 << (usize::BITS - 1);
+
+/// A dropped model's release, its lifetime erased (see [`Model::drop`]'s SAFETY comment).
+type DeferredRelease = Box<dyn FnOnce() + Send + 'static>;
+
 impl ModelShared {
+    fn new() -> ModelShared {
+        ModelShared {
+            in_flight: AtomicUsize::new(0),
+            stream: AtomicPtr::new(std::ptr::null_mut()),
+            deferred: Mutex::new(None),
+        }
+    }
+
     /// Registers an execution about to be issued on `stream`, or refuses it if executions
     /// are pending on another stream (MD8). The caller holds `&mut Model`.
     #[inline]
     pub(crate) fn begin(&self, stream: aclrtStream) -> Result<()> {
-        let pending = self.in_flight.load(Ordering::Acquire);
+        let pending = self.pending();
         if pending > 0 && self.stream.load(Ordering::Acquire) != stream {
             return Err(Error::ModelInUse { pending });
         }
@@ -219,14 +241,42 @@ impl ModelShared {
         Ok(())
     }
 
-    /// An execution registered with `begin` is proven done.
+    /// An execution registered with `begin` is proven done. The last one of a dropped model
+    /// runs its release.
     #[inline]
     pub(crate) fn end(&self) {
-        self.in_flight.fetch_sub(1, Ordering::AcqRel);
+        if self.in_flight.fetch_sub(1, Ordering::AcqRel) == DEFERRED | 1 {
+            self.run_deferred();
+        }
     }
 
     fn pending(&self) -> usize {
-        self.in_flight.load(Ordering::Acquire)
+        self.in_flight.load(Ordering::Acquire) & !DEFERRED
+    }
+
+    /// Keeps `release` until no execution is pending, then runs it (here, if none is).
+    /// Called once, by the model's `Drop`: no `begin` follows (it needs the model).
+    fn defer(&self, release: DeferredRelease) {
+        *self.deferred.lock().unwrap_or_else(|p| p.into_inner()) = Some(release);
+        // Stored before the bit is set: the `end` that sees the bit finds it.
+        if self.in_flight.fetch_or(DEFERRED, Ordering::AcqRel) == 0 {
+            self.run_deferred();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn run_deferred(&self) {
+        // Taken with the lock released: the release is user-visible work (the drop-error
+        // handler may run).
+        let release = self
+            .deferred
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(release) = release {
+            release();
+        }
     }
 }
 
@@ -244,8 +294,14 @@ impl ModelShared {
 /// An asynchronous execution ([`Launch::execute`](crate::Launch::execute)) stays *pending*
 /// until its pipeline proves the frame done; meanwhile the model cannot be unloaded
 /// ([`Error::ModelInUse`], MD7), executed synchronously, or executed on another stream (MD8).
-/// A model dropped with executions pending, or whose unload fails, is kept loaded (leaked)
-/// with its memory, and reported: never unloaded under a task that uses it.
+///
+/// Dropping it with executions pending is fine, and is what the natural drop order does (a
+/// model declared after the pipeline that runs it drops first): its unload waits, and runs
+/// when the pipeline proves the last of them done (its next slot, `wait_all` or its end),
+/// never under a task that uses it. Behind a leaked (`mem::forget`) pipeline it stays loaded,
+/// and keeps its context (D3). A model whose unload fails is kept loaded with its memory,
+/// and reported; its description, datasets and data buffers are each counted in the context
+/// until destroyed, so a context is never released over one that could not be (D3).
 ///
 /// `K` is [`Static`] or [`Dynamic`]: which executions exist (MD11).
 pub struct Model<'ctx, K: ModelKind = Static> {
@@ -266,11 +322,37 @@ pub struct Model<'ctx, K: ModelKind = Static> {
 // need `&mut self` (MD8), and `&self` only reads cached values.
 unsafe impl<K: ModelKind> Send for Model<'_, K> {}
 
-/// Converts a path for the C API.
-fn c_path(path: &Path) -> Result<CString> {
+/// Checks that `path` names a regular file the runtime can read, and converts it for the C
+/// API. A FIFO, a device or a directory is refused here: the runtime would block reading it,
+/// never reach its end, or fail without naming the file. (The file may still change before
+/// the runtime opens it; what the runtime then does is its own.)
+fn model_path(path: &Path) -> Result<CString> {
     use std::os::unix::ffi::OsStrExt;
-    CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| Error::InvalidArgument("a model path contains a NUL byte"))
+    let refuse = |why| Error::ModelFile {
+        path: path.into(),
+        why,
+    };
+    let Ok(c_path) = CString::new(path.as_os_str().as_bytes()) else {
+        return Err(refuse(ModelFileProblem::NulByte));
+    };
+    // `metadata` follows links: what the runtime would open.
+    let kind = match std::fs::metadata(path) {
+        Ok(metadata) => metadata.file_type(),
+        Err(error) => {
+            return Err(refuse(match error.kind() {
+                std::io::ErrorKind::NotFound => ModelFileProblem::NotFound,
+                std::io::ErrorKind::PermissionDenied => ModelFileProblem::PermissionDenied,
+                _ => ModelFileProblem::Unreadable,
+            }));
+        }
+    };
+    if kind.is_dir() {
+        return Err(refuse(ModelFileProblem::Directory));
+    }
+    if !kind.is_file() {
+        return Err(refuse(ModelFileProblem::NotRegularFile));
+    }
+    Ok(c_path)
 }
 
 impl<'ctx> Context<'ctx> {
@@ -299,7 +381,7 @@ impl<'ctx> Context<'ctx> {
     /// `aclmdlQuerySize`: the work and weight memory (bytes) a model file needs when loaded
     /// with [`ModelSource::file_with_memory`] (MD2).
     pub fn model_memory_size(&self, path: impl AsRef<Path>) -> Result<(usize, usize)> {
-        let path = c_path(path.as_ref())?;
+        let path = model_path(path.as_ref())?;
         self.bind()?;
         Ok(self.api().model_query_size(&path)?)
     }
@@ -311,7 +393,7 @@ impl<'ctx, K: ModelKind> Model<'ctx, K> {
         let api = ctx.api();
         let (id, memory) = match source.kind {
             SourceKind::File(path) => {
-                let path = c_path(&path)?;
+                let path = model_path(&path)?;
                 // SAFETY: unloaded by the model's release; the context is current.
                 let id = unsafe { api.model_load_from_file(&path)? };
                 (id, ModelMemory::Runtime)
@@ -324,7 +406,7 @@ impl<'ctx, K: ModelKind> Model<'ctx, K> {
                         );
                     }
                 }
-                let path = c_path(&path)?;
+                let path = model_path(&path)?;
                 // SAFETY: both buffers are device memory of this context, owned by the model
                 // from here until it is unloaded, and used by nothing else (MD2); the
                 // runtime checks their sizes.
@@ -370,10 +452,7 @@ impl<'ctx, K: ModelKind> Model<'ctx, K> {
             ctx,
             id,
             desc: std::ptr::null_mut(),
-            shared: Arc::new(ModelShared {
-                in_flight: AtomicUsize::new(0),
-                stream: AtomicPtr::new(std::ptr::null_mut()),
-            }),
+            shared: Arc::new(ModelShared::new()),
             info: Box::default(),
             memory: ManuallyDrop::new(Box::new(memory)),
             unloaded: false,
@@ -383,6 +462,9 @@ impl<'ctx, K: ModelKind> Model<'ctx, K> {
         // description.
         // SAFETY: the context is current; destroyed by the model's release.
         model.desc = unsafe { api.model_create_desc()? };
+        // Counted until destroyed: a description that cannot be destroyed keeps its context
+        // (D3).
+        ctx.adopt();
         // SAFETY: a live description, of the loaded model `id`.
         unsafe { api.model_get_desc(model.desc, id)? };
         model.describe()?;
@@ -536,12 +618,13 @@ impl<'ctx, K: ModelKind> Model<'ctx, K> {
         // MD3); taken once (`unloaded` guards this block).
         drop(unsafe { ManuallyDrop::take(&mut self.memory) });
         if !self.desc.is_null() {
-            // SAFETY: the model's own description, live, destroyed once (set to null); only
-            // destroyed after the unload, not queried (MD4).
-            report_drop_error("Model (its description, after the unload)", unsafe {
-                api.model_destroy_desc(self.desc)
+            let desc = std::mem::replace(&mut self.desc, std::ptr::null_mut());
+            // SAFETY: the model's own description, live, destroyed once (set to null above);
+            // only destroyed after the unload, not queried (MD4).
+            let destroyed = destroy_counted(self.ctx, "Model (its description)", || unsafe {
+                api.model_destroy_desc(desc)
             });
-            self.desc = std::ptr::null_mut();
+            report_drop_error("Model (its description, after the unload)", destroyed);
         }
         self.ctx.orphan();
         Ok(())
@@ -623,7 +706,45 @@ impl<'ctx> Model<'ctx, Dynamic> {
 
 impl<K: ModelKind> Drop for Model<'_, K> {
     fn drop(&mut self) {
+        if !self.unloaded && self.shared.pending() > 0 {
+            self.defer_release();
+            return;
+        }
         release_on_drop("Model", || self.release());
+    }
+}
+
+impl<'ctx, K: ModelKind> Model<'ctx, K> {
+    /// The model is dropped while executions are pending (its pipeline was declared first,
+    /// say): its release moves into the shared state, and runs when the last execution is
+    /// proven done (MD7). `self` is left unloaded-looking, owning nothing.
+    #[cold]
+    #[inline(never)]
+    fn defer_release(&mut self) {
+        let model = Model::<'ctx, K> {
+            ctx: self.ctx,
+            id: self.id,
+            desc: std::mem::replace(&mut self.desc, std::ptr::null_mut()),
+            shared: Arc::clone(&self.shared),
+            info: std::mem::take(&mut self.info),
+            // SAFETY: taken once: `self` is marked unloaded below, so nothing takes or drops
+            // it again.
+            memory: ManuallyDrop::new(unsafe { ManuallyDrop::take(&mut self.memory) }),
+            unloaded: false,
+            _kind: PhantomData,
+        };
+        self.unloaded = true;
+        let release: Box<dyn FnOnce() + Send + 'ctx> = Box::new(move || drop(model));
+        // SAFETY: only the lifetime is erased (same layout). The release runs either in
+        // `defer` (below, the model's context borrowed by `self`) or in `ModelShared::end`,
+        // called only by a pipeline slot's `finish` with the pipeline borrowing the same
+        // context (checked by `Launch::execute_model` before `begin`, MD1): the context and
+        // everything `'ctx` borrows are alive whenever it runs. It is never dropped unrun:
+        // the model it owns holds the `Arc` that owns it (a leaked pipeline leaks both).
+        let release: DeferredRelease = unsafe {
+            std::mem::transmute::<Box<dyn FnOnce() + Send + 'ctx>, DeferredRelease>(release)
+        };
+        Arc::clone(&self.shared).defer(release);
     }
 }
 
@@ -639,10 +760,29 @@ impl<K: ModelKind> std::fmt::Debug for Model<'_, K> {
     }
 }
 
+/// Destroys one runtime object counted in `ctx` ([`Context::adopt`]): once more if the
+/// runtime failed (that first error reported), and uncounted only once destroyed. One that
+/// cannot be destroyed stays counted, so its context is never released over it (D3).
+fn destroy_counted(
+    ctx: &Context<'_>,
+    what: &'static str,
+    mut destroy: impl FnMut() -> crate::result::Result<()>,
+) -> Result<()> {
+    let destroyed = destroy().or_else(|first| {
+        report_drop_error(what, Err(first));
+        destroy()
+    });
+    if destroyed.is_ok() {
+        ctx.orphan();
+    }
+    Ok(destroyed?)
+}
+
 /// A dataset and the data buffers this crate added to it (MD5). Destroyed from these
 /// handles, not from what `aclmdlGetDatasetNumBuffers` / `aclmdlGetDatasetBuffer` report:
 /// those answer 0 or null when they fail, which would leave buffers behind unnoticed.
-/// Not `Drop`: its owner destroys it, once no execution uses it (MD6).
+/// Each is counted in its context until destroyed (D3). Not `Drop`: its owner destroys it,
+/// once no execution uses it (MD6).
 pub(crate) struct Dataset {
     /// Never null: the raw layer reports a null handle as its error.
     raw: *mut aclmdlDataset,
@@ -655,22 +795,26 @@ impl Dataset {
     /// of that clean-up go to the drop-error handler) and the first error is returned.
     ///
     /// # Safety
-    /// The context is current, and the memory stays allocated while the dataset exists.
-    unsafe fn create(api: &Api, memory: &[(*mut c_void, usize)]) -> Result<Self> {
+    /// `ctx` is current, and the memory stays allocated while the dataset exists.
+    unsafe fn create(ctx: &Context<'_>, memory: &[(*mut c_void, usize)]) -> Result<Self> {
+        let api = ctx.api();
         // SAFETY: the caller's contract; destroyed by `destroy` (below, or the owner's).
         let raw = unsafe { api.create_dataset()? };
+        ctx.adopt();
         let mut buffers = Vec::with_capacity(memory.len());
         for &(data, size) in memory {
             // SAFETY: the caller's contract.
             let added = unsafe { api.create_data_buffer(data, size) }.and_then(|buffer| {
+                ctx.adopt();
                 // SAFETY: both live, the dataset is used by nothing yet.
                 match unsafe { api.add_dataset_buffer(raw, buffer) } {
                     Ok(()) => Ok(buffer),
                     Err(error) => {
                         // SAFETY: not added: ours alone, destroyed once.
-                        report_drop_error("a model data buffer", unsafe {
+                        let destroyed = destroy_counted(ctx, "a model data buffer", || unsafe {
                             api.destroy_data_buffer(buffer)
                         });
+                        report_drop_error("a model data buffer", destroyed);
                         Err(error)
                     }
                 }
@@ -683,7 +827,7 @@ impl Dataset {
                         buffers: buffers.into_boxed_slice(),
                     };
                     // SAFETY: created above, used by nothing.
-                    report_drop_error("a model dataset", unsafe { dataset.destroy(api) });
+                    report_drop_error("a model dataset", unsafe { dataset.destroy(ctx) });
                     return Err(error.into());
                 }
             }
@@ -698,18 +842,20 @@ impl Dataset {
         self.raw
     }
 
-    /// Destroys the data buffers (MD5: first), then the dataset; every destroy is tried, the
-    /// first error returned and the others reported.
+    /// Destroys the data buffers (MD5: first), then the dataset, each tried twice
+    /// ([`destroy_counted`]); the first error returned and the others reported. What cannot
+    /// be destroyed stays counted in `ctx` (D3).
     ///
     /// # Safety
-    /// The context is current, no pending execution uses the dataset (MD6), and neither it
-    /// nor its buffers are used afterwards.
-    pub(crate) unsafe fn destroy(self, api: &Api) -> Result<()> {
+    /// `ctx` is current and is the one the dataset was created in, no pending execution uses
+    /// the dataset (MD6), and neither it nor its buffers are used afterwards.
+    pub(crate) unsafe fn destroy(self, ctx: &Context<'_>) -> Result<()> {
+        let api = ctx.api();
         let mut first: Result<()> = Ok(());
-        let mut keep = |done: crate::result::Result<()>, what: &'static str| {
+        let mut keep = |done: Result<()>, what: &'static str| {
             if let Err(error) = done {
                 if first.is_ok() {
-                    first = Err(error.into());
+                    first = Err(error);
                 } else {
                     report_drop_error(what, Err(error));
                 }
@@ -718,12 +864,19 @@ impl Dataset {
         for buffer in self.buffers.iter() {
             // SAFETY: the caller's contract; each destroyed once (`self` is consumed).
             keep(
-                unsafe { api.destroy_data_buffer(*buffer) },
+                destroy_counted(ctx, "a model data buffer", || unsafe {
+                    api.destroy_data_buffer(*buffer)
+                }),
                 "a model data buffer",
             );
         }
         // SAFETY: as above.
-        keep(unsafe { api.destroy_dataset(self.raw) }, "a model dataset");
+        keep(
+            destroy_counted(ctx, "a model dataset", || unsafe {
+                api.destroy_dataset(self.raw)
+            }),
+            "a model dataset",
+        );
         first
     }
 }
@@ -760,20 +913,19 @@ impl<'ctx> ModelIo<'ctx> {
         let inputs = alloc(&model.info.inputs)?;
         let outputs = alloc(&model.info.outputs)?;
         ctx.bind()?;
-        let api = ctx.api();
         let raw = |buffers: &[DeviceBuffer<'ctx, u8>]| -> Vec<(*mut c_void, usize)> {
             buffers.iter().map(|b| (b.as_raw(), b.byte_len())).collect()
         };
         // SAFETY: the context is current; device memory owned by the `ModelIo` built below,
         // freed only after the datasets are destroyed (its `Drop`, field order: MD5). On an
         // error return the buffers are dropped after the datasets are destroyed too.
-        let input_set = unsafe { Dataset::create(api, &raw(&inputs))? };
+        let input_set = unsafe { Dataset::create(ctx, &raw(&inputs))? };
         // SAFETY: as above.
-        let output_set = match unsafe { Dataset::create(api, &raw(&outputs)) } {
+        let output_set = match unsafe { Dataset::create(ctx, &raw(&outputs)) } {
             Ok(set) => set,
             Err(error) => {
                 // SAFETY: created above, used by nothing.
-                report_drop_error("a model dataset", unsafe { input_set.destroy(api) });
+                report_drop_error("a model dataset", unsafe { input_set.destroy(ctx) });
                 return Err(error);
             }
         };
@@ -841,19 +993,20 @@ impl Drop for ModelIo<'_> {
     fn drop(&mut self) {
         // SAFETY: taken once, here; the value is not used afterwards.
         let (input_set, output_set) = unsafe { ManuallyDrop::take(&mut self.sets) };
-        let api = self.ctx.api();
         match self.ctx.bind() {
             Ok(()) => {
                 // SAFETY: the context is current; the datasets are ours and no execution
                 // uses them (synchronous executions only borrow `self`, MD6); each destroyed
                 // once.
-                report_drop_error("ModelIo (input dataset)", unsafe { input_set.destroy(api) });
+                report_drop_error("ModelIo (input dataset)", unsafe {
+                    input_set.destroy(self.ctx)
+                });
                 // SAFETY: as above.
                 report_drop_error("ModelIo (output dataset)", unsafe {
-                    output_set.destroy(api)
+                    output_set.destroy(self.ctx)
                 });
             }
-            // Not destroyed: leaked, and reported.
+            // Not destroyed: leaked (still counted in the context, D3), and reported.
             Err(error) => report_drop_error("ModelIo", Err(error)),
         }
         // The buffers are freed after the datasets (their own `Drop`, after this one).
@@ -922,18 +1075,17 @@ impl<'ctx> SlotDatasets<'ctx> {
         if let Some((index, buffer)) = &batch {
             inputs.insert(*index, (buffer.as_raw(), buffer.byte_len()));
         }
-        let api = ctx.api();
         // SAFETY: the context is current (the pipeline bound it); the slot's device buffers
         // and the batch buffer stay alive until these datasets are destroyed (the pipeline
         // releases them, buffers first, before its memory: MD5).
-        let input_set = unsafe { Dataset::create(api, &inputs)? };
+        let input_set = unsafe { Dataset::create(ctx, &inputs)? };
         // SAFETY: as above.
-        let output_set = match unsafe { Dataset::create(api, &[output]) } {
+        let output_set = match unsafe { Dataset::create(ctx, &[output]) } {
             Ok(set) => set,
             Err(error) => {
                 // SAFETY: created above, used by nothing.
                 report_drop_error("a pipeline slot's model dataset", unsafe {
-                    input_set.destroy(api)
+                    input_set.destroy(ctx)
                 });
                 return Err(error);
             }
@@ -960,10 +1112,9 @@ impl<'ctx> SlotDatasets<'ctx> {
     /// proved no execution uses them (MD6) and called `finish`.
     pub(crate) fn release(self, ctx: &Context<'_>) -> Vec<Error> {
         let mut errors = Vec::new();
-        let api = ctx.api();
         for set in [self.input_set, self.output_set] {
             // SAFETY: the caller's contract; each destroyed once (the value is consumed).
-            if let Err(error) = unsafe { set.destroy(api) } {
+            if let Err(error) = unsafe { set.destroy(ctx) } {
                 errors.push(error);
             }
         }

@@ -136,6 +136,10 @@ impl<'ctx> PipelineEvent<'ctx> {
 
 impl Drop for PipelineEvent<'_> {
     fn drop(&mut self) {
+        if self.set {
+            // Never destroyed unreset (E4): leaked, still counted in its context (D3).
+            return;
+        }
         release_on_drop("Pipeline (an event of a slot)", || self.release());
     }
 }
@@ -490,6 +494,48 @@ impl<'ctx, I: Pod, O: Pod> Pipeline<'ctx, I, O> {
         this.release()
     }
 
+    /// Resets every event whose flag may be set (a submission cut short between the record
+    /// of `ready` and its reset, a completion whose reset failed) before it is destroyed
+    /// (E4: a waited event is reset first), each tried twice, and waits for the resets
+    /// (E9). Both streams are done (the caller settled them). Returns the errors of resets
+    /// that failed twice: those events stay set, and are leaked rather than destroyed.
+    #[cold]
+    #[inline(never)]
+    fn reset_set_events(&mut self) -> Result<Vec<Error>> {
+        let api = self.ctx.api();
+        let download = self.download.as_raw();
+        let mut errors = Vec::new();
+        let mut issued = false;
+        for slot in self.slots.iter_mut() {
+            for event in [&mut slot.ready, &mut slot.done] {
+                if !event.set {
+                    continue;
+                }
+                // SAFETY: both handles live, the context current (bound by the caller); both
+                // streams are done, so the event's record is complete and every wait on it
+                // has passed (E4, E10).
+                let reset = || unsafe { api.reset_event(event.raw, download) };
+                let reset = reset().or_else(|first| {
+                    report_drop_error("Pipeline (an event's reset)", Err(first));
+                    reset()
+                });
+                match reset {
+                    Ok(()) => {
+                        event.set = false;
+                        issued = true;
+                    }
+                    Err(error) => errors.push(error.into()),
+                }
+            }
+        }
+        if issued {
+            // Destroyed only once no task refers to them (E9): the resets done.
+            self.download
+                .settle("Pipeline (the resets of its events)")?;
+        }
+        Ok(errors)
+    }
+
     /// Everything `destroy` does, once; the fields are not used afterwards.
     fn release(&mut self) -> Result<()> {
         let quiesced = self
@@ -500,7 +546,7 @@ impl<'ctx, I: Pod, O: Pod> Pipeline<'ctx, I, O> {
         // that may use it (M2, E9): the streams, slots and jobs are never dropped
         // (`ManuallyDrop`, a raw pointer).
         quiesced?;
-        let mut errors: Vec<Error> = Vec::new();
+        let mut errors = self.reset_set_events()?;
         // SAFETY: both streams are done (settled above), so no task uses a slot's buffers or
         // events (M2, E9); the slots are taken once (the value is not used afterwards).
         let slots = unsafe { ManuallyDrop::take(&mut self.slots) };
@@ -559,6 +605,12 @@ impl<'ctx, I: Pod, O: Pod> Resources<'ctx, I, O> {
             errors.extend(datasets.release(ctx));
         }
         for event in [ready, done] {
+            if event.set {
+                // Its reset failed (the error is the caller's): never destroyed while it may
+                // be waited without one (E4); leaked, still counted in its context (D3).
+                std::mem::forget(event);
+                continue;
+            }
             let event = ManuallyDrop::new(event);
             if let Err(error) = event.release() {
                 errors.push(error);

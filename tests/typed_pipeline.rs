@@ -589,3 +589,93 @@ fn d6_a_kernel_closure_that_uses_another_context_still_launches() {
     }
     ends_clean(session);
 }
+
+/// The program of issue 23's first finding: one `aclrtResetEvent` of a slot's `ready` event
+/// fails inside `Slot::submit` (after its wait was issued), and `?` drops the pipeline. The
+/// pipeline resets the waited event before destroying it (E4): no finding, nothing left.
+#[test]
+fn e4_a_failed_reset_in_submit_then_drop_resets_before_destroying() {
+    let session = Session::start();
+    let errors = DropErrors::capture();
+    {
+        let device = session.default_device(0);
+        let run = || -> Result<(), Error> {
+            let mut pipeline = device.create_pipeline::<f32, f32>(PipelineConfig::new(LEN, LEN))?;
+            // The first reset of the program is the submission's reset of `ready` (E4).
+            session
+                .sim
+                .inject_fault_at("aclrtResetEvent", 507_000, 0, 1);
+            let slot = pipeline.next_slot()?;
+            slot.submit(|l| l.simulated_map(Duration::ZERO, infer))?;
+            Ok(())
+        };
+        let outcome = run();
+        session.sim.clear_faults();
+        match outcome {
+            Err(Error::Runtime { call, .. }) => assert_eq!(call, "aclrtResetEvent"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(errors.take(), Vec::<String>::new());
+    }
+    ends_clean(session);
+}
+
+/// As above, and every reset the pipeline's release tries fails too: the waited event is
+/// never destroyed unreset (E4); it is leaked, still counted, and its context refuses to be
+/// released over it (D3). In a child process: the runtime stays initialised.
+#[test]
+fn e4_d3_a_waited_event_whose_reset_keeps_failing_is_kept_not_destroyed() {
+    const CHILD: &str = "ASCEND_TYPESTATE_PIPELINE_RESET_CHILD";
+    if std::env::var_os(CHILD).is_none() {
+        let (status, out, err) = support::child::in_child(
+            "e4_d3_a_waited_event_whose_reset_keeps_failing_is_kept_not_destroyed",
+            CHILD,
+            Duration::from_secs(60),
+        );
+        assert!(status.is_some_and(|s| s.success()), "{out}\n{err}");
+        assert!(out.contains("kept as expected"), "{out}\n{err}");
+        return;
+    }
+    let session = Session::start();
+    session.expect_findings();
+    let errors = DropErrors::capture();
+    let device = session.acl().set_device(0).unwrap();
+    let ctx = device.create_context().unwrap();
+    {
+        let mut pipeline = ctx
+            .create_pipeline::<f32, f32>(PipelineConfig::new(LEN, LEN))
+            .unwrap();
+        session
+            .sim
+            .inject_fault_at("aclrtResetEvent", 507_000, 0, 3);
+        let slot = pipeline.next_slot().unwrap();
+        let submitted = slot.submit(|l| l.simulated_map(Duration::ZERO, infer));
+        assert!(
+            matches!(submitted, Err(Error::Runtime { .. })),
+            "{submitted:?}"
+        );
+        let destroyed = pipeline.destroy();
+        session.sim.clear_faults();
+        match destroyed {
+            Err(Error::Runtime { call, .. }) => assert_eq!(call, "aclrtResetEvent"),
+            other => panic!("{other:?}"),
+        }
+    }
+    let reported = errors.take();
+    assert_eq!(
+        reported.len(),
+        1,
+        "the first failed reset is reported: {reported:?}"
+    );
+    let failed = ctx.destroy().unwrap_err();
+    assert!(
+        matches!(failed.error, Error::LiveChildren { count: 1 }),
+        "{}",
+        failed.error
+    );
+    assert_eq!(session.sim.live_objects(), 2, "the context and its event");
+    let findings = session.sim.findings();
+    assert!(findings.is_empty(), "{findings:#?}");
+    println!("kept as expected");
+    std::process::exit(0);
+}
