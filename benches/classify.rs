@@ -74,7 +74,7 @@ impl Typed {
             self.checksum += f64::from(output[0]);
         }
         self.pipeline.destroy()?;
-        self.model.unload().map_err(|failed| failed.error)?;
+        self.model.unload()?;
         Ok(self.checksum)
     }
 }

@@ -124,7 +124,7 @@ impl Classifier {
             self.results += 1;
         }
         self.pipeline.destroy()?;
-        self.model.unload().map_err(|failed| failed.error)?;
+        self.model.unload()?;
         Ok(self.results)
     }
 }

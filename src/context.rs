@@ -681,6 +681,15 @@ impl<'dev> Context<'dev> {
     }
 
     /// `aclrtDestroyContext` (D3). Consumes the context: does not compile while a stream or
+    /// event borrows it.
+    /// On failure the error is returned and the context goes to its `Drop` fallback, which tries once
+    /// more and keeps it (reported) if that fails too; [`try_destroy`](Self::try_destroy) gives it back
+    /// instead, for a caller who wants to retry.
+    pub fn destroy(self) -> Result<()> {
+        self.try_destroy().map_err(crate::Error::from)
+    }
+
+    /// `aclrtDestroyContext` (D3). Consumes the context: does not compile while a stream or
     /// event borrows it. On failure the context is given back; if a handle created in it was
     /// leaked (`mem::forget`), that failure is [`Error::LiveChildren`](crate::Error::LiveChildren)
     /// and the context is never destroyed under it (its `Drop` keeps it too, and reports).
@@ -688,7 +697,7 @@ impl<'dev> Context<'dev> {
         clippy::result_large_err,
         reason = "a context is destroyed once, off any hot path; giving it back is the point"
     )]
-    pub fn destroy(self) -> Result<(), Failed<Context<'dev>>> {
+    pub fn try_destroy(self) -> Result<(), Failed<Context<'dev>>> {
         // (A default context is never owned outside its device, so never destroyed here;
         // `release` would not call `aclrtDestroyContext` on it anyway, D5.)
         match self.release() {

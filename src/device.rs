@@ -207,10 +207,19 @@ impl<'acl> Device<'acl, Set> {
         })
     }
 
+    /// *Set* → *DefaultContext* (D1); [`Error::DefaultContextInUse`] if another value of this
+    /// device holds it.
+    /// On failure the error is returned and the device goes to its `Drop` fallback, which tries once
+    /// more and keeps it (reported) if that fails too; [`try_into_default_context`](Self::try_into_default_context) gives it back
+    /// instead, for a caller who wants to retry.
+    pub fn into_default_context(self) -> Result<Device<'acl, DefaultContext>> {
+        self.try_into_default_context().map_err(Error::from)
+    }
+
     /// *Set* → *DefaultContext*: holds the device's default context (D1), which the device
     /// then dereferences to. [`Error::DefaultContextInUse`] if another value of this device
     /// holds it.
-    pub fn into_default_context(
+    pub fn try_into_default_context(
         self,
     ) -> Result<Device<'acl, DefaultContext>, Failed<Device<'acl, Set>>> {
         match self.take_default_context() {
@@ -231,6 +240,14 @@ impl<'acl> Device<'acl, Set> {
 }
 
 impl<'acl> Device<'acl, DefaultContext> {
+    /// *DefaultContext* → *Set*: gives the default context up.
+    /// On failure the error is returned and the device goes to its `Drop` fallback, which tries once
+    /// more and keeps it (reported) if that fails too; [`try_release_default_context`](Self::try_release_default_context) gives it back
+    /// instead, for a caller who wants to retry.
+    pub fn release_default_context(self) -> Result<Device<'acl, Set>> {
+        self.try_release_default_context().map_err(Error::from)
+    }
+
     /// *DefaultContext* → *Set*: gives the default context up (every stream, event and
     /// buffer of it is gone: they borrow the device). The runtime context itself lives on
     /// until the device is reset (D5).
@@ -238,7 +255,7 @@ impl<'acl> Device<'acl, DefaultContext> {
         clippy::result_large_err,
         reason = "a transition gives the device back on failure, as every transition does"
     )]
-    pub fn release_default_context(
+    pub fn try_release_default_context(
         self,
     ) -> Result<Device<'acl, Set>, Failed<Device<'acl, DefaultContext>>> {
         match self.held.release() {
@@ -257,8 +274,16 @@ impl<'acl> std::ops::Deref for Device<'acl, DefaultContext> {
 }
 
 impl<'acl> Device<'acl, Reset> {
+    /// *Reset* → *Set*: `aclrtSetDevice` again (D1).
+    /// On failure the error is returned and the device goes to its `Drop` fallback, which tries once
+    /// more and keeps it (reported) if that fails too; [`try_set`](Self::try_set) gives it back
+    /// instead, for a caller who wants to retry.
+    pub fn set(self) -> Result<Device<'acl, Set>> {
+        self.try_set().map_err(Error::from)
+    }
+
     /// *Reset* → *Set*: `aclrtSetDevice` again (D1), e.g. to recover after a fault.
-    pub fn set(self) -> Result<Device<'acl, Set>, Failed<Device<'acl, Reset>>> {
+    pub fn try_set(self) -> Result<Device<'acl, Set>, Failed<Device<'acl, Reset>>> {
         match set_device(self.api, self.id) {
             Ok(default_raw) => {
                 let mut set = self.into_state(());
@@ -379,12 +404,21 @@ impl<'acl, S: SetState> Device<'acl, S> {
         Ok(self.api.get_device_capability(id, info)?)
     }
 
+    /// `aclrtResetDevice` (D1, D3): → *Reset*. Consumes the device: does not compile while a
+    /// [`Context`] (or, in *DefaultContext*, a stream, event or buffer) borrows it.
+    /// On failure the error is returned and the device goes to its `Drop` fallback, which tries once
+    /// more and keeps it (reported) if that fails too; [`try_reset`](Self::try_reset) gives it back
+    /// instead, for a caller who wants to retry.
+    pub fn reset(self) -> Result<Device<'acl, Reset>> {
+        self.try_reset().map_err(Error::from)
+    }
+
     /// `aclrtResetDevice(id)` (D1, D3): → *Reset*. Consumes the device: does not compile
     /// while a [`Context`] (or, in *DefaultContext*, a stream, event or buffer) borrows it.
     /// On failure the device is given back; if a handle was leaked (`mem::forget`), that
     /// failure is [`Error::LiveChildren`] and the device is never reset under it (its `Drop`
     /// keeps it too, and reports).
-    pub fn reset(self) -> Result<Device<'acl, Reset>, Failed<Device<'acl, S>>> {
+    pub fn try_reset(self) -> Result<Device<'acl, Reset>, Failed<Device<'acl, S>>> {
         match self.release() {
             Ok(()) => Ok(self.into_state(())),
             Err(error) => Err(Failed::new(error, self)),

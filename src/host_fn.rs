@@ -207,15 +207,23 @@ impl<'ctx> HostFnStream<'ctx> {
         (stream, shared)
     }
 
+    /// Destroys the stream once its host functions have run (S2, C10).
+    /// On failure the error is returned and the stream goes to its `Drop` fallback, which tries once
+    /// more and keeps it (reported) if that fails too; [`try_destroy`](Self::try_destroy) gives it back
+    /// instead, for a caller who wants to retry.
+    pub fn destroy(self) -> Result<()> {
+        self.try_destroy().map_err(Error::from)
+    }
+
     /// Synchronises, then destroys the stream (S4). Panics nobody took are reported to the
     /// [drop-error handler](crate::set_drop_error_handler). On failure the stream is given
     /// back.
-    pub fn destroy(self) -> Result<(), Failed<HostFnStream<'ctx>>> {
+    pub fn try_destroy(self) -> Result<(), Failed<HostFnStream<'ctx>>> {
         if let Err(error) = self.synchronize() {
             return Err(Failed::new(error, self));
         }
         let (stream, shared) = self.into_parts();
-        match stream.destroy() {
+        match stream.try_destroy() {
             Ok(()) => {
                 shared.report_panics();
                 Ok(())
@@ -227,11 +235,19 @@ impl<'ctx> HostFnStream<'ctx> {
         }
     }
 
+    /// `aclrtDestroyStreamForce` (S8): host functions not yet started are dropped.
+    /// On failure the error is returned and the stream goes to its `Drop` fallback, which tries once
+    /// more and keeps it (reported) if that fails too; [`try_destroy_force`](Self::try_destroy_force) gives it back
+    /// instead, for a caller who wants to retry.
+    pub fn destroy_force(self) -> Result<()> {
+        self.try_destroy_force().map_err(Error::from)
+    }
+
     /// `aclrtDestroyStreamForce` (S8): destroys the stream without waiting; the closures
     /// not yet run are dropped (never run). See [`Stream::destroy_force`].
-    pub fn destroy_force(self) -> Result<(), Failed<HostFnStream<'ctx>>> {
+    pub fn try_destroy_force(self) -> Result<(), Failed<HostFnStream<'ctx>>> {
         let (stream, shared) = self.into_parts();
-        match stream.destroy_force() {
+        match stream.try_destroy_force() {
             Ok(()) => {
                 shared.forget_dropped();
                 shared.report_panics();

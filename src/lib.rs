@@ -249,7 +249,7 @@
 //!     }
 //!     pipeline.wait_all()?;
 //!     pipeline.destroy()?;
-//!     model.unload().map_err(|failed| failed.error)?;
+//!     model.unload()?;
 //!     Ok(())
 //! }
 //! ```

@@ -587,12 +587,21 @@ impl<'ctx, K: ModelKind> Model<'ctx, K> {
         ModelIo::create(self, policy)
     }
 
+    /// Unloads the model (MD2, MD3, MD4, MD7): [`Error::ModelInUse`] while executions are
+    /// pending.
+    /// On failure the error is returned and the model goes to its `Drop` fallback, which tries once
+    /// more and keeps it (reported) if that fails too; [`try_unload`](Self::try_unload) gives it back
+    /// instead, for a caller who wants to retry.
+    pub fn unload(self) -> Result<()> {
+        self.try_unload().map_err(Error::from)
+    }
+
     /// Unloads the model: `aclmdlUnload`, then the memory it kept is released (MD2, MD3) and
     /// its description destroyed (MD4: never queried after the unload; a failure to destroy
     /// it is reported to the [drop-error handler](crate::set_drop_error_handler), the model
     /// being gone). With executions pending ([`Error::ModelInUse`], MD7) or if the unload
     /// fails, the model is given back, loaded, description included.
-    pub fn unload(mut self) -> Result<(), Failed<Self>> {
+    pub fn try_unload(mut self) -> Result<(), Failed<Self>> {
         match self.release() {
             Ok(()) => Ok(()),
             Err(error) => Err(Failed::new(error, self)),
@@ -1119,9 +1128,9 @@ impl<'ctx> SlotDatasets<'ctx> {
             }
         }
         if let Some((_, buffer)) = self.batch
-            && let Err(failed) = buffer.free()
+            && let Err(error) = buffer.free()
         {
-            errors.push(failed.error);
+            errors.push(error);
         }
         errors
     }

@@ -567,11 +567,9 @@ impl<'ctx, I: Pod, O: Pod> Pipeline<'ctx, I, O> {
         let download = unsafe { ManuallyDrop::take(&mut self.download) };
         let streams = [compute, download];
         for stream in streams {
-            if let Err(failed) = stream.destroy() {
-                let (error, stream) = failed.into_parts();
+            // On failure its `Drop` tries once more, and reports.
+            if let Err(error) = stream.destroy() {
                 errors.push(error);
-                // Its `Drop` tries once more, and reports.
-                drop(stream);
             }
         }
         let mut errors = errors.into_iter();
@@ -617,17 +615,17 @@ impl<'ctx, I: Pod, O: Pod> Resources<'ctx, I, O> {
                 drop(ManuallyDrop::into_inner(event));
             }
         }
-        if let Err(failed) = host_in.free() {
-            errors.push(failed.error);
+        if let Err(error) = host_in.free() {
+            errors.push(error);
         }
-        if let Err(failed) = dev_in.free() {
-            errors.push(failed.error);
+        if let Err(error) = dev_in.free() {
+            errors.push(error);
         }
-        if let Err(failed) = dev_out.free() {
-            errors.push(failed.error);
+        if let Err(error) = dev_out.free() {
+            errors.push(error);
         }
-        if let Err(failed) = host_out.free() {
-            errors.push(failed.error);
+        if let Err(error) = host_out.free() {
+            errors.push(error);
         }
         errors
     }

@@ -379,12 +379,21 @@ impl Acl {
         Ok(())
     }
 
+    /// `aclFinalize` (P2). Consumes the token: does not compile while anything borrowed from it is
+    /// alive; [`Error::LiveChildren`] if a device set through it was leaked.
+    /// On failure the error is returned and the token goes to its `Drop` fallback, which tries once
+    /// more and keeps it (reported) if that fails too; [`try_finalize`](Self::try_finalize) gives it back
+    /// instead, for a caller who wants to retry.
+    pub fn finalize(self) -> Result<()> {
+        self.try_finalize().map_err(Error::from)
+    }
+
     /// `aclFinalize` (P2). Consumes the token: does not compile while a device, context,
     /// stream, event, buffer or report thread borrowed from it is alive. On failure the token
     /// is given back; if a device set through it was leaked (`mem::forget`, or kept because
     /// a context on it was leaked), that failure is [`Error::LiveChildren`] and the runtime
     /// is not finalized under it (the token's `Drop` keeps it too, and reports).
-    pub fn finalize(self) -> Result<(), Failed<Acl>> {
+    pub fn try_finalize(self) -> Result<(), Failed<Acl>> {
         Failed::release_or_give_back(self, Self::release)
     }
 }

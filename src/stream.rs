@@ -4,7 +4,7 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::context::Context;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::runtime::{Failed, Timeout, release_on_drop, report_drop_error};
 use crate::sys::bindings::aclrtStream;
 
@@ -234,8 +234,16 @@ impl<'ctx> Stream<'ctx> {
         Ok(())
     }
 
+    /// `aclrtDestroyStream` after a synchronisation (S2, S4).
+    /// On failure the error is returned and the stream goes to its `Drop` fallback, which tries once
+    /// more and keeps it (reported) if that fails too; [`try_destroy`](Self::try_destroy) gives it back
+    /// instead, for a caller who wants to retry.
+    pub fn destroy(self) -> Result<()> {
+        self.try_destroy().map_err(Error::from)
+    }
+
     /// Synchronises (S4), then `aclrtDestroyStream`. On failure the stream is given back.
-    pub fn destroy(self) -> Result<(), Failed<Stream<'ctx>>> {
+    pub fn try_destroy(self) -> Result<(), Failed<Stream<'ctx>>> {
         Failed::release_or_give_back(self, Self::release)
     }
 
@@ -271,6 +279,14 @@ impl<'ctx> Stream<'ctx> {
         Ok(())
     }
 
+    /// `aclrtDestroyStreamForce` (S8): pending tasks are dropped, not waited for.
+    /// On failure the error is returned and the stream goes to its `Drop` fallback, which tries once
+    /// more and keeps it (reported) if that fails too; [`try_destroy_force`](Self::try_destroy_force) gives it back
+    /// instead, for a caller who wants to retry.
+    pub fn destroy_force(self) -> Result<()> {
+        self.try_destroy_force().map_err(Error::from)
+    }
+
     /// `aclrtDestroyStreamForce` (S8): destroys the stream without waiting for its tasks,
     /// which are dropped and never run. For error paths that must not hang on a stuck
     /// stream (a kernel that never ends). Consumes the stream, so it does not compile while
@@ -279,7 +295,7 @@ impl<'ctx> Stream<'ctx> {
     /// stream that waits on it then waits forever. Memory is never at risk: copies are
     /// confined to async scopes.) On failure, including
     /// [`Error::Unsupported`](crate::Error::Unsupported), the stream is given back.
-    pub fn destroy_force(self) -> Result<(), Failed<Stream<'ctx>>> {
+    pub fn try_destroy_force(self) -> Result<(), Failed<Stream<'ctx>>> {
         Failed::release_or_give_back(self, Self::release_force)
     }
 }

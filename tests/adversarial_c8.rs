@@ -70,7 +70,7 @@ fn c8_context_destroy_inside_callback_is_refused() {
         let device = leak(acl.set_device(0).unwrap());
         let ctx = leak(device.create_context().unwrap());
         let owned = device.create_context().unwrap();
-        let outcome = in_callback(ctx, move || match owned.destroy() {
+        let outcome = in_callback(ctx, move || match owned.try_destroy() {
             Ok(()) => None,
             Err(failed) => Some(failed.into_parts()),
         });
@@ -92,7 +92,7 @@ fn c8_device_reset_inside_callback_is_refused() {
         let device = leak(acl.set_device(0).unwrap());
         let ctx = leak(device.create_context().unwrap());
         let owned = acl.set_device(1).unwrap();
-        let outcome = in_callback(ctx, move || match owned.reset() {
+        let outcome = in_callback(ctx, move || match owned.try_reset() {
             Ok(_reset) => None,
             Err(failed) => Some(failed.into_parts()),
         });
@@ -170,7 +170,7 @@ fn typed_calls_kernel(x: u32) -> u32 {
     outcomes.push(("synchronize_device", debug(env.ctx.synchronize_device())));
     let owned = env.owned.lock().unwrap().take();
     if let Some(owned) = owned {
-        match owned.destroy() {
+        match owned.try_destroy() {
             Ok(()) => outcomes.push(("Context::destroy", "Ok".to_owned())),
             Err(failed) => {
                 let (error, owned) = failed.into_parts();

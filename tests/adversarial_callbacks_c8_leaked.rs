@@ -158,7 +158,7 @@ fn probe(mut kit: Kit) -> (Log, Log, Kit) {
     {
         let taken = SUB.lock().unwrap().take();
         if let Some(sub) = taken {
-            match sub.unsubscribe() {
+            match sub.try_unsubscribe() {
                 Ok(stream) => {
                     bad.push(("Subscribed::unsubscribe", "Ok inside a callback".into()));
                     drop(stream);
@@ -175,7 +175,7 @@ fn probe(mut kit: Kit) -> (Log, Log, Kit) {
     {
         // Subscribe a stream on the leaked report thread: refused, stream given back.
         let stream = kit.to_drop.take().unwrap();
-        match s.report.subscribe(stream) {
+        match s.report.try_subscribe(stream) {
             Ok(sub) => {
                 bad.push(("ReportThread::subscribe", "Ok inside a callback".into()));
                 std::mem::forget(sub);
@@ -190,7 +190,7 @@ fn probe(mut kit: Kit) -> (Log, Log, Kit) {
     }
     if let Some(idle) = kit.idle_report.take() {
         let stream = kit.to_drop.take().unwrap();
-        match idle.subscribe(stream) {
+        match idle.try_subscribe(stream) {
             Ok(sub) => {
                 bad.push(("idle ReportThread::subscribe", "Ok inside".into()));
                 std::mem::forget(sub);
@@ -211,11 +211,11 @@ fn probe(mut kit: Kit) -> (Log, Log, Kit) {
         "Stream::synchronize_with",
         kit.stream.synchronize_with(timeout!(50))
     );
-    refused_failed!("Stream::destroy", kit.stream.destroy(), kit.stream);
+    refused_failed!("Stream::destroy", kit.stream.try_destroy(), kit.stream);
     // Events.
     {
         let created = kit.created;
-        match created.record(&kit.stream) {
+        match created.try_record(&kit.stream) {
             Ok(ev) => {
                 bad.push(("Event::record", "Ok inside".into()));
                 std::mem::forget(ev);
@@ -232,7 +232,7 @@ fn probe(mut kit: Kit) -> (Log, Log, Kit) {
     }
     refused_failed!(
         "Event<Created>::destroy",
-        kit.created.destroy(),
+        kit.created.try_destroy(),
         kit.created
     );
     refused!("Event::synchronize", kit.recorded.synchronize());
@@ -247,15 +247,15 @@ fn probe(mut kit: Kit) -> (Log, Log, Kit) {
     );
     refused_failed!(
         "Event<Recorded>::destroy",
-        kit.recorded.destroy(),
+        kit.recorded.try_destroy(),
         kit.recorded
     );
     // Memory.
-    refused_failed!("DeviceBuffer::free", kit.dbuf.free(), kit.dbuf);
-    refused_failed!("HostBuffer::free", kit.hbuf.free(), kit.hbuf);
+    refused_failed!("DeviceBuffer::free", kit.dbuf.try_free(), kit.dbuf);
+    refused_failed!("HostBuffer::free", kit.hbuf.try_free(), kit.hbuf);
     // Context and device.
-    refused_failed!("Context::destroy", kit.ctx2.destroy(), kit.ctx2);
-    refused_failed!("Device::reset", kit.device2.reset(), kit.device2);
+    refused_failed!("Context::destroy", kit.ctx2.try_destroy(), kit.ctx2);
+    refused_failed!("Device::reset", kit.device2.try_reset(), kit.device2);
     (bad, harmless, kit)
 }
 
@@ -316,25 +316,25 @@ fn release_kit(kit: Kit) -> Vec<String> {
         errors.push(format!("recorded.synchronize: {e}"));
     }
     {
-        match created.record(&stream) {
+        match created.try_record(&stream) {
             Ok(r) => {
                 if let Err(e) = stream.synchronize() {
                     errors.push(format!("stream.synchronize: {e}"));
                 }
-                if let Err(f) = r.destroy() {
+                if let Err(f) = r.try_destroy() {
                     errors.push(format!("event destroy: {}", f.error));
                 }
             }
             Err(f) => errors.push(format!("record after probe: {}", f.error)),
         }
     }
-    if let Err(f) = dbuf.free() {
+    if let Err(f) = dbuf.try_free() {
         errors.push(format!("dbuf: {}", f.error));
     }
-    if let Err(f) = hbuf.free() {
+    if let Err(f) = hbuf.try_free() {
         errors.push(format!("hbuf: {}", f.error));
     }
-    if let Err(f) = stream.destroy() {
+    if let Err(f) = stream.try_destroy() {
         errors.push(format!("stream: {}", f.error));
     }
     if let Some(r) = idle_report
@@ -343,14 +343,14 @@ fn release_kit(kit: Kit) -> Vec<String> {
         errors.push(format!("idle report: {e}"));
     }
     if let Some(s) = to_drop
-        && let Err(f) = s.destroy()
+        && let Err(f) = s.try_destroy()
     {
         errors.push(format!("to_drop: {}", f.error));
     }
-    if let Err(f) = ctx2.destroy() {
+    if let Err(f) = ctx2.try_destroy() {
         errors.push(format!("ctx2: {}", f.error));
     }
-    if let Err(f) = device2.reset() {
+    if let Err(f) = device2.try_reset() {
         errors.push(format!("device2: {}", f.error));
     }
     errors

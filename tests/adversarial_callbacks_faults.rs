@@ -103,7 +103,7 @@ fn program(call: &str, code: i32, skip: u32, times: u32) -> String {
             }
         }
         let stream = stream.expect("create_stream failed 4 times");
-        if let Some(sub) = retry(stream, |s| report.subscribe(s), &mut log, "subscribe") {
+        if let Some(sub) = retry(stream, |s| report.try_subscribe(s), &mut log, "subscribe") {
             for i in 0..6 {
                 let mode = if i % 2 == 0 {
                     CallbackMode::Blocking
@@ -120,8 +120,8 @@ fn program(call: &str, code: i32, skip: u32, times: u32) -> String {
                     Err(e) => log.push(format!("launch {i}: {e}")),
                 }
             }
-            if let Some(stream) = retry(sub, |s| s.unsubscribe(), &mut log, "unsubscribe") {
-                retry(stream, |s| s.destroy(), &mut log, "destroy");
+            if let Some(stream) = retry(sub, |s| s.try_unsubscribe(), &mut log, "unsubscribe") {
+                retry(stream, |s| s.try_destroy(), &mut log, "destroy");
             }
         }
         match report.stop() {
@@ -129,19 +129,19 @@ fn program(call: &str, code: i32, skip: u32, times: u32) -> String {
             Err(Error::LiveChildren { .. }) => leaked = true,
             Err(e) => log.push(format!("stop: {e}")),
         }
-        match ctx.destroy() {
+        match ctx.try_destroy() {
             Ok(()) => {}
             Err(f) => {
                 log.push(format!("ctx.destroy: {}", f.error));
                 if let Error::LiveChildren { .. } = f.error {
                     leaked = true;
                 }
-                if let Err(f) = f.value.destroy() {
+                if let Err(f) = f.value.try_destroy() {
                     log.push(format!("ctx.destroy again: {}", f.error));
                 }
             }
         }
-        if let Err(f) = device.reset() {
+        if let Err(f) = device.try_reset() {
             log.push(format!("device.reset: {}", f.error));
             drop(f.value);
         }
@@ -163,7 +163,7 @@ fn program(call: &str, code: i32, skip: u32, times: u32) -> String {
     if l != r {
         let _ = writeln!(bad, "launched {l} but ran {r}");
     }
-    match acl.finalize() {
+    match acl.try_finalize() {
         Ok(()) => {}
         Err(f) if matches!(f.error, Error::LiveChildren { .. }) && leaked => {}
         Err(f) => {

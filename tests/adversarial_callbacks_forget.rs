@@ -62,15 +62,15 @@ fn forget_subscribed_with_a_pending_callback_then_tear_down() {
         let stopped = report.stop();
         println!("stop: {stopped:?}");
         assert!(is_live_children(&stopped), "{stopped:?}");
-        let destroyed = ctx.destroy().map_err(|f| f.error);
+        let destroyed = ctx.destroy();
         println!("ctx.destroy: {destroyed:?}");
         assert!(is_live_children(&destroyed));
         // `ctx` was given back inside the error and dropped: reported.
-        let reset = device.reset().map_err(|f| f.error);
+        let reset = device.reset();
         println!("device.reset: {reset:?}");
         assert!(is_live_children(&reset));
     }
-    let finalized = acl.finalize().map_err(|f| f.error);
+    let finalized = acl.finalize();
     println!("finalize: {finalized:?}");
     assert!(is_live_children(&finalized));
     assert!(matches!(Acl::init(), Err(Error::AlreadyInitialized)));
@@ -141,11 +141,11 @@ fn forget_an_idle_report_thread() {
         stream.unsubscribe().unwrap().destroy().unwrap();
         rx.recv().unwrap();
         report.stop().unwrap();
-        let destroyed = ctx.destroy().map_err(|f| f.error);
+        let destroyed = ctx.destroy();
         assert!(is_live_children(&destroyed), "{destroyed:?}");
     }
     assert!(sim.findings().is_empty(), "{:#?}", sim.findings());
-    let finalized = acl.finalize().map_err(|f| f.error);
+    let finalized = acl.finalize();
     assert!(is_live_children(&finalized), "{finalized:?}");
 }
 

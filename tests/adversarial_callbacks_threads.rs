@@ -245,7 +245,7 @@ fn a_stream_of_another_device_is_given_back_and_usable() {
             let r0 = ReportThread::spawn(&c0).unwrap();
             let r1 = ReportThread::spawn(&c1).unwrap();
             let s1 = c1.create_stream().unwrap();
-            let (error, s1) = r0.subscribe(s1).unwrap_err().into_parts();
+            let (error, s1) = r0.try_subscribe(s1).unwrap_err().into_parts();
             assert!(matches!(error, Error::DeviceMismatch { .. }));
             let sub = r1.subscribe(s1).unwrap();
             let ran = Arc::new(AtomicUsize::new(0));

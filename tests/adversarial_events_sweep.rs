@@ -80,7 +80,7 @@ fn program(path: &Path, fault: Option<&Fault>, variant: u32) -> Result<()> {
         }
         2 => {
             // An early error after a second wait: `wait` resets.
-            match e.wait(&s1, |mut w| {
+            match e.try_wait(&s1, |mut w| {
                 w.also_wait(&s3)?;
                 Err(Error::InvalidArgument("red: the body's own error"))
             }) {

@@ -28,7 +28,7 @@ fn run(panic_in_body: bool) -> (Vec<support::sim::Finding>, Vec<String>) {
         let e = ctx.create_event().unwrap().record(&s1).unwrap();
         let sim = &session.sim;
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let r = e.wait(&s2, |mut w| {
+            let r = e.try_wait(&s2, |mut w| {
                 w.also_wait(&s3)?;
                 // The reset cannot be issued, twice (wait's own two tries); synchronising s2 works, s3
                 // fails twice (it cannot be seen done).
@@ -55,7 +55,7 @@ fn run(panic_in_body: bool) -> (Vec<support::sim::Finding>, Vec<String>) {
             let _ = s.destroy();
         }
         // A leaked event keeps the context: forget it (and everything above) if so.
-        let destroyed = match ctx.destroy() {
+        let destroyed = match ctx.try_destroy() {
             Ok(()) => true,
             Err(f) => {
                 println!("ctx: {}", f.error);

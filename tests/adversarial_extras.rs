@@ -240,7 +240,7 @@ fn c10_forgotten_host_fn_stream_child() {
     std::mem::forget(stream);
     std::thread::sleep(Duration::from_millis(200));
     println!("ran: {}", ran.load(Ordering::SeqCst));
-    let destroyed = ctx.destroy();
+    let destroyed = ctx.try_destroy();
     println!(
         "ctx.destroy: {:?}",
         destroyed.as_ref().err().map(|f| &f.error)
@@ -345,7 +345,7 @@ fn c8_host_function_child() {
                 "ReportThread::spawn: {:?}",
                 ReportThread::spawn(ctx).map(|_| ())
             ));
-            match event.record(&other) {
+            match event.try_record(&other) {
                 Ok(r) => {
                     o.push("record: Ok".into());
                     std::mem::forget(r);
@@ -362,7 +362,7 @@ fn c8_host_function_child() {
             ));
             o.push(format!(
                 "inner HostFnStream.destroy_force: {:?}",
-                inner.destroy_force().err().map(|f| {
+                inner.try_destroy_force().err().map(|f| {
                     let e = format!("{:?}", f.error);
                     std::mem::forget(f.value);
                     e
@@ -371,7 +371,7 @@ fn c8_host_function_child() {
             let g = GLOBAL.lock().unwrap().take().unwrap();
             o.push(format!(
                 "static stream destroy: {:?}",
-                g.destroy().err().map(|f| {
+                g.try_destroy().err().map(|f| {
                     let e = format!("{:?}", f.error);
                     std::mem::forget(f.value);
                     e
@@ -415,7 +415,7 @@ fn s6_c1_stop_on_failure_and_callbacks_need_separate_contexts() {
             .create_stream_with(StreamConfig::new().stop_on_failure())
             .unwrap();
         let report = ReportThread::spawn(&ctx).unwrap();
-        let plain = match report.subscribe(ctx.create_stream().unwrap()) {
+        let plain = match report.try_subscribe(ctx.create_stream().unwrap()) {
             Err(failed) => {
                 assert!(
                     matches!(failed.error, Error::InvalidArgument(_)),
@@ -500,7 +500,7 @@ fn s6_every_typed_operation_after_a_stop() {
         println!("hf.launch: {:?}", hf.launch(move || drop(o)));
         println!("hf.pending: {}", hf.pending());
         let ev = ctx.create_event().unwrap();
-        let ev = match ev.record(&s2) {
+        let ev = match ev.try_record(&s2) {
             Ok(_) => panic!("record after stop accepted"),
             Err(f) => {
                 println!("record: {:?}", f.error);
@@ -524,7 +524,7 @@ fn s6_every_typed_operation_after_a_stop() {
         println!(
             "create_stream after stop: {:?}",
             ctx.create_stream().map(|s| {
-                let r = s.destroy();
+                let r = s.try_destroy();
                 format!("{:?}", r.err().map(|f| f.error))
             })
         );
@@ -533,12 +533,12 @@ fn s6_every_typed_operation_after_a_stop() {
             ReportThread::spawn(&ctx).map(|r| r.stop())
         );
         ev.destroy().unwrap();
-        hf.destroy().map_err(|f| f.error).unwrap();
+        hf.destroy().unwrap();
         println!(
             "s1.destroy_force: {:?}",
-            s1.destroy_force().err().map(|f| f.error)
+            s1.try_destroy_force().err().map(|f| f.error)
         );
-        s2.destroy().map_err(|f| f.error).unwrap();
+        s2.destroy().unwrap();
         drop(dev);
         drop(host);
         ctx.destroy().unwrap();
@@ -578,7 +578,7 @@ fn s6_wait_scope_across_the_stop() {
             Ok(ev) => {
                 println!("wait scope across the stop: Ok");
                 // Record again after the stop: join b -> c needed.
-                match ev.record(&c) {
+                match ev.try_record(&c) {
                     Ok(r) => {
                         println!("record after stop: Ok (!)");
                         drop(r)
@@ -665,7 +665,7 @@ fn s8_force_destroy_the_recording_side_of_a_join() {
         session
             .sim
             .inject_fault_at("aclrtRecordEvent", 107_000, 1, 1);
-        let ev = match ev.record(&c) {
+        let ev = match ev.try_record(&c) {
             Ok(_) => panic!("fault not hit"),
             Err(f) => {
                 println!("record on c: {:?}", f.error);
@@ -675,7 +675,7 @@ fn s8_force_destroy_the_recording_side_of_a_join() {
         // Make b look synchronised? Only by synchronising it (which passes the join).
         println!("c.is_complete: {:?}", c.is_complete());
         ev.destroy().unwrap();
-        b.destroy_force().map_err(|f| f.error).unwrap();
+        b.destroy_force().unwrap();
         println!(
             "c.synchronize_with(2s): {:?}",
             c.synchronize_with(ascend_typestate::timeout!(2000))
@@ -715,9 +715,9 @@ fn s8_force_destroy_after_wait_scope_joins() {
             .unwrap();
         ev.destroy().unwrap();
         // Nothing typed waits on c now; force it.
-        c.destroy_force().map_err(|f| f.error).unwrap();
-        a.destroy().map_err(|f| f.error).unwrap();
-        b.destroy().map_err(|f| f.error).unwrap();
+        c.destroy_force().unwrap();
+        a.destroy().unwrap();
+        b.destroy().unwrap();
         ctx.destroy().unwrap();
         device.reset().unwrap();
     }
@@ -748,7 +748,7 @@ fn s8_force_destroy_host_fn_stream_while_a_closure_runs() {
                     .unwrap();
             }
             std::thread::sleep(Duration::from_micros(100 * round));
-            stream.destroy_force().map_err(|f| f.error).unwrap();
+            stream.destroy_force().unwrap();
         }
         ctx.destroy().unwrap();
         device.reset().unwrap();
@@ -795,8 +795,8 @@ fn p5_timed_out_kernel_inside_an_async_scope_with_a_join() {
         ev.destroy().unwrap();
         acl.set_op_execute_timeout(Duration::ZERO).unwrap();
         drop((d1, host, back));
-        s1.destroy().map_err(|f| f.error).unwrap();
-        s2.destroy().map_err(|f| f.error).unwrap();
+        s1.destroy().unwrap();
+        s2.destroy().unwrap();
         ctx.destroy().unwrap();
         device.reset().unwrap();
     }
@@ -852,7 +852,7 @@ fn child_join_of_a_force_destroyed_stream() {
     // A join r -> b: its record runs at once, its wait and reset queue behind the host fn.
     std::mem::forget(e.record(&b).unwrap());
     std::thread::scope(|s| {
-        let t = s.spawn(move || b.destroy_force().map_err(|f| f.error).unwrap());
+        let t = s.spawn(move || b.destroy_force().unwrap());
         std::thread::sleep(std::time::Duration::from_millis(50));
         ctx.synchronize_device().unwrap();
         tx.send(()).unwrap();

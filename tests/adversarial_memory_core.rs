@@ -413,7 +413,7 @@ fn forget_inside_a_scope() {
             drop(stream);
             drop(x);
             drop(view_owner);
-            let e = ctx.destroy().unwrap_err();
+            let e = ctx.try_destroy().unwrap_err();
             println!("ctx destroy with a leaked stream: {}", e.error);
         }
         let f = session.sim.findings();

@@ -136,7 +136,7 @@ fn c1_c3_stop_with_a_forgotten_subscription_is_refused_and_keeps_the_thread() {
         let other = ReportThread::spawn(ctx1).unwrap();
         let subscribed = other
             .subscribe(ctx1.create_stream().unwrap())
-            .unwrap_or_else(|failed| panic!("subscribe after the refused stop: {}", failed.error));
+            .unwrap_or_else(|failed| panic!("subscribe after the refused stop: {}", failed));
         assert_ne!(other.thread_id(), old_id);
         let (ran, callback_ran) = mpsc::channel();
         subscribed

@@ -37,10 +37,7 @@ fn handler(what: &'static str, error: &Error) {
         CALLED_ON_REPORT_THREAD.store(true, Ordering::SeqCst);
         if let Some(ctx) = CTX.get() {
             let answer = match ctx.create_stream() {
-                Ok(s) => format!(
-                    "create_stream: Ok; destroy: {:?}",
-                    s.destroy().map_err(|f| f.error)
-                ),
+                Ok(s) => format!("create_stream: Ok; destroy: {:?}", s.destroy()),
                 Err(e) => format!("create_stream: Err({e:?})"),
             };
             *CRATE_ANSWER.lock().unwrap() = Some(answer);
@@ -204,13 +201,13 @@ fn stranded_heuristic_keeps_a_healthy_subscription() {
         println!("callback ran: {}", ran.load(Ordering::SeqCst));
         let stopped = report.stop();
         println!("stop: {stopped:?}");
-        let destroyed = ctx.destroy().map_err(|f| f.error);
+        let destroyed = ctx.destroy();
         println!("ctx.destroy: {destroyed:?}");
-        let reset = device.reset().map(|_| ()).map_err(|f| f.error);
+        let reset = device.reset().map(|_| ());
         println!("device.reset: {reset:?}");
         (stopped, destroyed, reset)
     };
-    let finalized = acl.finalize().map_err(|f| f.error);
+    let finalized = acl.finalize();
     println!("finalize: {finalized:?}");
     println!("reported: {:#?}", common::take_drop_errors());
     println!("findings: {:#?}", sim.findings());

@@ -87,19 +87,19 @@ fn program(acl: &Acl) -> Result<(), Error> {
             // them on `d`, then drops them (their release synchronises `d`).
             let mut errors = Vec::new();
             for e in rx {
-                let r = match e.record(&d) {
+                let r = match e.try_record(&d) {
                     Ok(r) => r,
                     Err(f) => {
                         errors.push(format!("record: {}", f.error));
                         continue;
                     }
                 };
-                match r.wait_and_reset(&d) {
+                match r.try_wait_and_reset(&d) {
                     Ok(e) => drop(e),
                     Err(e) => errors.push(format!("wait_and_reset: {e}")),
                 }
             }
-            if let Err(f) = d.destroy() {
+            if let Err(f) = d.try_destroy() {
                 errors.push(format!("d.destroy: {}", f.error));
             }
             errors
@@ -110,8 +110,8 @@ fn program(acl: &Acl) -> Result<(), Error> {
                 inject_random("start");
             }
             // A busy producer, so that the waits and joins really wait.
-            let r = e.record(&a).map_err(Error::from)?;
-            e = match r.wait(&b, |mut w| {
+            let r = e.try_record(&a).map_err(Error::from)?;
+            e = match r.try_wait(&b, |mut w| {
                 w.also_wait(&c)?;
                 w.reset()
             }) {
@@ -123,7 +123,7 @@ fn program(acl: &Acl) -> Result<(), Error> {
                 }
             };
             // Re-record on c: joined after b's pending reset.
-            let r = match e.record(&c) {
+            let r = match e.try_record(&c) {
                 Ok(r) => r,
                 Err(f) => {
                     println!("record: {}", f.error);
@@ -131,7 +131,7 @@ fn program(acl: &Acl) -> Result<(), Error> {
                     continue;
                 }
             };
-            e = match r.wait_and_reset(&a) {
+            e = match r.try_wait_and_reset(&a) {
                 Ok(e) => e,
                 Err(WaitError::Reset(f)) => f.value,
                 Err(other) => {
@@ -140,14 +140,14 @@ fn program(acl: &Acl) -> Result<(), Error> {
                 }
             };
             // Body error: wait resets itself.
-            let r = match e.record(&b) {
+            let r = match e.try_record(&b) {
                 Ok(r) => r,
                 Err(f) => {
                     e = f.value;
                     continue;
                 }
             };
-            e = match r.wait(&c, |mut w| {
+            e = match r.try_wait(&c, |mut w| {
                 w.also_wait(&a)?;
                 Err(Error::InvalidArgument("the body's error"))
             }) {
@@ -159,7 +159,7 @@ fn program(acl: &Acl) -> Result<(), Error> {
                 }
             };
             // Panic in the body: the scope resets and releases the event.
-            let r = match e.record(&a) {
+            let r = match e.try_record(&a) {
                 Ok(r) => r,
                 Err(f) => {
                     e = f.value;
@@ -176,7 +176,7 @@ fn program(acl: &Acl) -> Result<(), Error> {
             e = fresh()?;
             // An event reset on b, handed to the other thread.
             let x = ctx.create_event()?.record(&a)?;
-            match x.wait_and_reset(&b) {
+            match x.try_wait_and_reset(&b) {
                 Ok(x) => tx.send(x).unwrap(),
                 Err(err) => println!("x: {err}"),
             }
@@ -185,14 +185,14 @@ fn program(acl: &Acl) -> Result<(), Error> {
         drop(tx);
         let errors = worker.join().unwrap();
         println!("worker errors: {errors:?}");
-        e.destroy().map_err(Error::from)?;
+        e.destroy()?;
         Ok(())
     })?;
     for s in [a, b, c] {
-        s.destroy().map_err(Error::from)?;
+        s.destroy()?;
     }
-    ctx.destroy().map_err(Error::from)?;
-    device.reset().map_err(Error::from)?;
+    ctx.destroy()?;
+    device.reset()?;
     Ok(())
 }
 
@@ -223,7 +223,7 @@ fn child(seed: u64) {
     ESCALATE.store(0, Ordering::Relaxed);
     let findings = sim.findings();
     let live = sim.live_objects();
-    let finalized = acl.finalize().map_err(|f| f.error);
+    let finalized = acl.finalize();
     println!("finalize: {finalized:?}");
     println!("injected: {:#?}", INJECTED.lock().unwrap());
     println!("reports: {:#?}", REPORTS.lock().unwrap());

@@ -81,7 +81,7 @@ fn child(op: &str, code: i32) {
         match op_owned.as_str() {
             "unsubscribe" => format!(
                 "{:?}",
-                sub.unsubscribe().map(|_s| ()).map_err(|f| {
+                sub.try_unsubscribe().map(|_s| ()).map_err(|f| {
                     let e = f.error;
                     std::mem::forget(f.value);
                     e
@@ -106,12 +106,12 @@ fn child(op: &str, code: i32) {
                 // An event reset on the subscribed stream (behind the blocking callback):
                 // destroying it waits for that stream (E9).
                 let ev = ctx.create_event().unwrap();
-                let ev = ev.record(&other).map_err(|f| f.error).unwrap();
+                let ev = ev.record(&other).unwrap();
                 let ev = match ev.wait(&sub, |w| w.reset()) {
                     Ok(ev) => ev,
                     Err(e) => return format!("wait: {e:?}"),
                 };
-                let r = ev.destroy().map_err(|f| {
+                let r = ev.try_destroy().map_err(|f| {
                     let e = f.error;
                     std::mem::forget(f.value);
                     e

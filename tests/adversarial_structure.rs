@@ -57,20 +57,20 @@ fn d6_mismatch_everywhere_context_then_device() {
 
         // record
         let ev = ca.create_event().unwrap();
-        let f = ev.record(&sb).unwrap_err();
+        let f = ev.try_record(&sb).unwrap_err();
         assert!(is_ctx(&f.error), "{:?}", f.error);
         no_event(&f.error);
         transparent(&f, &f.error);
         let (_, ev) = f.into_parts();
-        let f = ev.record(&sc).unwrap_err();
+        let f = ev.try_record(&sc).unwrap_err();
         assert!(is_dev(&f.error), "{:?}", f.error);
         no_event(&f.error);
         transparent(&f, &f.error);
         let (_, ev) = f.into_parts();
 
         // wait, wait_and_reset
-        let ev = ev.record(&sa).unwrap();
-        let ev = match ev.wait(&sb, |w| w.reset()) {
+        let ev = ev.try_record(&sa).unwrap();
+        let ev = match ev.try_wait(&sb, |w| w.reset()) {
             Err(WaitError::NotWaited(f)) => {
                 assert!(is_ctx(&f.error), "{:?}", f.error);
                 no_event(&f.error);
@@ -78,7 +78,7 @@ fn d6_mismatch_everywhere_context_then_device() {
             }
             other => panic!("{other:?}"),
         };
-        let ev = match ev.wait(&sc, |w| w.reset()) {
+        let ev = match ev.try_wait(&sc, |w| w.reset()) {
             Err(e @ WaitError::NotWaited(_)) => {
                 assert!(is_dev(e.error()), "{e:?}");
                 no_event(e.error());
@@ -90,14 +90,14 @@ fn d6_mismatch_everywhere_context_then_device() {
             }
             other => panic!("{other:?}"),
         };
-        let ev = match ev.wait_and_reset(&sb) {
+        let ev = match ev.try_wait_and_reset(&sb) {
             Err(WaitError::NotWaited(f)) => {
                 assert!(is_ctx(&f.error), "{:?}", f.error);
                 f.value
             }
             other => panic!("{other:?}"),
         };
-        let ev = match ev.wait_and_reset(&sc) {
+        let ev = match ev.try_wait_and_reset(&sc) {
             Err(WaitError::NotWaited(f)) => {
                 assert!(is_dev(&f.error), "{:?}", f.error);
                 f.value
@@ -199,10 +199,10 @@ fn failed_and_wait_error_are_transparent_for_a_runtime_error() {
         let (s1, s2) = (ctx.create_stream().unwrap(), ctx.create_stream().unwrap());
         let ev = ctx.create_event().unwrap();
         session.sim.inject_fault("aclrtRecordEvent", 107000, 1);
-        let f: Failed<_> = ev.record(&s1).unwrap_err();
+        let f: Failed<_> = ev.try_record(&s1).unwrap_err();
         assert!(matches!(f.error, Error::Runtime { .. }));
         transparent(&f, &f.error);
-        let boxed: Box<dyn std::error::Error> = Box::new(Error::from(
+        let boxed: Box<dyn std::error::Error> = Box::new(
             ctx.create_event()
                 .unwrap()
                 .record(&s1)
@@ -210,7 +210,7 @@ fn failed_and_wait_error_are_transparent_for_a_runtime_error() {
                 .wait(&s2, |_w| Err(Error::InvalidArgument("body failed")))
                 .map(drop)
                 .unwrap_err(),
-        ));
+        );
         assert_eq!(boxed.to_string(), "invalid argument: body failed");
         s1.synchronize().unwrap();
         s2.synchronize().unwrap();
@@ -290,7 +290,7 @@ fn c10_host_function_registry_hammered() {
                     for s in streams {
                         let mut s = s;
                         loop {
-                            match s.destroy() {
+                            match s.try_destroy() {
                                 Ok(()) => break,
                                 Err(f) => s = f.value,
                             }

@@ -78,7 +78,7 @@ fn run(
         for cycle in 0..3 {
             let Some(e) = event.take() else { break };
             session.sim.sleep_kernel(s1.as_raw(), 500);
-            let rec = match e.record(&s1) {
+            let rec = match e.try_record(&s1) {
                 Ok(r) => r,
                 Err(f) => {
                     outcome += &format!("[{cycle}] record failed: {}; ", f.error);
@@ -91,10 +91,10 @@ fn run(
             }
             let sim = &session.sim;
             let r = if via_wait_and_reset {
-                rec.wait_and_reset(&s2)
+                rec.try_wait_and_reset(&s2)
             } else {
                 let caught = catch_unwind(AssertUnwindSafe(|| {
-                    rec.wait(&s2, |mut w| {
+                    rec.try_wait(&s2, |mut w| {
                         let b = if cycle == 1 { body } else { Body::ResetOk };
                         match b {
                             Body::ResetOk => w.reset(),
@@ -172,11 +172,11 @@ fn run(
         session.sim.clear_faults();
         drop(event);
         for s in [s1, s2, s3] {
-            if let Err(f) = s.destroy() {
+            if let Err(f) = s.try_destroy() {
                 outcome += &format!("stream destroy: {}; ", f.error);
             }
         }
-        let ok = match ctx.destroy() {
+        let ok = match ctx.try_destroy() {
             Ok(()) => true,
             Err(f) => {
                 outcome += &format!("ctx destroy: {}; ", f.error);
@@ -333,9 +333,9 @@ fn events_dropped_on_other_threads() {
                 let ctx = &ctx;
                 sc.spawn(move || {
                     let s4 = ctx.create_stream().unwrap();
-                    let r = reset2.record(&s4);
+                    let r = reset2.try_record(&s4);
                     match r {
-                        Ok(r) => drop(r.wait_and_reset(&s4).unwrap()),
+                        Ok(r) => drop(r.try_wait_and_reset(&s4).unwrap()),
                         Err(f) => panic!("{round}: {}", f.error),
                     }
                     let _ = &s4;

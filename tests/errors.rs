@@ -4,6 +4,8 @@
 //! codes"), the repository's copy of the protocol, and from `include/ascendcl.h`, and both
 //! must agree with `AclError` exactly, in both directions.
 
+mod support;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
@@ -409,4 +411,54 @@ fn other_errors_debug_as_their_variant() {
         format!("{:?}", Error::AlreadyInitialized),
         "AlreadyInitialized"
     );
+}
+
+/// A user's first program (issue 24): every call, teardown included, propagates with `?`
+/// into `Box<dyn Error + Send + Sync>` (what `anyhow` and most applications use), because
+/// each method's usual form returns the `'static` [`Error`]; the `try_` forms give the handle
+/// back. This test fails to compile if one of them returns a borrowing error again.
+#[test]
+fn question_mark_works_into_a_boxed_error_through_teardown() {
+    type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+    fn program(acl: ascend_typestate::Acl) -> Result<(), BoxError> {
+        use ascend_typestate::{CallbackMode, MallocPolicy, ReportThread};
+        let device = acl.set_device(0)?.into_default_context()?;
+        let (a, b) = (device.create_stream()?, device.create_stream()?);
+        let event = device.create_event()?.record(&a)?;
+        let event = event.wait_and_reset(&b)?;
+        let event = event.record(&a)?;
+        let event = event.wait(&b, |w| w.reset())?;
+        let event = event.record(&a)?;
+        event.synchronize()?;
+        let event = event.reset_completed(&a)?;
+        event.destroy()?;
+        let buffer = device.alloc::<u32>(16, MallocPolicy::HugeFirst)?;
+        buffer.free()?;
+        device.alloc_host::<u32>(16)?.free()?;
+        let thread = ReportThread::spawn(&device)?;
+        let subscribed = thread.subscribe(b)?;
+        subscribed.launch(CallbackMode::Blocking, || {})?;
+        let b = subscribed.unsubscribe()?;
+        thread.stop()?;
+        let host = a.with_host_functions();
+        host.launch(|| {})?;
+        host.destroy()?;
+        b.destroy_force()?;
+        let device = device.release_default_context()?;
+        let ctx = device.create_context()?;
+        ctx.create_stream()?.destroy()?;
+        ctx.destroy()?;
+        let device = device.reset()?.set()?;
+        device.reset()?;
+        acl.finalize()?;
+        Ok(())
+    }
+    let mut session = support::sim::Session::start();
+    let acl = session.acl.take().expect("the session's runtime");
+    if let Err(error) = program(acl) {
+        panic!("{error}");
+    }
+    assert_eq!(session.sim.live_objects(), 0);
+    let findings = session.sim.findings();
+    assert!(findings.is_empty(), "{findings:?}");
 }

@@ -402,7 +402,7 @@ fn run_case(
     result.initialized = sim.runtime_initialized();
     sim.clear_faults();
     result.probe = match Acl::init_with(&InitOptions::default().library(path)) {
-        Ok(acl) => match acl.finalize() {
+        Ok(acl) => match acl.try_finalize() {
             Ok(()) => String::new(),
             Err(failed) => format!("a following Acl's finalize failed: {}", failed.error),
         },

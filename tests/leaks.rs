@@ -19,7 +19,7 @@ fn leaked_children_keep_their_parents_d3_p2() {
     let device = acl.set_device(0).unwrap();
     let ctx = device.create_context().unwrap();
     std::mem::forget(ctx.create_stream().unwrap());
-    let Err(failed) = ctx.destroy() else {
+    let Err(failed) = ctx.try_destroy() else {
         panic!("destroyed a context with a live stream")
     };
     let (error, ctx) = failed.into_parts();
@@ -27,7 +27,7 @@ fn leaked_children_keep_their_parents_d3_p2() {
     std::mem::forget(ctx); // the leak, continued
 
     // So its device is kept, not reset: it has a live (leaked) context.
-    let Err(failed) = device.reset() else {
+    let Err(failed) = device.try_reset() else {
         panic!("reset a device with a live context")
     };
     let (error, device) = failed.into_parts();
@@ -45,7 +45,7 @@ fn leaked_children_keep_their_parents_d3_p2() {
     // finalized under them.
     let other = acl.set_device(1).unwrap();
     std::mem::forget(other);
-    let Err(failed) = acl.finalize() else {
+    let Err(failed) = acl.try_finalize() else {
         panic!("finalized the runtime with live devices")
     };
     let (error, acl) = failed.into_parts();

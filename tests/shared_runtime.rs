@@ -338,7 +338,7 @@ fn the_embedded_pattern_static_device_worker_struct_and_reused_events() {
     let device: &'static Device<'static, DefaultContext> = DEVICE.get_or_init(|| {
         acl()
             .set_device(1)
-            .and_then(|d| d.into_default_context().map_err(Into::into))
+            .and_then(|d| d.into_default_context())
             .expect("device 1 in its default context")
     });
 
@@ -396,7 +396,7 @@ fn a_pipeline_in_a_worker_struct_runs_on_a_spawned_thread() {
     let device: &'static Device<'static, DefaultContext> = DEVICE.get_or_init(|| {
         acl()
             .set_device(0)
-            .and_then(|d| d.into_default_context().map_err(Into::into))
+            .and_then(|d| d.into_default_context())
             .expect("device 0 in its default context")
     });
     fn plus_one(x: f32) -> f32 {

@@ -211,7 +211,7 @@ fn a_stream_of_another_device_is_rejected_c3() {
         let ctx1 = device1.create_context().unwrap();
         let report = ReportThread::spawn(&ctx0).unwrap();
         let stream1 = ctx1.create_stream().unwrap();
-        let Err(failed) = report.subscribe(stream1) else {
+        let Err(failed) = report.try_subscribe(stream1) else {
             panic!("subscribed across devices")
         };
         assert!(matches!(
@@ -222,7 +222,7 @@ fn a_stream_of_another_device_is_rejected_c3() {
                 ..
             }
         ));
-        failed.value.destroy().unwrap();
+        failed.value.try_destroy().unwrap();
         report.stop().unwrap();
     }
     assert_no_findings(&session.finish());

@@ -87,7 +87,7 @@ fn d5_the_default_context_is_held_by_one_value_at_a_time() {
         let other_device = session.acl().set_device(1).unwrap();
         let first = first.into_default_context().unwrap();
         let (error, second) = second
-            .into_default_context()
+            .try_into_default_context()
             .expect_err("one holder at a time")
             .into_parts();
         assert!(
@@ -201,10 +201,10 @@ fn d5_a_failed_reset_keeps_the_default_context_held() {
             .unwrap();
         let other = session.acl().set_device(0).unwrap();
         session.sim.inject_fault("aclrtResetDevice", 507000, 1);
-        let (error, holder) = holder.reset().expect_err("injected").into_parts();
+        let (error, holder) = holder.try_reset().expect_err("injected").into_parts();
         assert!(matches!(error, Error::Runtime { .. }), "{error:?}");
         let (error, other) = other
-            .into_default_context()
+            .try_into_default_context()
             .expect_err("still held")
             .into_parts();
         assert!(
@@ -249,13 +249,13 @@ fn child_leaked_default_context_stream() {
         .unwrap();
     std::mem::forget(device.create_stream().unwrap());
     session.sim.reset_call_counts();
-    let (error, device) = device.reset().expect_err("a live stream").into_parts();
+    let (error, device) = device.try_reset().expect_err("a live stream").into_parts();
     assert!(
         matches!(error, Error::LiveChildren { count: 1 }),
         "{error:?}"
     );
     let (error, device) = device
-        .release_default_context()
+        .try_release_default_context()
         .expect_err("a live stream")
         .into_parts();
     assert!(

@@ -60,7 +60,7 @@ fn e10_reset_completed_refuses_a_pending_record() {
         let event = ctx.create_event().unwrap().record(&stream).unwrap();
         session.sim.reset_call_counts();
         let (error, event) = event
-            .reset_completed(&stream)
+            .try_reset_completed(&stream)
             .expect_err("the record is pending")
             .into_parts();
         assert!(matches!(error, Error::NotComplete { .. }), "{error:?}");
@@ -146,7 +146,7 @@ fn e10_a_refused_reset_completed_issues_nothing() {
         let event = event.wait_and_reset(&a).unwrap().record(&b).unwrap();
         session.sim.reset_call_counts();
         let (error, event) = event
-            .reset_completed(&c)
+            .try_reset_completed(&c)
             .expect_err("the record is pending")
             .into_parts();
         assert!(matches!(error, Error::NotComplete { .. }), "{error:?}");

@@ -117,7 +117,7 @@ fn early_error_in_wait_scope_still_resets_e4() {
         let ctx = device.create_context().unwrap();
         let (s1, s2) = (ctx.create_stream().unwrap(), ctx.create_stream().unwrap());
         let event = ctx.create_event().unwrap().record(&s1).unwrap();
-        let outcome = event.wait(&s2, |waited| {
+        let outcome = event.try_wait(&s2, |waited| {
             let user_step: ascend_typestate::Result<()> =
                 Err(Error::InvalidArgument("the user's own error"));
             user_step?;
@@ -163,7 +163,7 @@ fn failed_record_gives_the_event_back() {
         let ctx1 = device1.create_context().unwrap();
         let stream1 = ctx1.create_stream().unwrap();
         let event = ctx0.create_event().unwrap();
-        let failed = match event.record(&stream1) {
+        let failed = match event.try_record(&stream1) {
             Ok(_) => panic!("an event of device 0 recorded on a stream of device 1"),
             Err(failed) => failed,
         };
@@ -176,7 +176,7 @@ fn failed_record_gives_the_event_back() {
             }
         ));
         let stream0 = ctx0.create_stream().unwrap();
-        let event = failed.value.record(&stream0).unwrap();
+        let event = failed.value.try_record(&stream0).unwrap();
         event.destroy().unwrap();
     }
     assert_no_findings(&session.finish());
@@ -219,7 +219,7 @@ fn event_with_a_stream_of_another_context_is_a_typed_error() {
         let ctx_a = device.create_context().unwrap();
         let ctx_b = device.create_context().unwrap();
         let stream_b = ctx_b.create_stream().unwrap();
-        let Err(failed) = ctx_a.create_event().unwrap().record(&stream_b) else {
+        let Err(failed) = ctx_a.create_event().unwrap().try_record(&stream_b) else {
             panic!("recorded an event of one context on a stream of another")
         };
         assert!(matches!(failed.error, Error::ContextMismatch { .. }));
@@ -392,7 +392,7 @@ fn abandoning_the_waited_value_still_resets_e4_e9() {
         let event = ctx.create_event().unwrap().record(&s1).unwrap();
         // `Waited` has no `Drop`: forgetting it is the same as this. The scope's state lives in
         // `wait`, which issues the reset itself.
-        let outcome = event.wait(&s2, |waited| {
+        let outcome = event.try_wait(&s2, |waited| {
             let _abandoned = waited;
             Err(Error::InvalidArgument("abandoned the scope"))
         });
@@ -435,7 +435,7 @@ fn a_reset_that_cannot_be_issued_releases_the_event_and_loses_no_error_e4_e9() {
         {
             let event = ctx.create_event().unwrap().record(&s1).unwrap();
             session.sim.inject_fault("aclrtResetEvent", 507000, 1);
-            let outcome = event.wait(&s2, |_waited| {
+            let outcome = event.try_wait(&s2, |_waited| {
                 Err(Error::InvalidArgument("the body's error"))
             });
             let failed = match outcome {
@@ -459,7 +459,7 @@ fn a_reset_that_cannot_be_issued_releases_the_event_and_loses_no_error_e4_e9() {
             // The body fails before resetting, and so does `wait`'s own reset: twice, and
             // once more alone after the streams are synchronised (injected).
             session.sim.inject_fault("aclrtResetEvent", 507000, 3);
-            let outcome = event.wait(&s2, |_waited| {
+            let outcome = event.try_wait(&s2, |_waited| {
                 Err(Error::InvalidArgument("the body's error"))
             });
             match outcome {
@@ -513,7 +513,7 @@ fn a_join_whose_wait_fails_is_kept_until_its_record_is_done_e9() {
         // the consumer (pending behind the kernel) and waited on by the producer, whose
         // wait fails here (injected).
         session.sim.inject_fault("aclrtStreamWaitEvent", 507000, 1);
-        let Err(failed) = event.record(&producer) else {
+        let Err(failed) = event.try_record(&producer) else {
             panic!("the join's wait was meant to fail")
         };
         let (error, event) = failed.into_parts();
@@ -575,9 +575,9 @@ fn wait_and_reset_errors_give_back_or_release_the_event_e4_e9() {
         let live_before = session.sim.live_objects();
         let reports = support::DropErrors::capture();
         {
-            let event = ctx.create_event().unwrap().record(&s1).unwrap();
+            let event = ctx.create_event().unwrap().try_record(&s1).unwrap();
             // The wait cannot be issued: the event comes back, still Recorded.
-            let Err(WaitError::NotWaited(failed)) = event.wait_and_reset(&foreign) else {
+            let Err(WaitError::NotWaited(failed)) = event.try_wait_and_reset(&foreign) else {
                 panic!("waited on a stream of another context")
             };
             let (error, event) = failed.into_parts();
@@ -585,7 +585,7 @@ fn wait_and_reset_errors_give_back_or_release_the_event_e4_e9() {
             // The reset fails once (injected): it is issued again, and the event comes back
             // Reset with the error.
             session.sim.inject_fault("aclrtResetEvent", 507000, 1);
-            let event = match event.wait_and_reset(&s2) {
+            let event = match event.try_wait_and_reset(&s2) {
                 Err(WaitError::Reset(failed)) => {
                     let (error, event) = failed.into_parts();
                     assert_eq!(error.code(), Some(AclError::RtInternalError), "{error}");
@@ -604,7 +604,7 @@ fn wait_and_reset_errors_give_back_or_release_the_event_e4_e9() {
             // synchronised (injected): the event is released, the first error returned,
             // the others reported.
             session.sim.inject_fault("aclrtResetEvent", 507000, 3);
-            match event.wait_and_reset(&s2) {
+            match event.try_wait_and_reset(&s2) {
                 Err(WaitError::Destroyed(error)) => {
                     assert_eq!(error.code(), Some(AclError::RtInternalError), "{error}")
                 }

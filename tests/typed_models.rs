@@ -258,7 +258,7 @@ fn md7_md8_a_pending_execution_keeps_the_model_loaded_and_on_its_stream() {
         slot.submit(|launch| launch.execute(&mut model)).unwrap();
         assert_eq!(model.pending(), 1);
         // MD7: no unload while pending; the model comes back, loaded.
-        let failed = model.unload().unwrap_err();
+        let failed = model.try_unload().unwrap_err();
         assert!(
             matches!(failed.error, Error::ModelInUse { pending: 1 }),
             "{:?}",
@@ -421,7 +421,7 @@ fn md7_d3_a_model_dropped_behind_a_forgotten_pipeline_stays_loaded() {
     drop(model);
     std::mem::forget(pipeline);
     assert!(errors.take().is_empty());
-    let failed = ctx.destroy().unwrap_err();
+    let failed = ctx.try_destroy().unwrap_err();
     assert!(
         matches!(failed.error, Error::LiveChildren { .. }),
         "{}",
@@ -923,7 +923,7 @@ fn md5_d3_a_model_object_that_cannot_be_destroyed_keeps_its_context() {
             "{call}: both failures reported: {reported:?}"
         );
         assert!(reported.iter().all(|r| r.contains(call)), "{reported:?}");
-        let failed = ctx.destroy().unwrap_err();
+        let failed = ctx.try_destroy().unwrap_err();
         assert!(
             matches!(failed.error, Error::LiveChildren { count: 1 }),
             "{call}: {}",
@@ -994,7 +994,7 @@ fn md4_a_model_given_back_by_a_failed_unload_is_whole() {
         let mut io = model.create_io(MallocPolicy::HugeFirst).unwrap();
         model.execute_batch(&mut io, 1).unwrap();
         session.sim.inject_fault("aclmdlUnload", 507_000, 1);
-        let failed = model.unload().unwrap_err();
+        let failed = model.try_unload().unwrap_err();
         session.sim.clear_faults();
         assert!(matches!(
             failed.error,
@@ -1078,7 +1078,7 @@ fn md2_md3_md5_fault_sweep_over_load_io_unload() {
                                 io.write_input(0, &[1.0f32; 8])?;
                                 m.execute(&mut io)?;
                                 drop(io);
-                                m.unload().map_err(|f| f.error)
+                                m.unload()
                             }
                             1 => {
                                 let (w, wt) = device.model_memory_size(&stat)?;
@@ -1090,11 +1090,11 @@ fn md2_md3_md5_fault_sweep_over_load_io_unload() {
                                 let mut m = device.load_model(src)?;
                                 let mut io = m.create_io(MallocPolicy::HugeFirst)?;
                                 m.execute(&mut io)?;
-                                m.unload().map_err(|f| f.error)
+                                m.unload()
                             }
                             2 => {
                                 let m = device.load_model(ModelSource::bytes(stat_text.clone()))?;
-                                m.unload().map_err(|f| f.error)
+                                m.unload()
                             }
                             _ => {
                                 let mut m = device.load_dynamic_model(&dynamic)?;
@@ -1109,7 +1109,7 @@ fn md2_md3_md5_fault_sweep_over_load_io_unload() {
                                 p.wait_all()?;
                                 p.destroy()?;
                                 drop(io);
-                                m.unload().map_err(|f| f.error)
+                                m.unload()
                             }
                         }
                     };

@@ -363,7 +363,7 @@ fn stop_on_failure_stops_the_context_and_nothing_is_lost_s6() {
         event.destroy().unwrap();
         // Issued after the stop: refused, and the event comes back unchanged.
         let fresh = ctx.create_event().unwrap();
-        let fresh = match fresh.record(&s1) {
+        let fresh = match fresh.try_record(&s1) {
             Err(failed) => {
                 assert_eq!(failed.error.code(), Some(AclError::RtStreamAbort));
                 failed.value

@@ -332,10 +332,19 @@ impl<'ctx> ReportThread<'ctx> {
         self.ctx.device_id()
     }
 
+    /// `aclrtSubscribeReport` (C1, C2): `stream`'s callbacks run on this thread. The stream
+    /// must be of this thread's device ([`Error::DeviceMismatch`], C3).
+    /// On failure the error is returned and the stream goes to its `Drop` fallback, which tries once
+    /// more and keeps it (reported) if that fails too; [`try_subscribe`](Self::try_subscribe) gives it back
+    /// instead, for a caller who wants to retry.
+    pub fn subscribe<'s>(&self, stream: Stream<'s>) -> Result<Subscribed<'_, 's>> {
+        self.try_subscribe(stream).map_err(Error::from)
+    }
+
     /// `aclrtSubscribeReport(thread, stream)` (C1 step 2): callbacks launched on the stream
     /// run on this thread. The stream must be of this thread's device (C3); on failure it is
     /// given back.
-    pub fn subscribe<'s>(
+    pub fn try_subscribe<'s>(
         &self,
         stream: Stream<'s>,
     ) -> Result<Subscribed<'_, 's>, Failed<Stream<'s>>> {

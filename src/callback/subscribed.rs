@@ -358,9 +358,18 @@ impl<'r, 's> Subscribed<'r, 's> {
         Ok(())
     }
 
+    /// `aclrtUnSubscribeReport` once every launched callback has run (C9): gives the stream
+    /// back.
+    /// On failure the error is returned and the subscription goes to its `Drop` fallback, which tries once
+    /// more and keeps it (reported) if that fails too; [`try_unsubscribe`](Self::try_unsubscribe) gives it back
+    /// instead, for a caller who wants to retry.
+    pub fn unsubscribe(self) -> Result<Stream<'s>> {
+        self.try_unsubscribe().map_err(Error::from)
+    }
+
     /// `aclrtUnSubscribeReport` after the stream's tasks and callbacks are done (C1 step 5,
     /// C9). Gives the stream back; on failure, the subscription.
-    pub fn unsubscribe(self) -> Result<Stream<'s>, Failed<Subscribed<'r, 's>>> {
+    pub fn try_unsubscribe(self) -> Result<Stream<'s>, Failed<Subscribed<'r, 's>>> {
         match self.release() {
             Ok(()) => {
                 let mut this = ManuallyDrop::new(self);

@@ -233,9 +233,17 @@ impl<'s, S: EventState> Event<'s, S> {
         Ok(())
     }
 
+    /// `aclrtDestroyEvent` (E9: once no task refers to it).
+    /// On failure the error is returned and the event goes to its `Drop` fallback, which tries once
+    /// more and keeps it (reported) if that fails too; [`try_destroy`](Self::try_destroy) gives it back
+    /// instead, for a caller who wants to retry.
+    pub fn destroy(self) -> Result<()> {
+        self.try_destroy().map_err(Error::from)
+    }
+
     /// Waits for the tasks that refer to the event (E9), then `aclrtDestroyEvent`. On failure
     /// the event is given back in its state.
-    pub fn destroy(self) -> Result<(), Failed<Event<'s, S>>> {
+    pub fn try_destroy(self) -> Result<(), Failed<Event<'s, S>>> {
         Failed::release_or_give_back(self, Self::release)
     }
 }
@@ -275,9 +283,22 @@ impl<'s> From<Event<'s, Created>> for Event<'s, Reset> {
 
 impl<'s, S: Recordable> Event<'s, S> {
     /// `aclrtRecordEvent(event, stream)` (E2): the event completes when the tasks issued on
+    /// `stream` so far are done.
+    /// On failure the error is returned and the event goes to its `Drop` fallback, which tries once
+    /// more and keeps it (reported) if that fails too; [`try_record`](Self::try_record) gives it back
+    /// instead, for a caller who wants to retry.
+    #[inline(always)]
+    pub fn record<'t>(self, stream: &'t Stream<'_>) -> Result<Event<'t, Recorded>>
+    where
+        's: 't,
+    {
+        self.try_record(stream).map_err(Error::from)
+    }
+
+    /// `aclrtRecordEvent(event, stream)` (E2): the event completes when the tasks issued on
     /// `stream` so far are done. On failure the event is given back unchanged.
     #[inline(always)]
-    pub fn record<'t>(
+    pub fn try_record<'t>(
         self,
         stream: &'t Stream<'_>,
     ) -> Result<Event<'t, Recorded>, Failed<Event<'s, S>>>

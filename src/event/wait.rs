@@ -30,6 +30,18 @@ impl<'s> Event<'s, Recorded> {
         Ok(unsafe { self.ctx.api().query_event_status(self.raw) }?)
     }
 
+    /// Resets a *Recorded* event whose record is complete, on `stream`, so that it can be
+    /// recorded again (E10); [`Error::NotComplete`] if it is not.
+    /// On failure the error is returned and the event goes to its `Drop` fallback, which tries once
+    /// more and keeps it (reported) if that fails too; [`try_reset_completed`](Self::try_reset_completed) gives it back
+    /// instead, for a caller who wants to retry.
+    pub fn reset_completed<'t>(self, stream: &'t Stream<'_>) -> Result<Event<'t, Reset>>
+    where
+        's: 't,
+    {
+        self.try_reset_completed(stream).map_err(Error::from)
+    }
+
     /// *Recorded* → *Reset* without a wait (E10): `aclrtResetEvent(event, stream)` on an
     /// event whose record is complete, so that it can be recorded again: a per-frame timing
     /// or host-synchronisation event is created once.
@@ -60,7 +72,7 @@ impl<'s> Event<'s, Recorded> {
     /// println!("last frame: {} ms", end.elapsed_since(&start)?);
     /// # Ok::<(), ascend_typestate::Error>(())
     /// ```
-    pub fn reset_completed<'t>(
+    pub fn try_reset_completed<'t>(
         self,
         stream: &'t Stream<'_>,
     ) -> Result<Event<'t, Reset>, Failed<Event<'s, Recorded>>>
@@ -115,6 +127,18 @@ impl<'s> Event<'s, Recorded> {
         Ok(unsafe { self.ctx.api().event_elapsed_time(start.raw, self.raw) }?)
     }
 
+    /// `stream` waits for the event, then resets it (E3, E4): the wait scope without a body.
+    /// On failure the error is returned and the event goes to its `Drop` fallback, which tries once
+    /// more and keeps it (reported) if that fails too; [`try_wait_and_reset`](Self::try_wait_and_reset) gives it back
+    /// instead, for a caller who wants to retry.
+    #[inline(always)]
+    pub fn wait_and_reset<'t>(self, stream: &'t Stream<'_>) -> Result<Event<'t, Reset>>
+    where
+        's: 't,
+    {
+        self.try_wait_and_reset(stream).map_err(Error::from)
+    }
+
     /// `aclrtStreamWaitEvent(stream, event)` then `aclrtResetEvent(event, stream)` (E1, E3,
     /// E4): `stream` waits for this event, which is reset right after the wait, as the
     /// protocol asks. The usual step of a pipeline; every task issued on `stream` afterwards
@@ -139,7 +163,7 @@ impl<'s> Event<'s, Recorded> {
     /// # Ok::<(), ascend_typestate::Error>(())
     /// ```
     #[inline(always)]
-    pub fn wait_and_reset<'t>(
+    pub fn try_wait_and_reset<'t>(
         self,
         stream: &'t Stream<'_>,
     ) -> Result<Event<'t, Reset>, WaitError<'t>>
@@ -168,6 +192,20 @@ impl<'s> Event<'s, Recorded> {
         }
     }
 
+    /// The wait scope (E1, E3, E4, E5): `stream` waits for this event, then `body` runs and
+    /// must end with [`Waited::reset`]. See [`try_wait`](Self::try_wait) for every outcome.
+    /// On failure the error is returned and the event goes to its `Drop` fallback, which tries once
+    /// more and keeps it (reported) if that fails too; [`try_wait`](Self::try_wait) gives it back
+    /// instead, for a caller who wants to retry.
+    #[inline(always)]
+    pub fn wait<'t, F>(self, stream: &'t Stream<'_>, body: F) -> Result<Event<'t, Reset>>
+    where
+        's: 't,
+        F: for<'id> FnOnce(Waited<'id, 't>) -> Result<ResetDone<'id>>,
+    {
+        self.try_wait(stream, body).map_err(Error::from)
+    }
+
     /// The wait scope (E1, E3, E4, E5): `stream` waits for this event
     /// (`aclrtStreamWaitEvent`), then `body` runs with the [`Waited`] scope, in which more
     /// streams may wait ([`Waited::also_wait`]) and which must end with [`Waited::reset`]:
@@ -183,7 +221,7 @@ impl<'s> Event<'s, Recorded> {
     /// rather than destroyed under its task (E9), and that is reported too.
     /// If the first wait cannot be issued, the event comes back *Recorded*.
     #[inline(always)]
-    pub fn wait<'t, F>(
+    pub fn try_wait<'t, F>(
         self,
         stream: &'t Stream<'_>,
         body: F,

@@ -20,7 +20,15 @@ macro_rules! buffer_end {
             }
 
             #[doc = $doc]
-            pub fn free(self) -> Result<(), Failed<$ty<'ctx, T>>> {
+            /// On failure the error is returned and the buffer goes to its `Drop` fallback,
+            /// which tries once more and keeps it (reported) if that fails too;
+            /// [`try_free`](Self::try_free) gives it back instead.
+            pub fn free(self) -> Result<()> {
+                self.try_free().map_err(Error::from)
+            }
+
+            /// As [`free`](Self::free), giving the buffer back with the error on failure.
+            pub fn try_free(self) -> Result<(), Failed<$ty<'ctx, T>>> {
                 Failed::release_or_give_back(self, Self::release)
             }
         }

@@ -33,20 +33,20 @@ fn e4_failed_reset_in_wait_and_reset_leaves_no_unreset_event() {
             let reports = Reports::capture();
             let event = ctx.create_event().unwrap().record(&s1).unwrap();
             session.sim.inject_fault("aclrtResetEvent", FAULT, 1);
-            match event.wait_and_reset(&s2) {
+            match event.try_wait_and_reset(&s2) {
                 Ok(event) => {
                     let reported_now = reports.take();
                     assert!(
                         reported(&reported_now, "aclrtResetEvent"),
                         "the reset's error was neither returned nor reported: {reported_now:?}"
                     );
-                    event.destroy().unwrap();
+                    event.try_destroy().unwrap();
                 }
                 // Issued again: the event comes back reset, with the first try's error.
                 Err(WaitError::Reset(failed)) => {
                     let (error, event) = failed.into_parts();
                     assert!(is_injected(&error), "{error}");
-                    event.destroy().unwrap();
+                    event.try_destroy().unwrap();
                 }
                 Err(WaitError::Destroyed(error)) => assert!(is_injected(&error), "{error}"),
                 Err(other) => panic!("unexpected: {other}"),
@@ -75,19 +75,19 @@ fn e4_failed_reset_in_a_wait_scope_leaves_no_unreset_event() {
             let reports = Reports::capture();
             let event = ctx.create_event().unwrap().record(&s1).unwrap();
             session.sim.inject_fault("aclrtResetEvent", FAULT, 1);
-            match event.wait(&s2, |waited| waited.reset()) {
+            match event.try_wait(&s2, |waited| waited.reset()) {
                 Ok(event) => {
                     let reported_now = reports.take();
                     assert!(
                         reported(&reported_now, "aclrtResetEvent"),
                         "the reset's error was neither returned nor reported: {reported_now:?}"
                     );
-                    event.destroy().unwrap();
+                    event.try_destroy().unwrap();
                 }
                 Err(WaitError::Reset(failed)) => {
                     let (error, event) = failed.into_parts();
                     assert!(is_injected(&error), "{error}");
-                    event.destroy().unwrap();
+                    event.try_destroy().unwrap();
                 }
                 Err(WaitError::Destroyed(error)) => assert!(is_injected(&error), "{error}"),
                 Err(other) => panic!("unexpected: {other}"),
@@ -121,7 +121,7 @@ fn e4_e5_failed_reset_of_the_join_in_a_two_stream_wait_scope_leaves_no_unreset_e
             let reports = Reports::capture();
             let event = ctx.create_event().unwrap().record(&s1).unwrap();
             session.sim.inject_fault("aclrtResetEvent", FAULT, 1);
-            match event.wait(&s2, |mut waited| {
+            match event.try_wait(&s2, |mut waited| {
                 waited.also_wait(&s3)?;
                 waited.reset()
             }) {
@@ -131,12 +131,12 @@ fn e4_e5_failed_reset_of_the_join_in_a_two_stream_wait_scope_leaves_no_unreset_e
                         reported(&reported_now, "aclrtResetEvent"),
                         "the reset's error was neither returned nor reported: {reported_now:?}"
                     );
-                    event.destroy().unwrap();
+                    event.try_destroy().unwrap();
                 }
                 Err(WaitError::Reset(failed)) => {
                     let (error, event) = failed.into_parts();
                     assert!(is_injected(&error), "{error}");
-                    event.destroy().unwrap();
+                    event.try_destroy().unwrap();
                 }
                 Err(WaitError::Destroyed(error)) => assert!(is_injected(&error), "{error}"),
                 Err(other) => panic!("unexpected: {other}"),
@@ -170,7 +170,7 @@ fn e4_e5_failed_reset_of_a_record_join_leaves_no_unreset_event() {
             // b resets, and is not synchronised: the next record on a needs a join.
             let event = event.wait_and_reset(&b).unwrap();
             session.sim.inject_fault("aclrtResetEvent", FAULT, 1);
-            let event: Event<'_, Reset> = match event.record(&a) {
+            let event: Event<'_, Reset> = match event.try_record(&a) {
                 Ok(recorded) => {
                     let reported_now = reports.take();
                     assert!(
@@ -178,7 +178,7 @@ fn e4_e5_failed_reset_of_a_record_join_leaves_no_unreset_event() {
                         "the join's reset error was neither returned nor reported: \
                          {reported_now:?}"
                     );
-                    recorded.wait_and_reset(&b).unwrap()
+                    recorded.try_wait_and_reset(&b).unwrap()
                 }
                 Err(failed) => {
                     let (error, event) = failed.into_parts();
@@ -224,7 +224,7 @@ fn e9_d3_failed_destroy_of_a_join_event_is_retried_before_its_context_goes() {
             b.destroy().unwrap();
             session.sim.inject_fault("aclrtDestroyEvent", FAULT, 1);
             let (error, ctx) = ctx
-                .destroy()
+                .try_destroy()
                 .expect_err("the kept join's destroy failed")
                 .into_parts();
             assert!(is_injected(&error), "{error}");

@@ -46,10 +46,10 @@ fn p3_e9_reset_event_dropped_with_a_pending_async_error_is_still_released() {
             );
             drop(reports);
             // The event is gone: nothing keeps the context, the device or the runtime.
-            ctx.destroy()
+            ctx.try_destroy()
                 .unwrap_or_else(|f| panic!("the context was kept: {}", f.error));
             device
-                .reset()
+                .try_reset()
                 .unwrap_or_else(|f| panic!("the device was kept: {}", f.error));
             assert_eq!(session.sim.live_objects(), 0);
             arm_op_wait_timeout(acl, 0);

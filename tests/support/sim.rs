@@ -55,7 +55,7 @@ impl Session {
     ) -> ascend_typestate::Device<'_, ascend_typestate::DefaultContext> {
         self.acl()
             .set_device(id)
-            .and_then(|d| d.into_default_context().map_err(Into::into))
+            .and_then(|d| d.into_default_context())
             .expect("set the device and take its default context")
     }
 
