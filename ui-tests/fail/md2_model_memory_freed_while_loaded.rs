@@ -11,8 +11,8 @@ fn program(acl: &Acl) -> Result<(), Error> {
     let weight = device.alloc::<u8>(weight_size, MallocPolicy::HugeFirst)?;
     let model: Model<Static> =
         device.load_model(ModelSource::file_with_memory("model.om", work, weight))?;
-    work.free().map_err(|failed| failed.error)?;
-    model.unload().map_err(|failed| failed.error)?;
+    work.free()?;
+    model.unload()?;
     Ok(())
 }
 

@@ -6,7 +6,7 @@ fn program(acl: &Acl) -> Result<(), Error> {
     let device = acl.set_device(0)?.into_default_context()?;
     let model: Model<Static> = device.load_model("model.om")?;
     let inputs = model.inputs().to_vec();
-    model.unload().map_err(|failed| failed.error)?;
+    model.unload()?;
     println!("{}", inputs.len());
     Ok(())
 }
