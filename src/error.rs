@@ -170,7 +170,9 @@ pub struct TriedPath {
     pub path: PathBuf,
     /// Where this candidate came from (e.g. `"ASCEND_ACL_LIB"`, `"$ASCEND_HOME_PATH"`).
     pub source: &'static str,
-    /// What the dynamic loader answered (or "does not exist").
+    /// Why it was not used: "does not exist", a pre-check's reason (see
+    /// [the loader's pre-checks](crate::sys::loader#pre-checks)), or what the dynamic loader
+    /// answered.
     pub reason: String,
 }
 

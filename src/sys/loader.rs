@@ -49,14 +49,74 @@
 //!
 //! # Trust
 //!
-//! Loading is a safe operation in this crate, as in the CUDA crates: the library found is
-//! trusted to be an AscendCL runtime with the prototypes of `include/ascendcl.h` (the
-//! required symbols are checked by name, not by type, which no loader can do). Point
-//! `ASCEND_ACL_LIB` or [`LoadOptions::path`] only at a runtime you trust; a library with
-//! other prototypes under these names is undefined behaviour.
+//! Loading is a safe operation in this crate, as in the CUDA crates, although `dlopen` runs
+//! the library's initialisers (which is why `libloading` marks it `unsafe`). What the crate
+//! trusts: that the file it loads is the vendor's AscendCL runtime (or this project's
+//! simulator). Its initialisers and functions are trusted code, like the C library's, with
+//! the prototypes of `include/ascendcl.h` (the required symbols are checked by name, not by
+//! type, which no loader can do). Under that assumption loading is safe: the runtime's
+//! initialisers have no precondition a caller could break, and the crate calls its
+//! functions only as `docs/protocol.md` allows. Point `ASCEND_ACL_LIB` or
+//! [`LoadOptions::path`] only at a runtime you trust: whatever is loaded runs as part of
+//! this process, and a library with other prototypes under these names is undefined
+//! behaviour.
+//!
+//! What the crate does not take on trust is that a path holds a complete library for this
+//! process: a truncated copy, a directory, a FIFO or a library for another machine is a
+//! mistake a safe API reports as an error, not a crash or a hang. Hence the pre-checks.
+//!
+//! # Pre-checks
+//!
+//! Every file path (steps 1-3 and 5, strict loading, and `libacl_mdl.so` beside the runtime)
+//! is opened once, without blocking, before `dlopen`, and refused with a reason
+//! ([`TriedPath::reason`](crate::TriedPath::reason) in [`LoadError::NotFound`]) when it is:
+//!
+//! * absent: `does not exist`; unreadable, a link loop, ...: the system's message
+//!   (`Permission denied (os error 13)`, `Too many levels of symbolic links (os error 40)`);
+//! * a directory, FIFO, socket or device: `not a regular file`;
+//! * empty: `empty file`; not ELF (text, zeros): `not an ELF file`;
+//! * cut short, its ELF header, program headers, a `PT_LOAD` or `PT_DYNAMIC` segment's bytes
+//!   or its section headers beyond the end of the file: `truncated: ...`;
+//! * ELF of another class or machine: `a 32-bit ELF file for x86; this process is 64-bit
+//!   x86_64`; of the other byte order: `a big-endian ELF file; this process is ...`;
+//! * not a shared library: `not a shared library: ELF type ...` (not `ET_DYN`: an
+//!   executable, an object file), `not a shared library: no PT_DYNAMIC segment ...`;
+//! * inconsistent: no program headers, entries of the wrong size, more than 1024 of them, no
+//!   `PT_LOAD`, or a segment the loader reads in memory (`PT_DYNAMIC`, `PT_TLS`, `PT_PHDR`,
+//!   notes, ...) outside every `PT_LOAD`: `malformed ELF: ...`.
+//!
+//! The system loader maps segments without comparing them with the file's size: a truncated
+//! copy dies of `SIGBUS` inside `dlopen`, a misplaced `PT_DYNAMIC` of `SIGSEGV`. The checks
+//! read the ELF header and at most 1024 program headers, with positioned reads, and map
+//! nothing, so a huge or sparse file costs no more than a small one.
+//!
+//! What they do not catch:
+//!
+//! * Contents. They read headers, not the dynamic section, symbol and relocation tables or
+//!   code: a well-formed but corrupted file (a truncated copy padded back with zeros) can
+//!   still crash the system loader, and a well-formed but malicious ELF is trusted code
+//!   like any runtime (see Trust); no check before loading tells it from the vendor's.
+//! * Bare names: step 4 and the system loader's `libacl_mdl.so` are files the system
+//!   loader chooses, as are the runtime's dependencies; only its own checks apply.
+//! * Changes after the check. The file is checked through one open descriptor, then
+//!   `dlopen` opens the path again. A file replaced in between (renamed over, a link
+//!   changed) is loaded unchecked; strict loading refuses it afterwards
+//!   ([`LoadError::ResolvedElsewhere`]: the mapped file is not the one checked, by device
+//!   and inode, kept open through the load so that its inode number is not reused), but its
+//!   initialisers have run. A file changed in place (truncated, rewritten) after the check,
+//!   or while loaded, crashes the process, as it would any program. Keeping the install
+//!   directory writable only by its owner is the deployment's part.
+//!
+//! The checked descriptor is not what `dlopen` opens (`/proc/self/fd/N`), although that would
+//! close the replacement window: the system loader takes that name for the library's, so
+//! `$ORIGIN` in its run path becomes `/proc/self/fd` (dependencies beside it are no longer
+//! found), and once the number is reused a later `dlopen` of the same name returns the first
+//! library without opening the new file (both seen with glibc 2.36). It would not close the
+//! in-place window either, and replacing the file needs write access to its directory,
+//! which already allows replacing the runtime itself.
 //!
 //! A library that cannot be opened moves the search on; when every candidate fails the error
-//! ([`LoadError::NotFound`]) lists each path tried with the loader's answer. A library that
+//! ([`LoadError::NotFound`]) lists each path tried with why it was not used. A library that
 //! opens but lacks a required symbol stops the search with [`LoadError::MissingSymbol`]
 //! naming the symbol.
 
@@ -301,6 +361,9 @@ impl Api {
             // loading the file behind it, resolved once, so that a link changed later
             // cannot make the report name another file.
             let mut open = candidate.path.clone();
+            // A file path is checked before `dlopen` (see "Pre-checks" above); the file
+            // stays open until the load is done. A bare name is the system loader's search.
+            let mut checked = None;
             if !is_bare_name {
                 match std::fs::metadata(&candidate.path) {
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -312,7 +375,7 @@ impl Api {
                         refuse(e.to_string());
                         continue;
                     }
-                    // A FIFO or device would block or mislead `dlopen`.
+                    // A FIFO or device would block or mislead `dlopen`; not even opened.
                     Ok(meta) if !meta.is_file() => {
                         broken_install |= candidate.source != "beside the executable";
                         refuse("not a regular file".to_owned());
@@ -329,10 +392,20 @@ impl Api {
                         }
                     }
                 }
+                match super::elf::open_checked(&open) {
+                    Ok(file) => checked = Some(file),
+                    Err(reason) => {
+                        broken_install |= candidate.source != "beside the executable";
+                        refuse(reason);
+                        continue;
+                    }
+                }
             }
             // SAFETY: opening a shared library runs its initialisers. The candidates are the
-            // AscendCL runtime's documented install locations, or paths the user chose; the
-            // vendor runtime and the simulator have no initialiser with preconditions.
+            // AscendCL runtime's documented install locations, or paths the user chose,
+            // trusted to be the vendor's runtime or the simulator (see "Trust" above), whose
+            // initialisers have no preconditions. A file path passed the pre-checks: as
+            // checked, its segments lie within the file (limits in "Pre-checks").
             match unsafe { libloading::Library::new(&open) } {
                 Ok(library) => {
                     // SAFETY: the library is an AscendCL runtime (same reasoning), and the
@@ -340,7 +413,8 @@ impl Api {
                     let table = unsafe { FunctionTable::resolve(&library, &candidate.path)? };
                     let origin = Origin::of(&table);
                     if options.is_strict()
-                        && let Err(error) = origin.check_strict(&open)
+                        && let Err(error) =
+                            origin.check_strict(&open, checked.as_ref().map(|c| c.id))
                     {
                         // Kept loaded (never unloaded, see the type's docs); nothing was
                         // called.
@@ -366,15 +440,7 @@ impl Api {
                             candidate.path.display()
                         ));
                     broken_install |= !absent && candidate.source != "beside the executable";
-                    let hint = if is_bare_name {
-                        None
-                    } else {
-                        elf_mismatch(&open)
-                    };
-                    refuse(match hint {
-                        Some(hint) => format!("{reason} ({hint})"),
-                        None => reason,
-                    });
+                    refuse(reason);
                 }
             }
         }
@@ -477,8 +543,9 @@ impl Origin {
         }
     }
 
-    /// Strict loading: every function defined in the file `requested` (resolved).
-    fn check_strict(&self, requested: &Path) -> Result<(), LoadError> {
+    /// Strict loading: every function defined in the file `requested` (resolved), which
+    /// is the file `checked` (device and inode) that passed the pre-checks.
+    fn check_strict(&self, requested: &Path, checked: Option<FileId>) -> Result<(), LoadError> {
         let resolved_elsewhere = |symbol: &'static str, resolved: PathBuf| {
             Err(LoadError::ResolvedElsewhere {
                 requested: requested.to_path_buf(),
@@ -486,7 +553,7 @@ impl Origin {
                 resolved,
             })
         };
-        if self.id.is_none() || self.id != file_id(requested) {
+        if self.id.is_none() || self.id != checked {
             return resolved_elsewhere("aclInit", self.path.clone());
         }
         match &self.elsewhere {
@@ -580,47 +647,6 @@ fn defining_file(address: usize) -> Option<PathBuf> {
     use std::os::unix::ffi::OsStrExt as _;
     let path = Path::new(std::ffi::OsStr::from_bytes(name.to_bytes()));
     Some(std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()))
-}
-
-/// When `path` is an ELF file for another machine or word size than this process, says so
-/// (the loader's own message for that is "No such file or directory").
-fn elf_mismatch(path: &Path) -> Option<String> {
-    use std::io::Read as _;
-    let mut header = [0u8; 20];
-    std::fs::File::open(path)
-        .ok()?
-        .read_exact(&mut header)
-        .ok()?;
-    if header[..4] != *b"\x7fELF" {
-        return Some("not an ELF file".to_owned());
-    }
-    let machine = u16::from_le_bytes([header[18], header[19]]);
-    let name = |m: u16| match m {
-        3 => "x86",
-        40 => "arm",
-        62 => "x86_64",
-        183 => "aarch64",
-        _ => "another machine",
-    };
-    let ours = if cfg!(target_arch = "aarch64") {
-        183
-    } else if cfg!(target_arch = "x86_64") {
-        62
-    } else {
-        return None;
-    };
-    let bits = match header[4] {
-        1 => 32,
-        _ => 64,
-    };
-    (machine != ours || bits != usize::BITS).then(|| {
-        format!(
-            "a {bits}-bit ELF file for {}; this process is {}-bit {}",
-            name(machine),
-            usize::BITS,
-            name(ours)
-        )
-    })
 }
 
 impl Api {

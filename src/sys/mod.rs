@@ -26,6 +26,7 @@ pub mod bindings {
     include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
 }
 
+mod elf;
 pub mod loader;
 pub mod model;
 

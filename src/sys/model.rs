@@ -107,8 +107,8 @@ model_table! {
 pub struct ModelApiError {
     /// The first model function none of them exports.
     pub symbol: &'static str,
-    /// Where it was looked for, in order, with the loader's answer for a model library
-    /// that could not be opened.
+    /// Where it was looked for, in order, with the reason a model library was not opened
+    /// (a pre-check's, see [the loader's](super::loader#pre-checks), or the loader's answer).
     pub tried: Vec<(PathBuf, Option<String>)>,
 }
 
@@ -156,9 +156,25 @@ pub(crate) unsafe fn find_model_table(
         .into_iter()
         .chain(std::iter::once(PathBuf::from(MODEL_LIBRARY)));
     for candidate in candidates {
+        // The file beside the runtime is checked as the runtime's is (the loader's
+        // "Pre-checks"); the bare name is the system loader's search.
+        let checked = if candidate.components().count() > 1 {
+            match super::elf::open_checked(&candidate) {
+                Ok(file) => Some(file),
+                Err(reason) => {
+                    tried.push((candidate, Some(reason)));
+                    continue;
+                }
+            }
+        } else {
+            None
+        };
         // SAFETY: opening a shared library runs its initialisers: the model library sits
-        // beside the runtime or is the one the system loader finds for the documented name.
-        match unsafe { libloading::Library::new(&candidate) } {
+        // beside the runtime or is the one the system loader finds for the documented name,
+        // trusted as the runtime is; a file beside it passed the pre-checks.
+        let opened = unsafe { libloading::Library::new(&candidate) };
+        drop(checked);
+        match opened {
             Ok(library) => {
                 // Never unloaded: its functions may be in the table.
                 let library: &'static libloading::Library = Box::leak(Box::new(library));

@@ -1,6 +1,7 @@
 //! Running one test of the current test binary in a child process, so that a crash, an
 //! abort or a hang fails that test only.
 
+use std::ffi::OsStr;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -12,10 +13,20 @@ pub fn in_child(
     env_var: &str,
     bound: Duration,
 ) -> (Option<ExitStatus>, String, String) {
+    in_child_with(test, &[(env_var, OsStr::new("1"))], bound)
+}
+
+/// As [`in_child`], with the variables `vars` set in the child (the first one is the one its
+/// test body checks).
+pub fn in_child_with(
+    test: &str,
+    vars: &[(&str, &OsStr)],
+    bound: Duration,
+) -> (Option<ExitStatus>, String, String) {
     let exe = std::env::current_exe().expect("current_exe");
     let mut child = Command::new(exe)
         .args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env(env_var, "1")
+        .envs(vars.iter().copied())
         .env("ACLSIM_QUIET", "1")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
