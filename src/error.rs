@@ -634,6 +634,7 @@ impl From<crate::result::CallError> for Error {
         match e {
             crate::result::CallError::Failed { call, code } => Error::Runtime { call, code },
             crate::result::CallError::Unsupported { symbol } => Error::Unsupported { symbol },
+            crate::result::CallError::InsideCallback { .. } => Error::InsideCallback,
         }
     }
 }

@@ -294,7 +294,10 @@
 //! * **On the raw layer being `unsafe`**: every [`result`] call that creates, changes or
 //!   releases runtime state is `unsafe`, so safe code cannot initialise, arm a timeout or
 //!   create objects behind the typed API's back, with or without a live [`Acl`]
-//!   (`ui-tests/fail/*_is_unsafe.rs`).
+//!   (`ui-tests/fail/*_is_unsafe.rs`). Its safe calls are queries the runtime allows from
+//!   any thread, callbacks included, each listed with its source in `docs/protocol.md`
+//!   ("C8 and the raw layer"); the one that reads a model file refuses inside callbacks
+//!   (`tests/raw_queries.rs`).
 //! * **On code run by the runtime being marked**: host callbacks and simulated kernels get
 //!   [`Error::InsideCallback`] from every entry point of the crate on the thread that runs
 //!   them (C8; `tests/adversarial_callbacks_c8_leaked.rs`). A thread they start is not

@@ -18,7 +18,10 @@ impl Api {
     ///
     /// # Safety
     /// The [common contract](crate::result#safety-of-the-raw-layer), and: `stream` is live; `callback` may be called once with `user_data` on the subscribed
-    /// thread, at any later time, and `user_data` stays valid until then.
+    /// thread, at any later time, and `user_data` stays valid until then. `callback` keeps
+    /// C8: it calls no `unsafe` method of this layer, and not
+    /// [`model_query_size`](Self::model_query_size) either (the thread that runs it is not
+    /// marked as the typed API's are, so that call would not be refused).
     #[inline]
     pub unsafe fn launch_callback(
         &self,
@@ -64,7 +67,8 @@ impl Api {
     /// # Safety
     /// The [common contract](crate::result#safety-of-the-raw-layer), and: `stream` is live and not
     /// subscribed (C10); `function` may be called once with `args`, at any later time or
-    /// never (if the task is dropped: S6, S8), and `args` stays valid until then.
+    /// never (if the task is dropped: S6, S8), and `args` stays valid until then. `function`
+    /// keeps C8 as a callback of [`launch_callback`](Self::launch_callback) must.
     #[inline]
     pub unsafe fn launch_host_func(
         &self,

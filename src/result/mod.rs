@@ -5,10 +5,17 @@
 //! runtime state is `unsafe`: besides handles and pointers the runtime cannot check, such a
 //! call can break what the typed API relies on (P1, P2, D3, D6, E1-E9, C8, M1, M2), and the
 //! raw layer is reachable without a live [`Acl`](crate::Acl) through
-//! [`load_global`](crate::sys::loader::load_global). Only pure queries are safe. Each
-//! `# Safety` section states the contract; [the common part](#safety-of-the-raw-layer) is
-//! below. The typestate API lowers onto these methods, and its types are what make those
-//! contracts hold.
+//! [`load_global`](crate::sys::loader::load_global). Only queries are safe: calls the
+//! runtime allows from any thread (a host callback's, a host function's, one without a
+//! current context) and that change nothing the typed API relies on. `docs/protocol.md`
+//! ("C8 and the raw layer") lists each safe function with its source, and
+//! `tests/raw_queries.rs` fails when one is added without a row there. One of them,
+//! [`model_query_size`](Api::model_query_size), reads a whole model file into memory,
+//! which C8 keeps out of callbacks: it returns [`CallError::InsideCallback`] on a thread that
+//! runs a callback, host function or simulated kernel of the typed API, before reaching the
+//! runtime. Each `# Safety` section states the contract; [the common
+//! part](#safety-of-the-raw-layer) is below. The typestate API lowers onto these methods,
+//! and its types are what make those contracts hold.
 //!
 //! # Safety of the raw layer
 //!
@@ -73,6 +80,14 @@ pub enum CallError {
         /// The missing symbol.
         symbol: &'static str,
     },
+    /// A safe call that is not a query, refused on a thread that runs a host callback, host
+    /// function or simulated kernel of the typed API (C8) before it reached the runtime.
+    /// Converts to [`Error::InsideCallback`](crate::Error::InsideCallback).
+    #[error("`{call}` is not a query: refused inside a host callback (C8)")]
+    InsideCallback {
+        /// The C function that was not called.
+        call: &'static str,
+    },
 }
 
 impl CallError {
@@ -80,7 +95,7 @@ impl CallError {
     pub fn code(&self) -> Option<AclError> {
         match self {
             CallError::Failed { code, .. } => Some(*code),
-            CallError::Unsupported { .. } => None,
+            CallError::Unsupported { .. } | CallError::InsideCallback { .. } => None,
         }
     }
 }
@@ -106,6 +121,18 @@ fn runtime_error(call: &'static str, code: aclError) -> CallError {
     CallError::Failed {
         call,
         code: AclError::from_code(code),
+    }
+}
+
+/// [`CallError::InsideCallback`] for `call` when the calling thread runs a host callback, host
+/// function or simulated kernel of the typed API (C8), for the safe calls that are not
+/// queries.
+#[inline(always)]
+fn refuse_inside_callback(call: &'static str) -> Result<()> {
+    if current::get() == current::INSIDE_CALLBACK {
+        Err(CallError::InsideCallback { call })
+    } else {
+        Ok(())
     }
 }
 

@@ -34,8 +34,14 @@ impl Api {
     }
 
     /// `aclmdlQuerySize(path, &work, &weight)` (MD2): the work and weight memory a
-    /// `...WithMem` load of the model file needs. A query: safe.
+    /// `...WithMem` load of the model file needs. Safe, but not a query the runtime allows
+    /// anywhere: it reads the whole file into host memory and parses it (an allocation and
+    /// a read of any length, which C8 keeps out of callbacks), so on a thread that runs a
+    /// callback, host function or simulated kernel of the typed API it is
+    /// [`CallError::InsideCallback`], and the runtime is not called. No current context is
+    /// needed.
     pub fn model_query_size(&self, path: &CStr) -> Result<(usize, usize)> {
+        refuse_inside_callback("aclmdlQuerySize")?;
         let (mut work, mut weight) = (0, 0);
         // SAFETY: a NUL-terminated path and two writable locals.
         unsafe { model_call!(self, aclmdlQuerySize(path.as_ptr(), &mut work, &mut weight))? };
