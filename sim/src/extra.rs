@@ -16,6 +16,10 @@ use crate::state::*;
 pub const STOP_ON_FAILURE: u64 = 1;
 /// `aclrtGetOpTimeOutInterval` (P5): the granularity of operator execution timeouts, in µs.
 pub const OP_TIMEOUT_INTERVAL_US: u64 = 4096;
+/// The longest operator execution timeout CANN documents for `aclrtSetOpExecuteTimeOut`
+/// (P5: 547, 1091 or 2176 s depending on the product): a model execution longer than this
+/// could never complete, so the simulator refuses such a model at load.
+pub const MAX_OP_EXEC_TIMEOUT_US: u64 = 2176 * 1_000_000;
 /// The default of `ACLSIM_DEVICE_MEMORY` (D8): 8 GiB per device.
 pub const DEFAULT_DEVICE_MEMORY: u64 = 8 << 30;
 /// The default of `ACLSIM_SOC_NAME` (D8).
@@ -40,6 +44,14 @@ pub struct Extra {
     pub op_exec_timeout_us: u64,
     /// D8: bytes of memory per device (`ACLSIM_DEVICE_MEMORY`).
     pub device_memory: u64,
+    /// D8, M: bytes in use per device: live (or deferred-free) `aclrtMalloc` allocations and
+    /// the work and weight memory of models the runtime allocated at load.
+    pub device_used: HashMap<i32, u64>,
+    /// `aclrtMallocHost` limit: the host's physical memory (page-locked memory cannot
+    /// exceed it; CANN documents no other limit).
+    pub host_memory: u64,
+    /// Bytes of live (or deferred-free) `aclrtMallocHost` allocations.
+    pub host_used: u64,
     /// D8: `aclrtGetSocName` (`ACLSIM_SOC_NAME`).
     pub soc_name: String,
     pub streams: HashMap<u64, StreamExtra>,
@@ -70,6 +82,9 @@ impl Extra {
         Extra {
             op_exec_timeout_us: 0,
             device_memory,
+            device_used: HashMap::new(),
+            host_memory: physical_memory(),
+            host_used: 0,
             soc_name,
             streams: HashMap::new(),
             stopped: HashMap::new(),
@@ -79,10 +94,61 @@ impl Extra {
         }
     }
 
+    /// D8: free memory of `device` (what `aclrtGetMemInfo` reports).
+    pub fn device_free(&self, device: i32) -> u64 {
+        let used = self.device_used.get(&device).copied().unwrap_or(0);
+        self.device_memory.saturating_sub(used)
+    }
+
+    /// Counts `bytes` against the host's memory (`host`) or `device`'s; 207001
+    /// (`ACL_ERROR_RT_MEMORY_ALLOCATION`) when fewer are free, counting nothing.
+    pub fn charge(&mut self, host: bool, device: i32, bytes: u64) -> Result<(), i32> {
+        let (used, total, what) = if host {
+            (self.host_used, self.host_memory, "host".to_string())
+        } else {
+            let used = self.device_used.get(&device).copied().unwrap_or(0);
+            (used, self.device_memory, format!("device {device}"))
+        };
+        let free = total.saturating_sub(used);
+        if bytes > free {
+            return Err(crate::errmsg::why(
+                code::RT_MEMORY_ALLOCATION,
+                format!("{bytes} B requested, {free} B of the {what}'s {total} B are free"),
+            ));
+        }
+        if host {
+            self.host_used = used + bytes;
+        } else {
+            self.device_used.insert(device, used + bytes);
+        }
+        Ok(())
+    }
+
+    /// Returns bytes counted by [`Extra::charge`].
+    pub fn uncharge(&mut self, host: bool, device: i32, bytes: u64) {
+        if host {
+            self.host_used = self.host_used.saturating_sub(bytes);
+        } else if let Some(used) = self.device_used.get_mut(&device) {
+            *used = used.saturating_sub(bytes);
+        }
+    }
+
     /// Whether [`intercept`] may have anything to do.
     #[inline]
     pub fn intercepts(&self) -> bool {
         self.injected > 0 || !self.stopped.is_empty()
+    }
+}
+
+/// The host's physical memory in bytes (`u64::MAX` if unknown).
+fn physical_memory() -> u64 {
+    // SAFETY: sysconf only reads a system constant.
+    let pages = unsafe { libc::sysconf(libc::_SC_PHYS_PAGES) };
+    // SAFETY: as above.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    match (u64::try_from(pages), u64::try_from(page)) {
+        (Ok(n), Ok(p)) if n > 0 && p > 0 => n.saturating_mul(p),
+        _ => u64::MAX,
     }
 }
 

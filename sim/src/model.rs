@@ -2,6 +2,7 @@
 //! its evaluator. Pure code: no runtime state, no FFI (the entry points are in
 //! `api/model.rs`).
 
+use crate::extra::MAX_OP_EXEC_TIMEOUT_US;
 use crate::state::code;
 
 /// The name of the dynamic-batch input (`ACL_DYNAMIC_TENSOR_NAME`).
@@ -41,7 +42,7 @@ impl Tensor {
     }
     /// Size in bytes (largest gear).
     pub fn bytes(&self) -> usize {
-        self.elements() * self.dtype.size()
+        self.elements().saturating_mul(self.dtype.size())
     }
 }
 
@@ -69,6 +70,8 @@ pub struct Model {
     pub work: usize,
     pub weight: usize,
     pub ops: Vec<Op>,
+    /// The most f32 values the evaluator holds at once (all items of the largest gear).
+    pub peak_values: u64,
 }
 
 /// A load failure: the error code and the reason (naming the line).
@@ -174,7 +177,7 @@ pub fn parse(bytes: &[u8]) -> Result<Model, ParseError> {
         _ => return Err(not_ours()),
     }
     let (mut input, mut output, mut gears) = (None, None, None);
-    let (mut time_us, mut work, mut weight) = (0u64, None, None);
+    let (mut time_us, mut time_line, mut work, mut weight) = (0u64, 0, None, None);
     let mut ops = Vec::new();
     // (line, op) for the shape check.
     let mut op_lines = Vec::new();
@@ -208,7 +211,10 @@ pub fn parse(bytes: &[u8]) -> Result<Model, ParseError> {
                 }
                 gears = Some((line, g));
             }
-            "time" => time_us = num(line, "time", rest.first().copied())?,
+            "time" => {
+                time_us = num(line, "time", rest.first().copied())?;
+                time_line = line;
+            }
             "work" => work = Some(num(line, "work size", rest.first().copied())?),
             "weight" => weight = Some(num(line, "weight size", rest.first().copied())?),
             "op" => {
@@ -291,9 +297,26 @@ pub fn parse(bytes: &[u8]) -> Result<Model, ParseError> {
         }
         None => Vec::new(),
     };
-    let max_batch = gears.last().copied().unwrap_or(1) as usize;
-    // Shape check, per batch item (so that every gear works).
+    let max_batch = gears.last().copied().unwrap_or(1);
+    // P5: an execution longer than any operator execution timeout could never complete.
+    if time_us
+        .checked_mul(max_batch)
+        .is_none_or(|t| t > MAX_OP_EXEC_TIMEOUT_US)
+    {
+        return Err(syntax(
+            time_line,
+            format!(
+                "time {time_us} us x batch {max_batch} exceeds the longest operator execution timeout ({} s, P5): the execution could never complete",
+                MAX_OP_EXEC_TIMEOUT_US / 1_000_000
+            ),
+        ));
+    }
+    // At most 2^31: the first dim of the input (checked above).
+    let max_batch = max_batch as usize;
+    // Shape check, per batch item (so that every gear works); checked arithmetic.
+    let too_many = |line: usize| syntax(line, "the ops produce too many values");
     let mut n = input.elements() / max_batch;
+    let mut peak = n;
     for (op, line) in ops.iter().zip(&op_lines) {
         n = match op {
             Op::Matmul { rows, cols, .. } => {
@@ -303,7 +326,9 @@ pub fn parse(bytes: &[u8]) -> Result<Model, ParseError> {
                         format!("matmul: {n} values per batch item are not rows of {rows}"),
                     ));
                 }
-                n / rows * cols
+                (n / rows)
+                    .checked_mul(*cols)
+                    .ok_or_else(|| too_many(*line))?
             }
             Op::Bias(b) if !n.is_multiple_of(b.len()) => {
                 return Err(syntax(
@@ -325,6 +350,7 @@ pub fn parse(bytes: &[u8]) -> Result<Model, ParseError> {
             }
             _ => n,
         };
+        peak = peak.max(n);
     }
     let out_item = output.elements() / max_batch;
     if n > out_item {
@@ -333,6 +359,10 @@ pub fn parse(bytes: &[u8]) -> Result<Model, ParseError> {
             format!("the ops produce {n} values per batch item, the output holds {out_item}"),
         ));
     }
+    let peak_values = u64::try_from(peak)
+        .ok()
+        .and_then(|p| p.checked_mul(max_batch as u64))
+        .ok_or_else(|| too_many(out_line))?;
     let weights: usize = ops
         .iter()
         .map(|op| match op {
@@ -346,12 +376,44 @@ pub fn parse(bytes: &[u8]) -> Result<Model, ParseError> {
         gears,
         time_us,
         work: work.unwrap_or(4096),
-        weight: weight.unwrap_or((weights * 4).max(4096)),
+        weight: weight.unwrap_or(weights.saturating_mul(4).max(4096)),
         ops,
+        peak_values,
     })
 }
 
 impl Model {
+    /// The device memory the model needs to run: its I/O (the dynamic-batch input
+    /// included), work and weight memory, and the evaluator's intermediate values (f32).
+    /// `None` on overflow.
+    pub fn device_bytes(&self) -> Option<u64> {
+        let io = [
+            self.input.bytes(),
+            self.output.bytes(),
+            self.work,
+            self.weight,
+        ]
+        .into_iter()
+        .try_fold(0u64, |sum, n| sum.checked_add(u64::try_from(n).ok()?))?;
+        io.checked_add(if self.dynamic() { 8 } else { 0 })?
+            .checked_add(self.peak_values.checked_mul(4)?)
+    }
+
+    /// A model that cannot fit in a device of `device_memory` bytes: 100015
+    /// (`ACL_ERROR_MODEL_SIZE_INVALID`), refused at load and by `aclmdlQuerySize`.
+    pub fn check_fits(&self, device_memory: u64) -> Result<(), ParseError> {
+        match self.device_bytes() {
+            Some(n) if n <= device_memory => Ok(()),
+            n => Err(ParseError {
+                code: code::MODEL_SIZE_INVALID,
+                message: format!(
+                    "the model needs {} B of device memory (I/O, work, weight, intermediate values), the device has {device_memory} B",
+                    n.map_or_else(|| "more than 2^64".to_string(), |n| n.to_string())
+                ),
+            }),
+        }
+    }
+
     pub fn dynamic(&self) -> bool {
         !self.gears.is_empty()
     }
@@ -537,6 +599,66 @@ mod tests {
         )
         .expect("parses");
         assert_eq!((m.work, m.weight, m.time_us), (100, 8192, 5));
+    }
+
+    #[test]
+    fn bounds_time_and_sizes() {
+        // P5: time x largest gear beyond the longest operator timeout.
+        let e =
+            parse(b"aclsim-model 1\ninput x f32 1\noutput y f32 1\ntime 18446744073709551615\n")
+                .unwrap_err();
+        assert_eq!(e.code, code::PARSE_MODEL);
+        assert!(e.message.starts_with("line 4:"), "{}", e.message);
+        let limit = MAX_OP_EXEC_TIMEOUT_US;
+        let ok = format!("aclsim-model 1\ninput x f32 1\noutput y f32 1\ntime {limit}\n");
+        assert!(parse(ok.as_bytes()).is_ok());
+        let gears = format!(
+            "aclsim-model 1\ntime {}\ninput x f32 2\noutput y f32 2\nbatch 1 2\n",
+            limit / 2 + 1
+        );
+        let e = parse(gears.as_bytes()).unwrap_err();
+        assert!(e.message.starts_with("line 2:"), "{}", e.message);
+        // 2^31 elements parse, but need 8 GiB for the input alone.
+        let m = parse(
+            b"aclsim-model 1\ninput x f32 32768x65536\noutput y i32 1\nop argmax 2147483648\n",
+        )
+        .expect("parses");
+        assert_eq!(m.peak_values, 1 << 31);
+        let need = m.device_bytes().expect("no overflow");
+        assert_eq!(need, (8 << 30) + 4 + 4096 + 4096 + (8 << 30));
+        assert_eq!(m.check_fits(need), Ok(()));
+        assert_eq!(
+            m.check_fits(need - 1).unwrap_err().code,
+            code::MODEL_SIZE_INVALID
+        );
+        // Declared work and weight sizes are checked without overflow.
+        let m = parse(
+            b"aclsim-model 1\ninput x f32 1\noutput y f32 1\nwork 18446744073709551615\nweight 18446744073709551615\n",
+        )
+        .expect("parses");
+        assert_eq!(m.device_bytes(), None);
+        assert_eq!(
+            m.check_fits(u64::MAX).unwrap_err().code,
+            code::MODEL_SIZE_INVALID
+        );
+        // Intermediate values count: 4 values become 4 * 2^20 per item.
+        let text = format!(
+            "aclsim-model 1\ninput x f32 4\noutput y f32 4\nop matmul 1 {} {}\nop argmax {}\n",
+            1 << 20,
+            "0 ".repeat(1 << 20),
+            1 << 20
+        );
+        let m = parse(text.as_bytes()).expect("parses");
+        assert_eq!(m.peak_values, 4 << 20);
+        // More than 2^31 elements, or dims overflowing: a syntax error.
+        let e = parse(b"aclsim-model 1\ninput x f32 65536x65536\noutput y f32 1\n").unwrap_err();
+        assert_eq!(
+            (e.code, e.message.starts_with("line 2:")),
+            (code::PARSE_MODEL, true)
+        );
+        let e = parse(b"aclsim-model 1\ninput x f32 9223372036854775807x4\noutput y f32 1\n")
+            .unwrap_err();
+        assert_eq!(e.code, code::PARSE_MODEL);
     }
 
     #[test]

@@ -404,6 +404,20 @@ impl Rt {
         }
     }
 
+    /// Removes tracked allocation `start`, returns its memory to the system and its bytes to
+    /// its device's (or the host's) free memory (D8).
+    ///
+    /// # Safety
+    /// No task, model or thread uses the allocation any more.
+    pub unsafe fn release_alloc(&mut self, start: usize) {
+        if let Some(a) = self.allocs.remove(&start) {
+            self.extra.uncharge(a.host, a.device, a.size as u64);
+            // SAFETY: calloc'd by aclrtMalloc/aclrtMallocHost and removed from the map just
+            // now, so freed once; unused (the caller's contract).
+            unsafe { libc::free(a.base as *mut libc::c_void) };
+        }
+    }
+
     pub fn new_id(&mut self) -> u64 {
         let id = self.next_id;
         self.next_id += 1;

@@ -194,7 +194,28 @@ cases!(
     md6_set_batch_during_synchronous_execute_on_another_thread_is_flagged,
     md5_use_after_destroy_is_flagged,
     md8_serialised_executions_closing_an_event_cycle_are_diagnosed,
+    md_model_file_read_never_blocks_other_threads,
 );
+
+/// Bad model files and bytes: error codes, never a panic, a hang or a huge allocation
+/// (16 MiB devices, so that a small file can be larger than the device).
+#[test]
+fn md_bad_model_inputs_return_error_codes() {
+    run_case_env(
+        "md_bad_model_inputs_return_error_codes",
+        &[("ACLSIM_DEVICE_MEMORY", "16777216")],
+    );
+}
+
+/// D8: allocations and runtime-allocated model memory count against the device's memory
+/// (64 MiB devices); beyond it, 207001.
+#[test]
+fn m_device_memory_is_enforced() {
+    run_case_env(
+        "m_device_memory_is_enforced",
+        &[("ACLSIM_DEVICE_MEMORY", "67108864")],
+    );
+}
 
 #[test]
 fn d_run_mode_host_by_default_and_handles_are_validated() {

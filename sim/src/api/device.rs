@@ -139,11 +139,11 @@ fn release_device(mut g: PGuard<'static, Global>, name: &str, deviceId: i32) -> 
         // Loaded models no longer hold it (MD2, MD3): its address may be reused.
         model::forget_allocs(rt, &mem);
         for p in mem {
-            if let Some(a) = rt.allocs.remove(&p) {
-                // SAFETY: calloc'd by aclrtMalloc; its streams are joined, so no task uses it.
-                unsafe { libc::free(a.base as *mut c_void) };
-            }
+            // SAFETY: its streams are joined, so no task uses it.
+            unsafe { rt.release_alloc(p) };
         }
+        // The work and weight memory the runtime allocated for models of the device (D8).
+        model::release_device_memory(rt, deviceId);
         rt.devices[d].default_ctx = None;
         Ok(())
     }

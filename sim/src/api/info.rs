@@ -145,8 +145,8 @@ pub extern "C" fn aclrtGetSocName() -> *const c_char {
 
 /// D8: free and total memory of the current context's device: total is
 /// `ACLSIM_DEVICE_MEMORY` (default 8 GiB), free is total minus the live device allocations
-/// of that device (freed ones still used by pending tasks included). Every `attr` reports
-/// the same pool.
+/// of that device (freed ones still used by pending tasks included) and the work and weight
+/// memory of the models the runtime allocated there. Every `attr` reports the same pool.
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtGetMemInfo(attr: i32, free: *mut usize, total: *mut usize) -> i32 {
     calls::count(CallId::aclrtGetMemInfo);
@@ -162,17 +162,11 @@ pub extern "C" fn aclrtGetMemInfo(attr: i32, free: *mut usize, total: *mut usize
         }
         let ctx = rt.cur_ctx()?; // D8
         let dev = rt.contexts.get(&ctx).map_or(-1, |c| c.device);
-        let used: u64 = rt
-            .allocs
-            .values()
-            .filter(|a| !a.host && a.device == dev)
-            .map(|a| a.size as u64)
-            .sum();
         let t = rt.extra.device_memory;
         out(total, usize::try_from(t).unwrap_or(usize::MAX))?;
         out(
             free,
-            usize::try_from(t.saturating_sub(used)).unwrap_or(usize::MAX),
+            usize::try_from(rt.extra.device_free(dev)).unwrap_or(usize::MAX),
         )
     })
 }

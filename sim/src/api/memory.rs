@@ -179,14 +179,18 @@ fn malloc(ptr: *mut *mut c_void, size: usize, policy: Option<i32>, name: &str) -
         let ctx = rt.cur_ctx()?;
         rt.contexts.get(&ctx).map_or(-1, |c| c.device)
     };
-    // calloc: large blocks come from mmap, zero pages materialise lazily. The user's
-    // pointer is aligned to ALLOC_ALIGN bytes, as the runtime's allocations are aligned.
+    // D8: beyond the free memory of the device (or the host's memory): 207001, before
+    // anything is allocated.
     let Some(padded) = size.checked_add(ALLOC_ALIGN) else {
         return Err(code::RT_MEMORY_ALLOCATION);
     };
+    rt.extra.charge(host, device, size as u64)?;
+    // calloc: large blocks come from mmap, zero pages materialise lazily. The user's
+    // pointer is aligned to ALLOC_ALIGN bytes, as the runtime's allocations are aligned.
     // SAFETY: plain C allocation of `padded` bytes; checked for NULL below.
     let base = unsafe { libc::calloc(1, padded) };
     if base.is_null() {
+        rt.extra.uncharge(host, device, size as u64);
         return Err(code::RT_MEMORY_ALLOCATION);
     }
     let offset = (ALLOC_ALIGN - (base as usize) % ALLOC_ALIGN) % ALLOC_ALIGN;
@@ -250,10 +254,8 @@ fn free(p: *mut c_void, host: bool, name: &str) -> R {
         }
         return Ok(());
     }
-    if let Some(a) = rt.allocs.remove(&key) {
-        // SAFETY: allocated by libc::calloc in malloc() above, released exactly once.
-        unsafe { libc::free(a.base as *mut c_void) };
-    }
+    // SAFETY: no task uses it (`uses == 0`) and no model holds it (checked above).
+    unsafe { rt.release_alloc(key) };
     Ok(())
 }
 

@@ -77,6 +77,9 @@ pub struct Loaded {
     /// Tracked memory the model holds until unload (MD2 work/weight, MD3 model bytes): a
     /// free or a write breaks the region's rule.
     pub regions: Vec<Region>,
+    /// Work and weight memory the runtime allocated at load (no `...WithMem`): (device,
+    /// bytes) counted against that device's memory until unload (D8).
+    pub memory: Option<(i32, u64)>,
 }
 
 pub struct Desc {
@@ -350,10 +353,19 @@ fn unuse(rt: &mut Rt, start: usize) {
         }
         None => false,
     };
-    if free_now && let Some(a) = rt.allocs.remove(&start) {
-        // SAFETY: calloc'd by aclrtMalloc/aclrtMallocHost; its deferred free happens once,
-        // now that nothing uses it.
-        unsafe { libc::free(a.base as *mut c_void) };
+    if free_now {
+        // SAFETY: its deferred free happens now that nothing uses it.
+        unsafe { rt.release_alloc(start) };
+    }
+}
+
+/// A device reset (D3) releases the work and weight memory the runtime allocated for the
+/// models of the device (they stay loaded, as leaks: their context is gone).
+pub(crate) fn release_device_memory(rt: &mut Rt, device: i32) {
+    for l in rt.models.loaded.values_mut() {
+        if let Some((d, bytes)) = l.memory.take_if(|(d, _)| *d == device) {
+            rt.extra.uncharge(false, d, bytes);
+        }
     }
 }
 
@@ -733,20 +745,65 @@ fn cstr(p: *const c_char) -> Vec<u8> {
     unsafe { CStr::from_ptr(p) }.to_bytes().to_vec()
 }
 
-fn read_file(path: *const c_char) -> Result<Vec<u8>, i32> {
+/// Reads a model file, without the global lock (a slow file must not block the other
+/// threads): a regular file of at most `limit` bytes (the device's memory). A directory,
+/// FIFO or device, or an unreadable file: 100014 (`ACL_ERROR_READ_MODEL_FAILURE`); a
+/// larger file: 100015 (`ACL_ERROR_MODEL_SIZE_INVALID`).
+fn read_file(path: &[u8], limit: u64) -> Result<Vec<u8>, i32> {
+    use std::io::Read;
     use std::os::unix::ffi::OsStrExt;
-    let path = cstr(path);
-    let path = std::path::Path::new(std::ffi::OsStr::from_bytes(&path));
-    std::fs::read(path).map_err(|e| {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = std::path::Path::new(std::ffi::OsStr::from_bytes(path));
+    let fail = |e: String| {
         errmsg::why(
             code::READ_MODEL_FAILURE,
             format!("cannot read {}: {e}", path.display()),
         )
-    })
+    };
+    // O_NONBLOCK: opening a FIFO does not wait for a writer (it is refused below).
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| fail(e.to_string()))?;
+    let meta = file.metadata().map_err(|e| fail(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(fail("not a regular file".into()));
+    }
+    let too_large = |n: u64| {
+        errmsg::why(
+            code::MODEL_SIZE_INVALID,
+            format!(
+                "{}: {n} B, more than the device's {limit} B of memory",
+                path.display()
+            ),
+        )
+    };
+    if meta.len() > limit {
+        return Err(too_large(meta.len()));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    // Bounded even if the file grows meanwhile.
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| fail(e.to_string()))?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large(bytes.len() as u64));
+    }
+    Ok(bytes)
 }
 
-fn parse(bytes: &[u8]) -> Result<Model, i32> {
-    crate::model::parse(bytes).map_err(|e| errmsg::why(e.code, e.message))
+/// Parses model bytes and checks that the model fits in a device of `limit` bytes (100015)
+/// and can complete (P5, 100013). Without the lock.
+fn parse(bytes: &[u8], limit: u64) -> Result<Model, i32> {
+    if bytes.is_empty() {
+        return Err(errmsg::why(code::MODEL_SIZE_INVALID, "model size 0"));
+    }
+    let model = crate::model::parse(bytes).map_err(|e| errmsg::why(e.code, e.message))?;
+    model
+        .check_fits(limit)
+        .map_err(|e| errmsg::why(e.code, e.message))?;
+    Ok(model)
 }
 
 /// Reads `size` model bytes at `p`; the tracked allocation they lie in, if any (MD3).
@@ -758,6 +815,13 @@ fn read_mem(
 ) -> Result<(Vec<u8>, Option<usize>), i32> {
     if size == 0 {
         return Err(errmsg::why(code::MODEL_SIZE_INVALID, "model size 0"));
+    }
+    let limit = rt.extra.device_memory;
+    if size as u64 > limit {
+        return Err(errmsg::why(
+            code::MODEL_SIZE_INVALID,
+            format!("model size {size} B, more than the device's {limit} B of memory"),
+        ));
     }
     let held = match locate(rt, p, size) {
         Loc::Device(s) | Loc::Host(s) => Some(s),
@@ -795,9 +859,25 @@ fn check_mem(rt: &Rt, what: &str, p: usize, size: usize, need: usize) -> Result<
     }
 }
 
-/// Registers a loaded model in the current context; returns its id.
-fn register(rt: &mut Rt, model: Model, regions: Vec<Region>) -> Result<u32, i32> {
+/// Registers a loaded model in the current context; returns its id. A model whose memory
+/// the runtime allocates (no `...WithMem`) counts its work and weight against the device's
+/// free memory: 207001 (`ACL_ERROR_RT_MEMORY_ALLOCATION`) beyond it.
+fn register(
+    rt: &mut Rt,
+    model: Model,
+    regions: Vec<Region>,
+    runtime_memory: bool,
+) -> Result<u32, i32> {
     let ctx = rt.cur_ctx()?;
+    let memory = if runtime_memory {
+        let device = rt.contexts.get(&ctx).map_or(-1, |c| c.device);
+        // Fits in the device (checked at parse): no overflow.
+        let bytes = (model.work as u64).saturating_add(model.weight as u64);
+        rt.extra.charge(false, device, bytes)?;
+        Some((device, bytes))
+    } else {
+        None
+    };
     for r in &regions {
         if let Some(a) = rt.allocs.get_mut(&r.alloc) {
             a.uses += 1;
@@ -812,6 +892,7 @@ fn register(rt: &mut Rt, model: Model, regions: Vec<Region>) -> Result<u32, i32>
             pending: BTreeMap::new(),
             cur_batch: None,
             regions,
+            memory,
         },
     );
     Ok(id)
@@ -822,26 +903,50 @@ enum Src {
     Mem(usize, usize),
 }
 
+/// What `load` parses without the lock.
+enum Input {
+    /// A file's path.
+    File(Vec<u8>),
+    /// Model bytes copied from memory, with the tracked allocation holding them (MD3).
+    Mem(Vec<u8>, Option<Region>),
+}
+
+/// Loads a model. The file is read and parsed without the global lock (a FIFO or a slow
+/// file must not block the other threads); the lock is taken again to register it.
 fn load(name: &str, src: Src, id_out: *mut u32, mem: Option<(usize, usize, usize, usize)>) -> R {
     let mut g = enter(name, Call::Action)?;
     let rt = rt_of(&mut g)?;
     rt.cur_ctx()?; // 107002
-    let mut regions = Vec::new();
-    let bytes = match src {
-        Src::File(path) => read_file(path)?,
+    let limit = rt.extra.device_memory;
+    // Model bytes in memory are copied under the lock (M1, M2).
+    let input = match src {
+        Src::File(path) => Input::File(cstr(path)),
         Src::Mem(p, size) => {
             let (bytes, tracked) = read_mem(rt, name, p, size)?;
-            regions.extend(tracked.map(|alloc| Region {
+            let region = tracked.map(|alloc| Region {
                 alloc,
                 start: p,
                 len: size,
                 what: "model bytes",
                 rule: "MD3",
-            }));
-            bytes
+            });
+            Input::Mem(bytes, region)
         }
     };
-    let model = parse(&bytes)?;
+    let (model, region) = g.unlocked(|| -> Result<_, i32> {
+        match input {
+            Input::File(path) => Ok((parse(&read_file(&path, limit)?, limit)?, None)),
+            Input::Mem(bytes, region) => Ok((parse(&bytes, limit)?, region)),
+        }
+    })?;
+    // The runtime may have been finalized meanwhile (100001), the context destroyed (107002).
+    let rt = rt_of(&mut g)?;
+    rt.cur_ctx()?;
+    let mut regions = Vec::new();
+    // MD3: the model bytes, if their allocation is still there (not freed meanwhile).
+    regions.extend(region.filter(
+        |r| matches!(locate(rt, r.start, r.len), Loc::Device(s) | Loc::Host(s) if s == r.alloc),
+    ));
     if let Some((work, work_size, weight, weight_size)) = mem {
         let w = check_mem(rt, "work", work, work_size, model.work)?;
         let wt = check_mem(rt, "weight", weight, weight_size, model.weight)?;
@@ -860,7 +965,7 @@ fn load(name: &str, src: Src, id_out: *mut u32, mem: Option<(usize, usize, usize
             rule: "MD2",
         });
     }
-    let id = register(rt, model, regions)?;
+    let id = register(rt, model, regions, mem.is_none())?;
     out(id_out, id)
 }
 
@@ -873,8 +978,11 @@ pub extern "C" fn aclmdlQuerySize(
     calls::count(CallId::aclmdlQuerySize);
     ffi(|| {
         non_null(&[fileName as usize, workSize as usize, weightSize as usize])?;
-        let _g = enter("aclmdlQuerySize", Call::Action)?;
-        let model = parse(&read_file(fileName)?)?;
+        let mut g = enter("aclmdlQuerySize", Call::Action)?;
+        let limit = rt_of(&mut g)?.extra.device_memory;
+        drop(g);
+        // Without the lock (see `load`).
+        let model = parse(&read_file(&cstr(fileName), limit)?, limit)?;
         out(workSize, model.work)?;
         out(weightSize, model.weight)
     })
@@ -995,6 +1103,9 @@ pub extern "C" fn aclmdlUnload(modelId: u32) -> i32 {
         if let Some(l) = rt.models.loaded.remove(&modelId) {
             for r in l.regions {
                 unuse(rt, r.alloc);
+            }
+            if let Some((device, bytes)) = l.memory {
+                rt.extra.uncharge(false, device, bytes);
             }
         }
         Ok(())

@@ -162,10 +162,9 @@ pub(crate) fn release_task(rt: &mut Rt, sid: u64, t: &Task, executed: bool) {
             al.uses = al.uses.saturating_sub(1);
             free_now = al.uses == 0 && al.freed;
         }
-        if free_now && let Some(alloc) = rt.allocs.remove(a) {
-            // SAFETY: the allocation came from libc::calloc in aclrtMalloc/MallocHost, its
-            // deferred free (M2) happens once, now that no task uses it.
-            unsafe { libc::free(alloc.base as *mut libc::c_void) };
+        if free_now {
+            // SAFETY: its deferred free (M2) happens now that no task uses it.
+            unsafe { rt.release_alloc(*a) };
         }
     }
     let ev = match &t.kind {

@@ -7,11 +7,14 @@
  * Cases are named after the protocol rule they exercise (docs/protocol.md).
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -2364,7 +2367,7 @@ static void perf_synchronize_loop(void) {
 
 /* ---- Models (MD1-MD12): the simulator's text format (sim/README.md "Models") ---------- */
 
-static char md_paths[16][64];
+static char md_paths[32][64];
 static int md_npaths;
 
 static void md_unlink_all(void) {
@@ -2373,7 +2376,7 @@ static void md_unlink_all(void) {
 
 /* Writes `text` to a fresh temporary file; removed at exit. */
 static const char *md_file(const char *text) {
-    ASSERT(md_npaths < 16);
+    ASSERT(md_npaths < 32);
     char *p = md_paths[md_npaths];
     snprintf(p, 64, "/tmp/aclsim_model_XXXXXX");
     int fd = mkstemp(p);
@@ -3339,6 +3342,287 @@ static void md8_serialised_executions_closing_an_event_cycle_are_diagnosed(void)
     md_finish("MD8", 2);
 }
 
+/* ---- Bounds: model files read without the lock, bad model inputs, memory limits ------- */
+
+/* A fresh FIFO (removed at exit, with its directory). */
+static char md_fifo_dir[64], md_fifo[96];
+static void md_fifo_remove(void) {
+    unlink(md_fifo);
+    rmdir(md_fifo_dir);
+}
+static const char *md_make_fifo(void) {
+    snprintf(md_fifo_dir, sizeof md_fifo_dir, "/tmp/aclsim_fifo_XXXXXX");
+    ASSERT(mkdtemp(md_fifo_dir) != NULL);
+    snprintf(md_fifo, sizeof md_fifo, "%s/model.om", md_fifo_dir);
+    ASSERT(mkfifo(md_fifo, 0600) == 0);
+    atexit(md_fifo_remove);
+    return md_fifo;
+}
+
+/* Opens the FIFO's write end (without blocking) and closes it: a reader blocked in open()
+ * (the old simulator, under its lock) then reads end-of-file and returns. */
+static void md_fifo_unblock(void) {
+    int fd = open(md_fifo, O_WRONLY | O_NONBLOCK);
+    if (fd >= 0) close(fd);
+}
+
+static int md_fifo_load_rc = -1, md_fifo_other_done;
+static aclrtContext md_fifo_ctx;
+static aclrtStream md_fifo_stream;
+
+static void *md_fifo_loader(void *arg) {
+    (void)arg;
+    OK(aclrtSetCurrentContext(md_fifo_ctx));
+    uint32_t id = 0;
+    __atomic_store_n(&md_fifo_load_rc, aclmdlLoadFromFile(md_fifo, &id), __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+static void *md_fifo_other(void *arg) {
+    (void)arg;
+    uint32_t n = 0;
+    OK(aclrtGetDeviceCount(&n));
+    ASSERT(n == 2);
+    OK(aclrtSetCurrentContext(md_fifo_ctx));
+    OK(aclsimLaunchKernel(md_fifo_stream, 1000, NULL, NULL, NULL, 0));
+    OK(aclrtSynchronizeStream(md_fifo_stream));
+    size_t w = 0, wt = 0;
+    OK(aclmdlQuerySize(md_file(MD_CLASSIFIER), &w, &wt));
+    __atomic_store_n(&md_fifo_other_done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+/* Waits up to `ms` for `*flag` to become `want`. */
+static int md_wait_flag(int *flag, int want, int ms) {
+    double end = now_ms() + ms;
+    while (__atomic_load_n(flag, __ATOMIC_SEQ_CST) != want) {
+        if (now_ms() > end) return 0;
+        sleep_ms(5);
+    }
+    return 1;
+}
+
+/* A model path that is a FIFO with no writer: loading it must not hold the runtime's lock
+ * while it waits (the simulator used to open and read the file under its global lock, so
+ * every other thread's runtime calls blocked until a writer came). It is refused (100014:
+ * not a regular file), and another thread's calls complete meanwhile. */
+static void md_model_file_read_never_blocks_other_threads(void) {
+    setup();
+    md_make_fifo();
+    OK(aclrtGetCurrentContext(&md_fifo_ctx));
+    OK(aclrtCreateStream(&md_fifo_stream));
+    pthread_t loader, other;
+    ASSERT(pthread_create(&loader, NULL, md_fifo_loader, NULL) == 0);
+    sleep_ms(100); /* the loader is in aclmdlLoadFromFile (the old simulator: blocked in it) */
+    ASSERT(pthread_create(&other, NULL, md_fifo_other, NULL) == 0);
+    int other_ok = md_wait_flag(&md_fifo_other_done, 1, 10000);
+    int loader_ok = other_ok && md_wait_flag(&md_fifo_load_rc, ACL_ERROR_READ_MODEL_FAILURE, 10000);
+    md_fifo_unblock(); /* lets a blocked loader (and so the other thread) finish */
+    ASSERT(pthread_join(other, NULL) == 0);
+    ASSERT(pthread_join(loader, NULL) == 0);
+    if (!other_ok) {
+        fprintf(stderr, "another thread's runtime calls were blocked while a model path (a FIFO) "
+                        "was opened\n");
+        exit(1);
+    }
+    ASSERT(loader_ok);
+    /* The other entry points that read a file. */
+    size_t w, wt;
+    CHECK(aclmdlQuerySize(md_fifo, &w, &wt), ACL_ERROR_READ_MODEL_FAILURE);
+    ASSERT(strstr(aclGetRecentErrMsg(), "not a regular file"));
+    void *work, *weight;
+    OK(aclrtMalloc(&work, 4096, ACL_MEM_MALLOC_HUGE_FIRST));
+    OK(aclrtMalloc(&weight, 4096, ACL_MEM_MALLOC_HUGE_FIRST));
+    uint32_t id = 0;
+    CHECK(aclmdlLoadFromFileWithMem(md_fifo, &id, work, 4096, weight, 4096),
+          ACL_ERROR_READ_MODEL_FAILURE);
+    OK(aclrtFree(work));
+    OK(aclrtFree(weight));
+    OK(aclrtDestroyStream(md_fifo_stream));
+    teardown_clean();
+}
+
+/* Bad model inputs: each an error code, never a panic (500000), a hang or a huge
+ * allocation. Run with ACLSIM_DEVICE_MEMORY=16777216 (16 MiB devices). */
+static void md_bad_model_inputs_return_error_codes(void) {
+    setup();
+    double t0 = now_ms();
+    uint32_t id = 0;
+    size_t w = 0, wt = 0;
+    /* Empty: size 0, like aclmdlLoadFromMem(..., 0, ...). */
+    const char *empty = md_file("");
+    CHECK(aclmdlLoadFromFile(empty, &id), ACL_ERROR_MODEL_SIZE_INVALID);
+    CHECK(aclmdlQuerySize(empty, &w, &wt), ACL_ERROR_MODEL_SIZE_INVALID);
+    /* Truncated: in a directive, before the output, in a list of weights. */
+    CHECK(aclmdlLoadFromFile(md_file("aclsim-model 1\ninput  features f32 1x4\noutp"), &id),
+          ACL_ERROR_PARSE_MODEL);
+    CHECK(aclmdlLoadFromFile(md_file("aclsim-model 1\ninput x f32 4\n"), &id),
+          ACL_ERROR_MODEL_MISSING_ATTR);
+    CHECK(aclmdlLoadFromFile(md_file("aclsim-model 1\ninput x f32 1x4\noutput y f32 1x2\n"
+                                     "op matmul 4 2  1 0  0"),
+                             &id),
+          ACL_ERROR_PARSE_MODEL);
+    CHECK(aclmdlLoadFromMem(MD_CLASSIFIER, 40, &id), ACL_ERROR_MODEL_MISSING_ATTR);
+    CHECK(aclmdlLoadFromFile(md_file("aclsim-mod"), &id), ACL_ERROR_PARSE_MODEL);
+    /* Huge declared dims: 2^31 f32 (8 GiB) parse but do not fit the device (100015); more
+     * than 2^31 elements, or dims overflowing, are a syntax error (100013). */
+    static const char *huge = "aclsim-model 1\ninput x f32 32768x65536\noutput y i32 1\n"
+                              "op argmax 2147483648\n";
+    CHECK(aclmdlLoadFromFile(md_file(huge), &id), ACL_ERROR_MODEL_SIZE_INVALID);
+    ASSERT(strstr(aclGetRecentErrMsg(), "device memory"));
+    CHECK(aclmdlLoadFromMem(huge, strlen(huge), &id), ACL_ERROR_MODEL_SIZE_INVALID);
+    CHECK(aclmdlQuerySize(md_file(huge), &w, &wt), ACL_ERROR_MODEL_SIZE_INVALID);
+    CHECK(aclmdlLoadFromFile(md_file("aclsim-model 1\ninput x f32 65536x65536\noutput y f32 1\n"), &id),
+          ACL_ERROR_PARSE_MODEL);
+    CHECK(aclmdlLoadFromFile(
+              md_file("aclsim-model 1\ninput x u8 9223372036854775807x9223372036854775807\n"
+                      "output y f32 1\n"),
+              &id),
+          ACL_ERROR_PARSE_MODEL);
+    /* 4 values become 2^22 per item (16 MiB of f32): the intermediate values count. */
+    static const char *wide_head = "aclsim-model 1\ninput x f32 1x4\noutput y i32 4\nweight 4096\n"
+                                   "op matmul 1 ";
+    size_t nw = (size_t)1 << 20;
+    char *wide = malloc(strlen(wide_head) + 32 + 2 * nw);
+    ASSERT(wide);
+    int len = sprintf(wide, "%s%zu", wide_head, nw);
+    for (size_t i = 0; i < nw; i++) { wide[len++] = ' '; wide[len++] = '0'; }
+    len += sprintf(wide + len, "\nop argmax %zu\n", nw);
+    CHECK(aclmdlLoadFromMem(wide, (size_t)len, &id), ACL_ERROR_MODEL_SIZE_INVALID);
+    ASSERT(strstr(aclGetRecentErrMsg(), "needs 16785440 B")); /* 16 + 16 + 4096 + 4096 + 16 MiB */
+    free(wide);
+    /* Declared work / weight sizes: beyond the device, or overflowing when summed. */
+    CHECK(aclmdlLoadFromFile(md_file("aclsim-model 1\ninput x f32 1\noutput y f32 1\n"
+                                     "work 16777216\n"),
+                             &id),
+          ACL_ERROR_MODEL_SIZE_INVALID);
+    const char *overflow = md_file("aclsim-model 1\ninput x f32 1\noutput y f32 1\n"
+                                   "work 18446744073709551615\nweight 18446744073709551615\n");
+    CHECK(aclmdlLoadFromFile(overflow, &id), ACL_ERROR_MODEL_SIZE_INVALID);
+    CHECK(aclmdlQuerySize(overflow, &w, &wt), ACL_ERROR_MODEL_SIZE_INVALID);
+    /* An execution that could never complete (P5): refused at load. */
+    const char *forever = md_file("aclsim-model 1\ninput x f32 1\noutput y f32 1\n"
+                                  "time 18446744073709551615\n");
+    CHECK(aclmdlLoadFromFile(forever, &id), ACL_ERROR_PARSE_MODEL);
+    ASSERT(strstr(aclGetRecentErrMsg(), "line 4") && strstr(aclGetRecentErrMsg(), "P5"));
+    CHECK(aclmdlQuerySize(forever, &w, &wt), ACL_ERROR_PARSE_MODEL);
+    CHECK(aclmdlLoadFromFile(md_file("aclsim-model 1\ninput x f32 4\noutput y f32 4\n"
+                                     "batch 1 4\ntime 600000000\n"),
+                             &id),
+          ACL_ERROR_PARSE_MODEL); /* 600 s x 4 > 2176 s */
+    /* Not regular files: a directory, a FIFO, a device. */
+    CHECK(aclmdlLoadFromFile("/tmp", &id), ACL_ERROR_READ_MODEL_FAILURE);
+    CHECK(aclmdlQuerySize("/tmp", &w, &wt), ACL_ERROR_READ_MODEL_FAILURE);
+    CHECK(aclmdlLoadFromFile(md_make_fifo(), &id), ACL_ERROR_READ_MODEL_FAILURE);
+    CHECK(aclmdlLoadFromFile("/dev/zero", &id), ACL_ERROR_READ_MODEL_FAILURE);
+    /* Larger than the device: refused before it is read (a file) or copied (memory). */
+    char big[96];
+    snprintf(big, sizeof big, "%s/big.om", md_fifo_dir);
+    FILE *f = fopen(big, "w");
+    ASSERT(f);
+    fputs(MD_CLASSIFIER, f);
+    ASSERT(fseek(f, 16 << 20, SEEK_SET) == 0 && fputc('\n', f) == '\n'); /* sparse */
+    ASSERT(fclose(f) == 0);
+    CHECK(aclmdlLoadFromFile(big, &id), ACL_ERROR_MODEL_SIZE_INVALID);
+    CHECK(aclmdlQuerySize(big, &w, &wt), ACL_ERROR_MODEL_SIZE_INVALID);
+    unlink(big);
+    CHECK(aclmdlLoadFromMem(MD_CLASSIFIER, (size_t)1 << 40, &id), ACL_ERROR_MODEL_SIZE_INVALID);
+    ASSERT(now_ms() - t0 < 10000);
+    /* Nothing was loaded; a good model still loads. */
+    ASSERT(aclsimLiveObjectCount() == 0);
+    aclmdlDesc *desc;
+    id = md_load(MD_CLASSIFIER, &desc);
+    OK(aclmdlDestroyDesc(desc));
+    OK(aclmdlUnload(id));
+    teardown_clean();
+}
+
+/* D8 / M: device memory is enforced. Run with ACLSIM_DEVICE_MEMORY=67108864 (64 MiB). */
+static void m_device_memory_is_enforced(void) {
+    const size_t MiB = (size_t)1 << 20, total = 64 * MiB;
+    setup();
+    size_t f = 0, t = 0;
+    OK(aclrtGetMemInfo(ACL_HBM_MEM, &f, &t));
+    ASSERT(t == total && f == total);
+    /* A huge request fails at once, before anything is allocated. */
+    double t0 = now_ms();
+    void *p = NULL, *a, *b, *c;
+    CHECK(aclrtMalloc(&p, (size_t)1 << 40, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_RT_MEMORY_ALLOCATION);
+    CHECK(aclrtMalloc(&p, SIZE_MAX, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_RT_MEMORY_ALLOCATION);
+    ASSERT(strstr(aclGetRecentErrMsg(), "aclrtMalloc: 207001"));
+    ASSERT(now_ms() - t0 < 1000);
+    /* Free memory decreases with allocations and comes back with frees. */
+    OK(aclrtMalloc(&a, 40 * MiB, ACL_MEM_MALLOC_HUGE_FIRST));
+    OK(aclrtGetMemInfo(ACL_HBM_MEM, &f, &t));
+    ASSERT(f == 24 * MiB);
+    CHECK(aclrtMalloc(&b, 25 * MiB, ACL_MEM_MALLOC_NORMAL_ONLY), ACL_ERROR_RT_MEMORY_ALLOCATION);
+    OK(aclrtMalloc(&b, 24 * MiB, ACL_MEM_MALLOC_NORMAL_ONLY));
+    OK(aclrtGetMemInfo(ACL_HBM_MEM, &f, &t));
+    ASSERT(f == 0);
+    CHECK(aclrtMalloc(&c, 1, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_RT_MEMORY_ALLOCATION);
+    /* Per device: device 1 has all of its memory. */
+    aclrtContext ctx0, ctx1;
+    OK(aclrtGetCurrentContext(&ctx0));
+    OK(aclrtCreateContext(&ctx1, 1));
+    OK(aclrtGetMemInfo(ACL_HBM_MEM, &f, &t));
+    ASSERT(f == total);
+    OK(aclrtMalloc(&c, total, ACL_MEM_MALLOC_HUGE_FIRST));
+    OK(aclrtFree(c));
+    OK(aclrtDestroyContext(ctx1));
+    OK(aclrtSetCurrentContext(ctx0));
+    OK(aclrtFree(b));
+    /* Memory freed while a task uses it counts until it is released (M2, deferred). */
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    OK(aclsimLaunchKernel(s, 100000, NULL, NULL, &a, 1));
+    aclsimSetQuiet(1);
+    OK(aclrtFree(a));
+    OK(aclrtGetMemInfo(ACL_HBM_MEM, &f, &t));
+    ASSERT(f == 24 * MiB);
+    OK(aclrtSynchronizeStream(s));
+    OK(aclrtGetMemInfo(ACL_HBM_MEM, &f, &t));
+    ASSERT(f == total);
+    /* Model memory the runtime allocates at load counts until unload. */
+    const char *path = md_file("aclsim-model 1\ninput x f32 4\noutput y f32 4\n"
+                               "work 8388608\nweight 4194304\n");
+    size_t w = 0, wt = 0;
+    OK(aclmdlQuerySize(path, &w, &wt));
+    ASSERT(w == 8 * MiB && wt == 4 * MiB);
+    uint32_t id = 0, id2 = 0;
+    OK(aclmdlLoadFromFile(path, &id));
+    OK(aclrtGetMemInfo(ACL_HBM_MEM, &f, &t));
+    ASSERT(f == total - 12 * MiB);
+    OK(aclrtMalloc(&a, 50 * MiB, ACL_MEM_MALLOC_HUGE_FIRST)); /* 2 MiB left */
+    CHECK(aclmdlLoadFromFile(path, &id2), ACL_ERROR_RT_MEMORY_ALLOCATION);
+    OK(aclmdlUnload(id));
+    OK(aclrtGetMemInfo(ACL_HBM_MEM, &f, &t));
+    ASSERT(f == 14 * MiB);
+    OK(aclrtFree(a));
+    /* ...WithMem: the caller's memory, nothing more. */
+    OK(aclrtMalloc(&a, w, ACL_MEM_MALLOC_HUGE_FIRST));
+    OK(aclrtMalloc(&b, wt, ACL_MEM_MALLOC_HUGE_FIRST));
+    OK(aclmdlLoadFromFileWithMem(path, &id, a, w, b, wt));
+    OK(aclrtGetMemInfo(ACL_HBM_MEM, &f, &t));
+    ASSERT(f == total - 12 * MiB);
+    OK(aclmdlUnload(id));
+    OK(aclrtFree(a));
+    OK(aclrtFree(b));
+    /* A device reset releases the memory of a model still loaded (a leak: P2 at finalize). */
+    OK(aclmdlLoadFromFile(path, &id));
+    OK(aclrtDestroyStream(s));
+    OK(aclrtResetDevice(0));
+    OK(aclrtSetDevice(0));
+    OK(aclrtGetMemInfo(ACL_HBM_MEM, &f, &t));
+    ASSERT(f == total);
+    /* Host memory: bounded by the host's physical memory. */
+    CHECK(aclrtMallocHost(&p, (size_t)1 << 62), ACL_ERROR_RT_MEMORY_ALLOCATION);
+    OK(aclrtMallocHost(&p, MiB));
+    OK(aclrtFreeHost(p));
+    OK(aclrtResetDevice(0));
+    OK(aclFinalize());
+    ASSERT(count_rule("M2") == 1 && count_rule("P2") == 1 && aclsimFindingCount() == 2);
+}
+
 struct tcase {
     const char *name;
     void (*fn)(void);
@@ -3448,6 +3732,9 @@ static const struct tcase cases[] = {
     T(md6_set_batch_during_synchronous_execute_on_another_thread_is_flagged),
     T(md5_use_after_destroy_is_flagged),
     T(md8_serialised_executions_closing_an_event_cycle_are_diagnosed),
+    T(md_model_file_read_never_blocks_other_threads),
+    T(md_bad_model_inputs_return_error_codes),
+    T(m_device_memory_is_enforced),
 };
 
 int main(int argc, char **argv) {
