@@ -1213,22 +1213,30 @@ fn md_a_model_that_never_finishes_is_refused_at_load() {
     ends_clean(session);
 }
 
-/// A directory or a FIFO as a model path: 100014 (`ACL_ERROR_READ_MODEL_FAILURE`) at once;
-/// a FIFO with no writer is never waited for.
+/// A directory or a FIFO as a model path, given to the runtime itself (the raw layer; the
+/// typed layer refuses both first, `md_a_real_om_is_a_runtime_error_and_a_bad_path_names_the_file`):
+/// 100014 (`ACL_ERROR_READ_MODEL_FAILURE`) at once; a FIFO with no writer is never waited for.
 #[test]
-fn md_a_model_path_that_is_not_a_regular_file_is_refused() {
+fn md_a_model_path_that_is_not_a_regular_file_is_refused_by_the_runtime() {
     let dir = support::scratch_dir("typed_models_not_regular");
     let fifo = dir.join("model.fifo");
     let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
     // SAFETY: a NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    let c_dir = std::ffi::CString::new(dir.to_str().unwrap()).unwrap();
     let session = Session::start();
     {
-        let device = session.default_device(0);
-        for path in [&dir, &fifo] {
-            let err = quickly("load", || device.load_model(path).unwrap_err());
-            assert_eq!(err.code(), Some(AclError::ReadModelFailure), "{err:?}");
-            let err = quickly("query size", || device.model_memory_size(path).unwrap_err());
+        let _device = session.default_device(0);
+        let api = session.acl().api();
+        for path in [&c_dir, &c_path] {
+            // SAFETY: the device's default context is current; a model loaded by mistake
+            // would be unloaded below.
+            let loaded = quickly("load", || unsafe { api.model_load_from_file(path) });
+            match loaded {
+                Err(err) => assert_eq!(err.code(), Some(AclError::ReadModelFailure), "{err:?}"),
+                Ok(id) => panic!("loaded {id} from {path:?}"),
+            }
+            let err = quickly("query size", || api.model_query_size(path).unwrap_err());
             assert_eq!(err.code(), Some(AclError::ReadModelFailure), "{err:?}");
         }
     }
