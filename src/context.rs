@@ -682,9 +682,9 @@ impl<'dev> Context<'dev> {
 
     /// `aclrtDestroyContext` (D3). Consumes the context: does not compile while a stream or
     /// event borrows it.
-    /// On failure the error is returned and the context goes to its `Drop` fallback, which tries once
-    /// more and keeps it (reported) if that fails too; [`try_destroy`](Self::try_destroy) gives it back
-    /// instead, for a caller who wants to retry.
+    /// On failure the error is returned and the context goes to its `Drop` fallback (tried
+    /// again while the runtime fails; kept and reported if it still cannot be released);
+    /// [`try_destroy`](Self::try_destroy) gives it back instead, for a caller who wants to retry.
     pub fn destroy(self) -> Result<()> {
         self.try_destroy().map_err(crate::Error::from)
     }

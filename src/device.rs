@@ -209,9 +209,9 @@ impl<'acl> Device<'acl, Set> {
 
     /// *Set* → *DefaultContext* (D1); [`Error::DefaultContextInUse`] if another value of this
     /// device holds it.
-    /// On failure the error is returned and the device goes to its `Drop` fallback, which tries once
-    /// more and keeps it (reported) if that fails too; [`try_into_default_context`](Self::try_into_default_context) gives it back
-    /// instead, for a caller who wants to retry.
+    /// On failure the error is returned and the device goes to its `Drop` fallback (tried
+    /// again while the runtime fails; kept and reported if it still cannot be released);
+    /// [`try_into_default_context`](Self::try_into_default_context) gives it back instead, for a caller who wants to retry.
     pub fn into_default_context(self) -> Result<Device<'acl, DefaultContext>> {
         self.try_into_default_context().map_err(Error::from)
     }
@@ -241,9 +241,9 @@ impl<'acl> Device<'acl, Set> {
 
 impl<'acl> Device<'acl, DefaultContext> {
     /// *DefaultContext* → *Set*: gives the default context up.
-    /// On failure the error is returned and the device goes to its `Drop` fallback, which tries once
-    /// more and keeps it (reported) if that fails too; [`try_release_default_context`](Self::try_release_default_context) gives it back
-    /// instead, for a caller who wants to retry.
+    /// On failure the error is returned and the device goes to its `Drop` fallback (tried
+    /// again while the runtime fails; kept and reported if it still cannot be released);
+    /// [`try_release_default_context`](Self::try_release_default_context) gives it back instead, for a caller who wants to retry.
     pub fn release_default_context(self) -> Result<Device<'acl, Set>> {
         self.try_release_default_context().map_err(Error::from)
     }
@@ -275,9 +275,9 @@ impl<'acl> std::ops::Deref for Device<'acl, DefaultContext> {
 
 impl<'acl> Device<'acl, Reset> {
     /// *Reset* → *Set*: `aclrtSetDevice` again (D1).
-    /// On failure the error is returned and the device goes to its `Drop` fallback, which tries once
-    /// more and keeps it (reported) if that fails too; [`try_set`](Self::try_set) gives it back
-    /// instead, for a caller who wants to retry.
+    /// On failure the error is returned and the device goes to its `Drop` fallback (tried
+    /// again while the runtime fails; kept and reported if it still cannot be released);
+    /// [`try_set`](Self::try_set) gives it back instead, for a caller who wants to retry.
     pub fn set(self) -> Result<Device<'acl, Set>> {
         self.try_set().map_err(Error::from)
     }
@@ -406,9 +406,9 @@ impl<'acl, S: SetState> Device<'acl, S> {
 
     /// `aclrtResetDevice` (D1, D3): → *Reset*. Consumes the device: does not compile while a
     /// [`Context`] (or, in *DefaultContext*, a stream, event or buffer) borrows it.
-    /// On failure the error is returned and the device goes to its `Drop` fallback, which tries once
-    /// more and keeps it (reported) if that fails too; [`try_reset`](Self::try_reset) gives it back
-    /// instead, for a caller who wants to retry.
+    /// On failure the error is returned and the device goes to its `Drop` fallback (tried
+    /// again while the runtime fails; kept and reported if it still cannot be released);
+    /// [`try_reset`](Self::try_reset) gives it back instead, for a caller who wants to retry.
     pub fn reset(self) -> Result<Device<'acl, Reset>> {
         self.try_reset().map_err(Error::from)
     }

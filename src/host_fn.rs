@@ -208,9 +208,9 @@ impl<'ctx> HostFnStream<'ctx> {
     }
 
     /// Destroys the stream once its host functions have run (S2, C10).
-    /// On failure the error is returned and the stream goes to its `Drop` fallback, which tries once
-    /// more and keeps it (reported) if that fails too; [`try_destroy`](Self::try_destroy) gives it back
-    /// instead, for a caller who wants to retry.
+    /// On failure the error is returned and the stream goes to its `Drop` fallback (tried
+    /// again while the runtime fails; kept and reported if it still cannot be released);
+    /// [`try_destroy`](Self::try_destroy) gives it back instead, for a caller who wants to retry.
     pub fn destroy(self) -> Result<()> {
         self.try_destroy().map_err(Error::from)
     }
@@ -236,9 +236,9 @@ impl<'ctx> HostFnStream<'ctx> {
     }
 
     /// `aclrtDestroyStreamForce` (S8): host functions not yet started are dropped.
-    /// On failure the error is returned and the stream goes to its `Drop` fallback, which tries once
-    /// more and keeps it (reported) if that fails too; [`try_destroy_force`](Self::try_destroy_force) gives it back
-    /// instead, for a caller who wants to retry.
+    /// On failure the error is returned and the stream goes to its `Drop` fallback (tried
+    /// again while the runtime fails; kept and reported if it still cannot be released);
+    /// [`try_destroy_force`](Self::try_destroy_force) gives it back instead, for a caller who wants to retry.
     pub fn destroy_force(self) -> Result<()> {
         self.try_destroy_force().map_err(Error::from)
     }

@@ -14,7 +14,7 @@ use bytemuck::Pod;
 use crate::context::Context;
 use crate::error::{Error, ModelFileProblem, Result};
 use crate::memory::{DeviceBuffer, MallocPolicy};
-use crate::runtime::{Failed, release_on_drop, report_drop_error};
+use crate::runtime::{Failed, release_on_drop, report_drop_error, retry_cleanup};
 use crate::sys::bindings::{aclDataBuffer, aclmdlDataset, aclmdlDesc, aclrtStream};
 
 /// The name of the extra input through which a dynamic-batch model receives its batch
@@ -589,9 +589,9 @@ impl<'ctx, K: ModelKind> Model<'ctx, K> {
 
     /// Unloads the model (MD2, MD3, MD4, MD7): [`Error::ModelInUse`] while executions are
     /// pending.
-    /// On failure the error is returned and the model goes to its `Drop` fallback, which tries once
-    /// more and keeps it (reported) if that fails too; [`try_unload`](Self::try_unload) gives it back
-    /// instead, for a caller who wants to retry.
+    /// On failure the error is returned and the model goes to its `Drop` fallback (tried
+    /// again while the runtime fails; kept and reported if it still cannot be released);
+    /// [`try_unload`](Self::try_unload) gives it back instead, for a caller who wants to retry.
     pub fn unload(self) -> Result<()> {
         self.try_unload().map_err(Error::from)
     }
@@ -769,22 +769,19 @@ impl<K: ModelKind> std::fmt::Debug for Model<'_, K> {
     }
 }
 
-/// Destroys one runtime object counted in `ctx` ([`Context::adopt`]): once more if the
-/// runtime failed (that first error reported), and uncounted only once destroyed. One that
+/// Destroys one runtime object counted in `ctx` ([`Context::adopt`]), tried again while the
+/// runtime fails ([`retry_cleanup`]), and uncounted only once destroyed. One that
 /// cannot be destroyed stays counted, so its context is never released over it (D3).
 fn destroy_counted(
     ctx: &Context<'_>,
     what: &'static str,
     mut destroy: impl FnMut() -> crate::result::Result<()>,
 ) -> Result<()> {
-    let destroyed = destroy().or_else(|first| {
-        report_drop_error(what, Err(first));
-        destroy()
-    });
+    let destroyed = retry_cleanup(what, &mut destroy);
     if destroyed.is_ok() {
         ctx.orphan();
     }
-    Ok(destroyed?)
+    destroyed
 }
 
 /// A dataset and the data buffers this crate added to it (MD5). Destroyed from these

@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::memory::memcpy_kind;
 use crate::memory::{DeviceBuffer, HostBuffer, Location, MallocPolicy, Memory, MemoryMut};
 use crate::model::{Dynamic, Model, ModelKind, SlotDatasets, Static};
-use crate::runtime::{release_on_drop, report_drop_error};
+use crate::runtime::{release_on_drop, report_drop_error, retry_cleanup};
 use crate::stream::Stream;
 use crate::sys::bindings::{ACL_EVENT_SYNC, aclrtEvent, aclrtStream};
 
@@ -496,9 +496,9 @@ impl<'ctx, I: Pod, O: Pod> Pipeline<'ctx, I, O> {
 
     /// Resets every event whose flag may be set (a submission cut short between the record
     /// of `ready` and its reset, a completion whose reset failed) before it is destroyed
-    /// (E4: a waited event is reset first), each tried twice, and waits for the resets
+    /// (E4: a waited event is reset first), each tried again while the runtime fails it, and waits for the resets
     /// (E9). Both streams are done (the caller settled them). Returns the errors of resets
-    /// that failed twice: those events stay set, and are leaked rather than destroyed.
+    /// that kept failing: those events stay set, and are leaked rather than destroyed.
     #[cold]
     #[inline(never)]
     fn reset_set_events(&mut self) -> Result<Vec<Error>> {
@@ -514,17 +514,15 @@ impl<'ctx, I: Pod, O: Pod> Pipeline<'ctx, I, O> {
                 // SAFETY: both handles live, the context current (bound by the caller); both
                 // streams are done, so the event's record is complete and every wait on it
                 // has passed (E4, E10).
-                let reset = || unsafe { api.reset_event(event.raw, download) };
-                let reset = reset().or_else(|first| {
-                    report_drop_error("Pipeline (an event's reset)", Err(first));
-                    reset()
+                let reset = retry_cleanup("Pipeline (an event's reset)", || unsafe {
+                    api.reset_event(event.raw, download)
                 });
                 match reset {
                     Ok(()) => {
                         event.set = false;
                         issued = true;
                     }
-                    Err(error) => errors.push(error.into()),
+                    Err(error) => errors.push(error),
                 }
             }
         }
@@ -567,7 +565,7 @@ impl<'ctx, I: Pod, O: Pod> Pipeline<'ctx, I, O> {
         let download = unsafe { ManuallyDrop::take(&mut self.download) };
         let streams = [compute, download];
         for stream in streams {
-            // On failure its `Drop` tries once more, and reports.
+            // On failure its `Drop` tries again while the runtime fails, and reports.
             if let Err(error) = stream.destroy() {
                 errors.push(error);
             }
@@ -584,7 +582,7 @@ impl<'ctx, I: Pod, O: Pod> Pipeline<'ctx, I, O> {
 impl<'ctx, I: Pod, O: Pod> Resources<'ctx, I, O> {
     /// Releases the slot's events and buffers (no task uses them: the caller saw both
     /// streams done); returns their errors (a resource whose release failed is dropped, and
-    /// its `Drop` tries once more).
+    /// its `Drop` tries again).
     fn release(self, ctx: &Context<'_>) -> Vec<Error> {
         let mut errors = Vec::new();
         let Resources {

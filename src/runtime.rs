@@ -381,9 +381,9 @@ impl Acl {
 
     /// `aclFinalize` (P2). Consumes the token: does not compile while anything borrowed from it is
     /// alive; [`Error::LiveChildren`] if a device set through it was leaked.
-    /// On failure the error is returned and the token goes to its `Drop` fallback, which tries once
-    /// more and keeps it (reported) if that fails too; [`try_finalize`](Self::try_finalize) gives it back
-    /// instead, for a caller who wants to retry.
+    /// On failure the error is returned and the token goes to its `Drop` fallback (tried
+    /// again while the runtime fails; kept and reported if it still cannot be released);
+    /// [`try_finalize`](Self::try_finalize) gives it back instead, for a caller who wants to retry.
     pub fn finalize(self) -> Result<()> {
         self.try_finalize().map_err(Error::from)
     }
@@ -615,20 +615,35 @@ pub fn set_drop_error_handler(handler: DropErrorHandler) -> DropErrorHandler {
     std::mem::replace(&mut *slot, handler)
 }
 
-/// The `Drop` fallback of a handle: `release`, and once more if the runtime failed (a
-/// transient failure, or a stream's asynchronous error, which one synchronisation reports
-/// and the next does not); the crate's own refusals (a leaked child, a call from a
-/// callback) are final. Every error is reported; a handle whose release fails is leaked,
-/// never released under work that may still use it.
-pub(crate) fn release_on_drop(what: &'static str, mut release: impl FnMut() -> Result<()>) {
-    match release() {
-        Ok(()) => {}
-        Err(first @ Error::Runtime { .. }) => {
-            report_drop_error(what, Err(first));
-            report_drop_error(what, release());
+/// How many times a clean-up step is tried while the runtime fails it: enough to see
+/// through two transient failures in a row and a stream's one-time asynchronous error (P3b:
+/// one synchronisation reports it, the next does not). Every failure is reported.
+pub(crate) const CLEANUP_TRIES: usize = 4;
+
+/// Runs the clean-up `step` until it succeeds, at most [`CLEANUP_TRIES`] times while the
+/// runtime fails it; each failure but the last is reported as `what`, the last returned.
+/// The crate's own refusals (a leaked child, a call from a callback) are final at once.
+pub(crate) fn retry_cleanup<T, E: Into<Error>>(
+    what: &'static str,
+    mut step: impl FnMut() -> std::result::Result<T, E>,
+) -> Result<T> {
+    let mut tries = 1;
+    loop {
+        match step().map_err(Into::into) {
+            Err(error @ Error::Runtime { .. }) if tries < CLEANUP_TRIES => {
+                report_drop_error(what, Err(error));
+                tries += 1;
+            }
+            outcome => return outcome,
         }
-        Err(refused) => report_drop_error(what, Err(refused)),
     }
+}
+
+/// The `Drop` fallback of a handle: `release`, tried again while the runtime fails it
+/// ([`retry_cleanup`]). Every error is reported; a handle whose release still fails is
+/// leaked, still counted in its parent, never released under work that may still use it.
+pub(crate) fn release_on_drop(what: &'static str, release: impl FnMut() -> Result<()>) {
+    report_drop_error(what, retry_cleanup(what, release));
 }
 
 fn report_all(errors: Vec<(&'static str, Error)>) {

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::runtime::{Failed, Timeout, release_on_drop, report_drop_error};
+use crate::runtime::{Failed, Timeout, release_on_drop, retry_cleanup};
 use crate::sys::bindings::aclrtStream;
 
 /// What [`Stream::synchronized`] needs to know about the start of a synchronisation.
@@ -202,10 +202,7 @@ impl<'ctx> Stream<'ctx> {
     /// cannot be synchronised or bound (that error is returned).
     #[cold]
     pub(crate) fn settle(&self, what: &'static str) -> Result<()> {
-        self.synchronize().or_else(|first| {
-            report_drop_error(what, Err(first));
-            self.synchronize()
-        })
+        retry_cleanup(what, || self.synchronize())
     }
 
     /// Records that an event reset was issued on this stream. Called once the reset is
@@ -235,9 +232,9 @@ impl<'ctx> Stream<'ctx> {
     }
 
     /// `aclrtDestroyStream` after a synchronisation (S2, S4).
-    /// On failure the error is returned and the stream goes to its `Drop` fallback, which tries once
-    /// more and keeps it (reported) if that fails too; [`try_destroy`](Self::try_destroy) gives it back
-    /// instead, for a caller who wants to retry.
+    /// On failure the error is returned and the stream goes to its `Drop` fallback (tried
+    /// again while the runtime fails; kept and reported if it still cannot be released);
+    /// [`try_destroy`](Self::try_destroy) gives it back instead, for a caller who wants to retry.
     pub fn destroy(self) -> Result<()> {
         self.try_destroy().map_err(Error::from)
     }
@@ -280,9 +277,9 @@ impl<'ctx> Stream<'ctx> {
     }
 
     /// `aclrtDestroyStreamForce` (S8): pending tasks are dropped, not waited for.
-    /// On failure the error is returned and the stream goes to its `Drop` fallback, which tries once
-    /// more and keeps it (reported) if that fails too; [`try_destroy_force`](Self::try_destroy_force) gives it back
-    /// instead, for a caller who wants to retry.
+    /// On failure the error is returned and the stream goes to its `Drop` fallback (tried
+    /// again while the runtime fails; kept and reported if it still cannot be released);
+    /// [`try_destroy_force`](Self::try_destroy_force) gives it back instead, for a caller who wants to retry.
     pub fn destroy_force(self) -> Result<()> {
         self.try_destroy_force().map_err(Error::from)
     }

@@ -334,9 +334,9 @@ impl<'ctx> ReportThread<'ctx> {
 
     /// `aclrtSubscribeReport` (C1, C2): `stream`'s callbacks run on this thread. The stream
     /// must be of this thread's device ([`Error::DeviceMismatch`], C3).
-    /// On failure the error is returned and the stream goes to its `Drop` fallback, which tries once
-    /// more and keeps it (reported) if that fails too; [`try_subscribe`](Self::try_subscribe) gives it back
-    /// instead, for a caller who wants to retry.
+    /// On failure the error is returned and the stream goes to its `Drop` fallback (tried
+    /// again while the runtime fails; kept and reported if it still cannot be released);
+    /// [`try_subscribe`](Self::try_subscribe) gives it back instead, for a caller who wants to retry.
     pub fn subscribe<'s>(&self, stream: Stream<'s>) -> Result<Subscribed<'_, 's>> {
         self.try_subscribe(stream).map_err(Error::from)
     }

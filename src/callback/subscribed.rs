@@ -6,6 +6,7 @@ use super::*;
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
 
+use crate::runtime::retry_cleanup;
 use crate::sys::bindings::aclrtCallback;
 
 /// A stream subscribed to a [`ReportThread`] (C1 step 2): the only place
@@ -360,9 +361,9 @@ impl<'r, 's> Subscribed<'r, 's> {
 
     /// `aclrtUnSubscribeReport` once every launched callback has run (C9): gives the stream
     /// back.
-    /// On failure the error is returned and the subscription goes to its `Drop` fallback, which tries once
-    /// more and keeps it (reported) if that fails too; [`try_unsubscribe`](Self::try_unsubscribe) gives it back
-    /// instead, for a caller who wants to retry.
+    /// On failure the error is returned and the subscription goes to its `Drop` fallback (tried
+    /// again while the runtime fails; kept and reported if it still cannot be released);
+    /// [`try_unsubscribe`](Self::try_unsubscribe) gives it back instead, for a caller who wants to retry.
     pub fn unsubscribe(self) -> Result<Stream<'s>> {
         self.try_unsubscribe().map_err(Error::from)
     }
@@ -386,12 +387,9 @@ impl<'r, 's> Subscribed<'r, 's> {
 
 impl Drop for Subscribed<'_, '_> {
     fn drop(&mut self) {
-        // Fallback: a second try, as for a stream (an asynchronous task's error is reported
-        // by one synchronisation only).
-        let released = self.release().or_else(|first| {
-            report_drop_error("Subscribed (unsubscribe)", Err(first));
-            self.release()
-        });
+        // Fallback: tried again while the runtime fails, as for a stream (an asynchronous
+        // task's error is reported by one synchronisation only).
+        let released = retry_cleanup("Subscribed (unsubscribe)", || self.release());
         if released.is_err() {
             // Still subscribed, maybe with callbacks outstanding: destroying the stream could
             // drop them (C1), and they may still run and use their slots: leak both, report.

@@ -234,9 +234,9 @@ impl<'s, S: EventState> Event<'s, S> {
     }
 
     /// `aclrtDestroyEvent` (E9: once no task refers to it).
-    /// On failure the error is returned and the event goes to its `Drop` fallback, which tries once
-    /// more and keeps it (reported) if that fails too; [`try_destroy`](Self::try_destroy) gives it back
-    /// instead, for a caller who wants to retry.
+    /// On failure the error is returned and the event goes to its `Drop` fallback (tried
+    /// again while the runtime fails; kept and reported if it still cannot be released);
+    /// [`try_destroy`](Self::try_destroy) gives it back instead, for a caller who wants to retry.
     pub fn destroy(self) -> Result<()> {
         self.try_destroy().map_err(Error::from)
     }
@@ -284,9 +284,9 @@ impl<'s> From<Event<'s, Created>> for Event<'s, Reset> {
 impl<'s, S: Recordable> Event<'s, S> {
     /// `aclrtRecordEvent(event, stream)` (E2): the event completes when the tasks issued on
     /// `stream` so far are done.
-    /// On failure the error is returned and the event goes to its `Drop` fallback, which tries once
-    /// more and keeps it (reported) if that fails too; [`try_record`](Self::try_record) gives it back
-    /// instead, for a caller who wants to retry.
+    /// On failure the error is returned and the event goes to its `Drop` fallback (tried
+    /// again while the runtime fails; kept and reported if it still cannot be released);
+    /// [`try_record`](Self::try_record) gives it back instead, for a caller who wants to retry.
     #[inline(always)]
     pub fn record<'t>(self, stream: &'t Stream<'_>) -> Result<Event<'t, Recorded>>
     where

@@ -32,9 +32,9 @@ impl<'s> Event<'s, Recorded> {
 
     /// Resets a *Recorded* event whose record is complete, on `stream`, so that it can be
     /// recorded again (E10); [`Error::NotComplete`] if it is not.
-    /// On failure the error is returned and the event goes to its `Drop` fallback, which tries once
-    /// more and keeps it (reported) if that fails too; [`try_reset_completed`](Self::try_reset_completed) gives it back
-    /// instead, for a caller who wants to retry.
+    /// On failure the error is returned and the event goes to its `Drop` fallback (tried
+    /// again while the runtime fails; kept and reported if it still cannot be released);
+    /// [`try_reset_completed`](Self::try_reset_completed) gives it back instead, for a caller who wants to retry.
     pub fn reset_completed<'t>(self, stream: &'t Stream<'_>) -> Result<Event<'t, Reset>>
     where
         's: 't,
@@ -128,9 +128,9 @@ impl<'s> Event<'s, Recorded> {
     }
 
     /// `stream` waits for the event, then resets it (E3, E4): the wait scope without a body.
-    /// On failure the error is returned and the event goes to its `Drop` fallback, which tries once
-    /// more and keeps it (reported) if that fails too; [`try_wait_and_reset`](Self::try_wait_and_reset) gives it back
-    /// instead, for a caller who wants to retry.
+    /// On failure the error is returned and the event goes to its `Drop` fallback (tried
+    /// again while the runtime fails; kept and reported if it still cannot be released);
+    /// [`try_wait_and_reset`](Self::try_wait_and_reset) gives it back instead, for a caller who wants to retry.
     #[inline(always)]
     pub fn wait_and_reset<'t>(self, stream: &'t Stream<'_>) -> Result<Event<'t, Reset>>
     where
@@ -194,9 +194,9 @@ impl<'s> Event<'s, Recorded> {
 
     /// The wait scope (E1, E3, E4, E5): `stream` waits for this event, then `body` runs and
     /// must end with [`Waited::reset`]. See [`try_wait`](Self::try_wait) for every outcome.
-    /// On failure the error is returned and the event goes to its `Drop` fallback, which tries once
-    /// more and keeps it (reported) if that fails too; [`try_wait`](Self::try_wait) gives it back
-    /// instead, for a caller who wants to retry.
+    /// On failure the error is returned and the event goes to its `Drop` fallback (tried
+    /// again while the runtime fails; kept and reported if it still cannot be released);
+    /// [`try_wait`](Self::try_wait) gives it back instead, for a caller who wants to retry.
     #[inline(always)]
     pub fn wait<'t, F>(self, stream: &'t Stream<'_>, body: F) -> Result<Event<'t, Reset>>
     where
@@ -421,7 +421,7 @@ fn release_after_failed_reset<'t>(
     if let Err(failed) = Failed::release_or_give_back(event, Event::release) {
         let (release_error, event) = failed.into_parts();
         report_drop_error("Waited (release after a failed reset)", Err(release_error));
-        // The event's `Drop` tries once more, and reports.
+        // The event's `Drop` tries again while the runtime fails, and reports.
         drop(event);
     }
     WaitError::Destroyed(error)

@@ -21,7 +21,7 @@ macro_rules! buffer_end {
 
             #[doc = $doc]
             /// On failure the error is returned and the buffer goes to its `Drop` fallback,
-            /// which tries once more and keeps it (reported) if that fails too;
+            /// tried again while the runtime fails, kept and reported if it still cannot be freed;
             /// [`try_free`](Self::try_free) gives it back instead.
             pub fn free(self) -> Result<()> {
                 self.try_free().map_err(Error::from)

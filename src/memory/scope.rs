@@ -89,11 +89,14 @@ fn synchronize_used(ctx: &Context<'_>, stream: &Stream<'_>) -> Result<()> {
 fn second_chance(stream: &Stream<'_>, error: Error) -> Error {
     // An asynchronous task's error is reported once; a failing synchronisation call (a
     // transient runtime failure) is tried a few more times before giving up.
+    // Every failure after the first (returned) is reported: none is lost, whichever of a
+    // transient failure and the stream's one-time error came first.
     let mut outcome = stream.synchronize();
     for _ in 0..SYNCHRONIZE_TRIES {
-        if outcome.is_ok() {
+        let Err(again) = outcome else {
             break;
-        }
+        };
+        report_drop_error("async scope (a synchronisation tried again)", Err(again));
         std::thread::sleep(std::time::Duration::from_millis(1));
         outcome = stream.synchronize();
     }
