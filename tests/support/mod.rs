@@ -65,6 +65,7 @@ pub fn compile_shared_library_with(name: &str, source: &str, extra: &[&str]) -> 
 
 pub mod child;
 pub mod sim;
+pub mod sweep;
 
 /// What reaches the drop-error handler while a value of this type lives. The handler is
 /// process-wide: use it inside a `Session` (one test at a time) or in a test binary of its own.
