@@ -645,9 +645,10 @@ fn e4_d3_a_waited_event_whose_reset_keeps_failing_is_kept_not_destroyed() {
         let mut pipeline = ctx
             .create_pipeline::<f32, f32>(PipelineConfig::new(LEN, LEN))
             .unwrap();
+        // The submission's reset, then every try of the release's (four).
         session
             .sim
-            .inject_fault_at("aclrtResetEvent", 507_000, 0, 3);
+            .inject_fault_at("aclrtResetEvent", 507_000, 0, 5);
         let slot = pipeline.next_slot().unwrap();
         let submitted = slot.submit(|l| l.simulated_map(Duration::ZERO, infer));
         assert!(
@@ -662,11 +663,8 @@ fn e4_d3_a_waited_event_whose_reset_keeps_failing_is_kept_not_destroyed() {
         }
     }
     let reported = errors.take();
-    assert_eq!(
-        reported.len(),
-        1,
-        "the first failed reset is reported: {reported:?}"
-    );
+    // The release's first three failed resets; the fourth is returned.
+    assert_eq!(reported.len(), 3, "{reported:?}");
     let failed = ctx.try_destroy().unwrap_err();
     assert!(
         matches!(failed.error, Error::LiveChildren { count: 1 }),

@@ -313,7 +313,7 @@ fn run_case(
     result.probe = match Acl::init_with(&InitOptions::default().library(path)) {
         Ok(acl) => match acl.finalize() {
             Ok(()) => String::new(),
-            Err(failed) => format!("a following Acl's finalize failed: {}", failed.error),
+            Err(failed) => format!("a following Acl's finalize failed: {}", failed),
         },
         Err(error) => format!("a following Acl::init_with failed: {error}"),
     };
