@@ -586,12 +586,33 @@ impl<T> From<Failed<T>> for Error {
 pub type DropErrorHandler = fn(what: &'static str, error: &Error);
 
 fn default_drop_error_handler(what: &'static str, error: &Error) {
+    diagnostic(format_args!("error while dropping {what}: {error}"));
+}
+
+/// Says what no caller can receive (a drop error with the default handler, a panicking
+/// callback or handler): with the feature `log`, to the `log` facade at level `error`,
+/// target `ascend_typestate`, when a logger takes it; else (and if the logger panics) to
+/// stderr, prefixed `ascend-typestate: `.
+pub(crate) fn diagnostic(args: fmt::Arguments<'_>) {
+    #[cfg(feature = "log")]
+    {
+        let logged = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let enabled = log::log_enabled!(target: "ascend_typestate", log::Level::Error);
+            if enabled {
+                log::error!(target: "ascend_typestate", "{args}");
+            }
+            enabled
+        }));
+        match logged {
+            Ok(true) => return,
+            Ok(false) => {}
+            // Not dropped: a payload whose own `Drop` panics would unwind from here.
+            Err(payload) => std::mem::forget(payload),
+        }
+    }
     // Not `eprintln!`, which panics when stderr cannot be written.
     use std::io::Write as _;
-    let _ = writeln!(
-        std::io::stderr(),
-        "ascend-typestate: error while dropping {what}: {error}"
-    );
+    let _ = writeln!(std::io::stderr(), "ascend-typestate: {args}");
 }
 
 static DROP_ERROR_HANDLER: RwLock<DropErrorHandler> = RwLock::new(default_drop_error_handler);
@@ -662,11 +683,9 @@ pub(crate) fn report_drop_error<E: Into<Error>>(what: &'static str, result: Resu
         if let Err(payload) = outcome {
             // Not dropped: a payload whose own `Drop` panics would unwind from here.
             std::mem::forget(payload);
-            use std::io::Write as _;
-            let _ = writeln!(
-                std::io::stderr(),
-                "ascend-typestate: the drop-error handler panicked on: {what}: {error}"
-            );
+            diagnostic(format_args!(
+                "the drop-error handler panicked on: {what}: {error}"
+            ));
         }
     }
 }

@@ -2,7 +2,6 @@
 
 use std::any::Any;
 use std::ffi::c_void;
-use std::io::Write as _;
 use std::mem::ManuallyDrop;
 use std::ops::Deref;
 use std::os::unix::thread::JoinHandleExt;

@@ -147,12 +147,8 @@ fn run_callback(shared: &Shared, body: impl FnOnce()) {
         let message = panic_message(panic.as_ref());
         // Not dropped: a payload whose own `Drop` panics would unwind into C (abort).
         std::mem::forget(panic);
-        // Not `eprintln!`, which panics (here: aborts, in an `extern "C"` function) when
-        // stderr cannot be written.
-        let _ = writeln!(
-            std::io::stderr(),
-            "ascend-typestate: a host callback panicked: {message}"
-        );
+        // Never panics (here it would abort, in an `extern "C"` function).
+        crate::runtime::diagnostic(format_args!("a host callback panicked: {message}"));
         shared.keep_panic(message);
     }
     context::leave_callback(previous);
