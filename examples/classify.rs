@@ -59,29 +59,43 @@ fn top1(scores: &[f32]) -> (usize, f32) {
         })
 }
 
-/// Prints frame `n`'s top-1 class; on the simulator, checks it.
-fn report(n: u64, scores: &[f32], check: bool, out: &mut impl Write) {
+/// Counts frame `n`'s top-1 class, and prints it with `--each`; on the simulator, checks it.
+fn report(n: u64, scores: &[f32], classifier: &mut Tally, out: &mut impl Write) {
     let (class, score) = top1(scores);
-    let _ = writeln!(out, "frame {n}: class {class} ({score:.3})");
-    if check {
+    if classifier.each {
+        let _ = writeln!(out, "frame {n}: class {class} ({score:.3})");
+    }
+    if classifier.check {
         assert_eq!(class as u64, n * 7 % CLASSES as u64, "frame {n}");
     }
+    if let Some(count) = classifier.per_class.get_mut(class) {
+        *count += 1;
+    }
+    classifier.results += 1;
+}
+
+/// What the loop saw, for the summary.
+struct Tally {
+    /// On the simulator: check each result against the CPU.
+    check: bool,
+    /// Print every frame's class (`--each`), not only the summary.
+    each: bool,
+    results: u64,
+    per_class: Vec<u64>,
 }
 
 /// Everything the loop uses, created at start-up.
 struct Classifier {
     model: Model<'static>,
     pipeline: Pipeline<'static, f32, f32>,
-    /// On the simulator: check each result against the CPU.
-    check: bool,
-    results: u64,
+    tally: Tally,
 }
 
 impl Classifier {
     fn new(
         device: &'static Device<'static, DefaultContext>,
         path: &std::path::Path,
-        check: bool,
+        tally: Tally,
     ) -> Result<Classifier, Error> {
         let model = device.load_model(path)?;
         let (input, output) = match (model.inputs(), model.outputs()) {
@@ -96,8 +110,7 @@ impl Classifier {
         Ok(Classifier {
             pipeline: device.create_pipeline(config)?,
             model,
-            check,
-            results: 0,
+            tally,
         })
     }
 
@@ -106,8 +119,7 @@ impl Classifier {
     fn frame(&mut self, out: &mut impl Write) -> Result<(), Error> {
         let mut slot = self.pipeline.next_slot()?;
         if let Some((n, scores)) = slot.output() {
-            report(n, scores, self.check, out);
-            self.results += 1;
+            report(n, scores, &mut self.tally, out);
         }
         fill(slot.frame(), slot.input_mut());
         let model = &mut self.model;
@@ -117,22 +129,25 @@ impl Classifier {
 
     /// The last frames, then everything released: the pipeline first (its frames are then
     /// proven done), then the model.
-    fn finish(mut self, out: &mut impl Write) -> Result<u64, Error> {
+    fn finish(mut self, out: &mut impl Write) -> Result<Tally, Error> {
         self.pipeline.wait_all()?;
         for (n, scores) in self.pipeline.outputs() {
-            report(n, scores, self.check, out);
-            self.results += 1;
+            report(n, scores, &mut self.tally, out);
         }
         self.pipeline.destroy()?;
         self.model.unload()?;
-        Ok(self.results)
+        Ok(self.tally)
     }
 }
 
 fn main() -> Result<(), Error> {
-    let mut args = std::env::args().skip(1);
-    let model_arg = args.next();
-    let frames: u64 = args.next().and_then(|n| n.parse().ok()).unwrap_or(1000);
+    // `classify [MODEL.om [FRAMES]] [--each]`: a summary, or every frame's class with `--each`.
+    let (flags, mut args): (Vec<String>, Vec<String>) =
+        std::env::args().skip(1).partition(|a| a.starts_with("--"));
+    let each = flags.iter().any(|f| f == "--each");
+    args.reverse();
+    let model_arg = args.pop();
+    let frames: u64 = args.pop().and_then(|n| n.parse().ok()).unwrap_or(1000);
 
     let acl = Acl::shared()?;
     println!("runtime library: {}", acl.library());
@@ -149,7 +164,9 @@ fn main() -> Result<(), Error> {
             path
         }
         (None, false) => {
-            println!("usage: classify MODEL.om [FRAMES]  (on the simulator, no model is needed)");
+            println!(
+                "usage: classify MODEL.om [FRAMES] [--each]  (on the simulator, no model is needed)"
+            );
             return Ok(());
         }
     };
@@ -158,7 +175,15 @@ fn main() -> Result<(), Error> {
     // Initialised once, kept for the program's life: the device in its default context.
     let device: &'static Device<'static, DefaultContext> =
         Box::leak(Box::new(acl.set_device(0)?.into_default_context()?));
-    let mut classifier = Classifier::new(device, &path, check)?;
+    let tally = Tally {
+        check,
+        each,
+        results: 0,
+        per_class: Vec::new(),
+    };
+    let mut classifier = Classifier::new(device, &path, tally)?;
+    let classes = classifier.model.outputs()[0].byte_len() / 4;
+    classifier.tally.per_class = vec![0; classes];
     println!(
         "model {}: input {:?}, output {:?}",
         path.display(),
@@ -167,7 +192,7 @@ fn main() -> Result<(), Error> {
     );
 
     let started = Instant::now();
-    let results = std::thread::spawn(move || -> Result<u64, Error> {
+    let tally = std::thread::spawn(move || -> Result<Tally, Error> {
         let stdout = std::io::stdout();
         let mut out = std::io::BufWriter::new(stdout.lock());
         for _ in 0..frames {
@@ -178,6 +203,8 @@ fn main() -> Result<(), Error> {
     .join()
     .map_err(|_| Error::InvalidArgument("the classifier thread panicked"))??;
     let elapsed = started.elapsed();
+    let results = tally.results;
+    println!("frames per top-1 class: {:?}", tally.per_class);
     println!(
         "{results} frames in {:.1} ms: {:.0} frames/s{}",
         elapsed.as_secs_f64() * 1e3,

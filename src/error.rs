@@ -382,7 +382,10 @@ pub enum Error {
     /// reset while contexts created on it are. Borrows make this impossible in safe code
     /// unless a handle was leaked (`mem::forget`); the context or device is then kept (leaked
     /// too) rather than destroyed under it (D3).
-    #[error("{count} handle(s) created in it are still alive (leaked?); not destroying it (D3)")]
+    #[error(
+        "{count} handle(s) created in it are still alive (leaked?); not destroying it \
+         (D3: a parent is released only after everything created in it)"
+    )]
     LiveChildren {
         /// How many are alive: streams, events, buffers and report threads of a context;
         /// contexts of a device.
@@ -390,7 +393,7 @@ pub enum Error {
     },
     /// More report threads than the runtime allows per process (C4: 1024 on Atlas 200/500
     /// A2; 32 or fewer is recommended).
-    #[error("too many report threads: the limit is {limit} per process (C4)")]
+    #[error("too many report threads: the limit is {limit} per process (C4: the runtime's limit)")]
     TooManyReportThreads {
         /// The limit.
         limit: usize,
@@ -404,7 +407,10 @@ pub enum Error {
         first: String,
     },
     /// A runtime call from inside a host callback (C8: it could deadlock the runtime).
-    #[error("runtime call from inside a host callback (C8)")]
+    #[error(
+        "runtime call from inside a host callback (C8: a callback must not synchronise, \
+         allocate, free or launch; it could deadlock the runtime)"
+    )]
     InsideCallback,
     /// The report thread is not running callbacks: it could not be started, or its loop
     /// ended (also used to count `aclrtProcessReport` failures beyond those kept).
@@ -414,7 +420,8 @@ pub enum Error {
     /// cannot run (C6), so `unsubscribe` stopped waiting for them. The subscription is
     /// given back; try again once the runtime recovers.
     #[error(
-        "aclrtProcessReport failed {failures} times in a row: {pending} callback(s) cannot run (C6)"
+        "aclrtProcessReport failed {failures} times in a row: {pending} callback(s) cannot run \
+         (C6: callbacks run only when their report thread processes them)"
     )]
     ReportThreadFailing {
         /// Failures in a row seen while waiting.
@@ -446,7 +453,10 @@ pub enum Error {
     /// whose record is still pending (synchronise it first).
     ///
     /// [`Event::reset_completed`]: crate::Event::reset_completed
-    #[error("{what} is not complete yet: synchronise it first (E10)")]
+    #[error(
+        "{what} is not complete yet: synchronise it first (E10: only a completed record \
+         may be reset and recorded again)"
+    )]
     NotComplete {
         /// What was checked.
         what: &'static str,
@@ -483,7 +493,7 @@ pub enum Error {
         found: usize,
     },
     /// A batch size that is not one of the model's compiled gears (MD11).
-    #[error("batch {batch} is not one of the model's gears (MD11)")]
+    #[error("batch {batch} is not one of the model's gears (MD11: the gears it was compiled with)")]
     NotAGear {
         /// The batch asked for.
         batch: u64,

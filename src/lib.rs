@@ -206,6 +206,37 @@
 //! }
 //! ```
 //!
+//! A worker that ends with its owner needs no `'static` at all: [`std::thread::scope`] joins
+//! it before the scope returns, so the pipeline may borrow an owned [`Acl`] and everything
+//! is torn down in order, errors returned, the runtime finalized:
+//!
+//! ```no_run
+//! use ascend_typestate::{Acl, PipelineConfig, Result};
+//!
+//! fn main() -> Result<()> {
+//!     let acl = Acl::init()?;
+//!     let device = acl.set_device(0)?.into_default_context()?;
+//!     let mut pipeline = device.create_pipeline::<f32, f32>(PipelineConfig::new(1024, 1024))?;
+//!     let frames = std::thread::scope(|s| {
+//!         let worker = s.spawn(|| -> Result<u64> {
+//!             for _ in 0..1000 {
+//!                 let mut slot = pipeline.next_slot()?;
+//!                 slot.input_mut().fill(1.0);
+//!                 slot.submit(|launch| launch.simulated_map(std::time::Duration::ZERO, |x| x))?;
+//!             }
+//!             pipeline.wait_all()?;
+//!             Ok(pipeline.submitted())
+//!         });
+//!         worker.join().expect("the worker panicked")
+//!     })?;
+//!     println!("{frames} frames");
+//!     pipeline.destroy()?;   // after the worker: it borrowed the pipeline
+//!     device.reset()?;
+//!     acl.finalize()?;
+//!     Ok(())
+//! }
+//! ```
+//!
 //! What does not compile: writing a submitted frame's input or reading its output (the guard
 //! is consumed), holding two slots at once, destroying the pipeline while a slot is held,
 //! keeping what the kernel was lent (`ui-tests/fail/*pipeline*`). What cannot happen at run

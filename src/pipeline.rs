@@ -31,6 +31,7 @@ pub const MAX_PIPELINE_SLOTS: usize = 64;
 ///     .slots(3)                                            // default 2: double buffering
 ///     .policy(MallocPolicy::HugeFirst);
 /// assert_eq!(config.slot_count(), 3);
+/// assert_eq!((config.input_len(), config.output_len()), (224 * 224 * 3, 1000));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct PipelineConfig {
@@ -68,6 +69,21 @@ impl PipelineConfig {
     /// The number of slots.
     pub const fn slot_count(&self) -> usize {
         self.slots
+    }
+
+    /// The elements of one frame's input.
+    pub const fn input_len(&self) -> usize {
+        self.input_len
+    }
+
+    /// The elements of one frame's output.
+    pub const fn output_len(&self) -> usize {
+        self.output_len
+    }
+
+    /// How the slots' device memory is allocated.
+    pub const fn malloc_policy(&self) -> MallocPolicy {
+        self.policy
     }
 }
 
@@ -470,6 +486,11 @@ impl<'ctx, I: Pod, O: Pod> Pipeline<'ctx, I, O> {
     /// The output of the last completed frame of each free slot, oldest first, as `(frame,
     /// output)`. Slots in flight are skipped: call [`wait_all`](Self::wait_all) first to see
     /// the last frames.
+    ///
+    /// A slot holds one frame's output, so this is at most one frame per slot: the last
+    /// ones. Every earlier frame's output is read when its slot comes round again, through
+    /// [`Slot::output`] after [`next_slot`](Self::next_slot), before the slot's next
+    /// submission overwrites it (the loop in the type's docs reads every frame that way).
     pub fn outputs(&self) -> impl Iterator<Item = (u64, &[O])> + '_ {
         let mut done: Vec<(u64, &[O])> = self
             .slots

@@ -283,6 +283,7 @@ impl Acl {
             path: self.api.resolved_path().to_path_buf(),
             source: self.api.source(),
             version,
+            simulator: self.simulator().is_some(),
         }
     }
 
@@ -413,12 +414,16 @@ impl fmt::Debug for Acl {
 }
 
 /// The runtime library in use ([`Acl::library`]). Displays as
-/// `<path> (version <version>, found by: <search step>)`, the one format the examples print.
+/// `<path> (version <version>, found by: <search step>)`, the one format the examples print;
+/// `<path> (the simulator, version <version>, found by: <search step>)` when it is the CPU
+/// simulator (`ascendcl-sim`), so that a program run under `cargo` (whose library path the
+/// system loader searches) says plainly that no vendor runtime is in use.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RuntimeLibrary {
     path: std::path::PathBuf,
     source: &'static str,
     version: String,
+    simulator: bool,
 }
 
 impl RuntimeLibrary {
@@ -438,13 +443,23 @@ impl RuntimeLibrary {
     pub fn version(&self) -> &str {
         &self.version
     }
+
+    /// Whether it is the CPU simulator (`ascendcl-sim`), not a vendor runtime.
+    pub fn is_simulator(&self) -> bool {
+        self.simulator
+    }
 }
 
 impl fmt::Display for RuntimeLibrary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = if self.simulator {
+            "the simulator, "
+        } else {
+            ""
+        };
         write!(
             f,
-            "{} (version {}, found by: {})",
+            "{} ({kind}version {}, found by: {})",
             self.path.display(),
             self.version,
             self.source

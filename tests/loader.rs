@@ -1332,3 +1332,24 @@ fn a_truncated_model_library_beside_the_runtime_is_refused() {
         "{line:?}"
     );
 }
+
+/// `Acl::library` says when the simulator is what loaded (issue 24): under `cargo` the
+/// system loader finds it on cargo's library path, and "found by: system loader" alone
+/// would read like a vendor runtime.
+#[test]
+fn the_library_line_says_simulator_when_the_simulator_loaded() {
+    let session = support::sim::Session::start();
+    let library = session.acl().library();
+    assert!(library.is_simulator());
+    let line = library.to_string();
+    assert!(
+        line.contains("(the simulator, version ") && line.contains(", found by: "),
+        "{line}"
+    );
+    assert_eq!(
+        library.path(),
+        support::simulator_path().canonicalize().unwrap()
+    );
+    drop(library);
+    session.finish();
+}

@@ -677,3 +677,30 @@ fn e4_d3_a_waited_event_whose_reset_keeps_failing_is_kept_not_destroyed() {
     println!("kept as expected");
     std::process::exit(0);
 }
+
+/// The crate docs' scoped worker (issue 24): a pipeline borrowed by a `std::thread::scope`
+/// worker, then destroyed, the device reset and the runtime finalized by their owner: every
+/// frame checked, nothing left, no finding.
+#[test]
+fn a_scoped_worker_thread_and_clean_teardown() {
+    let mut session = Session::start();
+    let acl = session.acl.take().unwrap();
+    let run = || -> Result<u64, Error> {
+        let device = acl.set_device(0)?.into_default_context()?;
+        let mut pipeline = device.create_pipeline::<f32, f32>(PipelineConfig::new(LEN, LEN))?;
+        let frames = std::thread::scope(|s| {
+            let worker = s.spawn(|| -> Result<u64, Error> {
+                Ok(run_frames(&mut pipeline, 50, Duration::ZERO))
+            });
+            worker.join().expect("the worker panicked")
+        })?;
+        pipeline.destroy()?;
+        device.reset()?;
+        Ok(frames)
+    };
+    assert_eq!(run().unwrap(), 50);
+    acl.finalize().unwrap();
+    assert_eq!(session.sim.live_objects(), 0);
+    let findings = session.sim.findings();
+    assert!(findings.is_empty(), "{findings:#?}");
+}
