@@ -1,6 +1,8 @@
 //! The error model.
 
 use std::fmt;
+
+use crate::result::RuntimeMessage;
 use std::path::PathBuf;
 
 /// `Result` with this crate's [`Error`].
@@ -326,7 +328,7 @@ fn format_not_found(tried: &[TriedPath]) -> String {
 ///
 /// ```
 /// use ascend_typestate::{AclError, Error};
-/// let e = Error::Runtime { call: "aclrtRecordEvent", code: AclError::RtStreamContext };
+/// let e = Error::Runtime { call: "aclrtRecordEvent", code: AclError::RtStreamContext, message: None };
 /// assert_eq!(e.code(), Some(AclError::RtStreamContext));
 /// assert!(e.to_string().starts_with("aclrtRecordEvent failed: ACL_ERROR_RT_STREAM_CONTEXT (107003)"));
 /// ```
@@ -348,12 +350,16 @@ fn format_not_found(tried: &[TriedPath]) -> String {
 #[non_exhaustive]
 pub enum Error {
     /// A runtime call returned a non-zero code.
-    #[error("{call} failed: {code}")]
+    #[error("{call} failed: {code}{}", RuntimeMessage::suffix(message))]
     Runtime {
         /// The C function that failed.
         call: &'static str,
         /// What it returned.
         code: AclError,
+        /// The runtime's own explanation (`aclGetRecentErrMsg`), when it kept one: read on
+        /// the failing thread right after the failure (so
+        /// [`Acl::recent_error_message`](crate::Acl::recent_error_message) finds it taken).
+        message: Option<RuntimeMessage>,
     },
     /// The runtime library could not be loaded (boxed: it is rare and large, and keeping
     /// `Error` small keeps every `Result` of the hot path small).
@@ -404,7 +410,7 @@ pub enum Error {
         /// How many panicked since the last report.
         count: usize,
         /// The first panic's message.
-        first: String,
+        first: Box<str>,
     },
     /// A runtime call from inside a host callback (C8: it could deadlock the runtime).
     #[error(
@@ -559,11 +565,18 @@ pub enum ModelFileProblem {
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Runtime { call, code } => f
-                .debug_struct("Runtime")
-                .field("call", call)
-                .field("code", code)
-                .finish(),
+            Error::Runtime {
+                call,
+                code,
+                message,
+            } => {
+                let mut d = f.debug_struct("Runtime");
+                d.field("call", call).field("code", code);
+                if let Some(message) = message {
+                    d.field("message", message);
+                }
+                d.finish()
+            }
             Error::Load(e) => fmt::Debug::fmt(e, f),
             Error::Unsupported { symbol } => f
                 .debug_struct("Unsupported")
@@ -642,7 +655,15 @@ impl fmt::Debug for Error {
 impl From<crate::result::CallError> for Error {
     fn from(e: crate::result::CallError) -> Error {
         match e {
-            crate::result::CallError::Failed { call, code } => Error::Runtime { call, code },
+            crate::result::CallError::Failed {
+                call,
+                code,
+                message,
+            } => Error::Runtime {
+                call,
+                code,
+                message,
+            },
             crate::result::CallError::Unsupported { symbol } => Error::Unsupported { symbol },
             crate::result::CallError::InsideCallback { .. } => Error::InsideCallback,
         }

@@ -296,7 +296,7 @@ impl Shared {
                 "HostFnStream",
                 Err(Error::CallbackPanicked {
                     count: panics.len(),
-                    first: first.clone(),
+                    first: first.as_str().into(),
                 }),
             );
         }

@@ -178,7 +178,8 @@ pub(crate) struct KernelJob<I, O> {
 fn kernel_panicked(frame: u64) -> Error {
     Error::CallbackPanicked {
         count: 1,
-        first: format!("the simulated kernel of frame {frame} panicked: its output is incomplete"),
+        first: format!("the simulated kernel of frame {frame} panicked: its output is incomplete")
+            .into(),
     }
 }
 

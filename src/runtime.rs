@@ -325,8 +325,10 @@ impl Acl {
     }
 
     /// `aclGetRecentErrMsg` (P4): the runtime's explanation of the calling thread's last
-    /// failed call, if it kept one. Read it right after the failure: any runtime call on
-    /// this thread may replace it.
+    /// failed call, if it kept one. Every failed call of this crate already reads it into its
+    /// error (the `message` of [`Error::Runtime`]), so this finds it only after calls made
+    /// elsewhere (C code in the same thread, say). Any runtime call on this thread may
+    /// replace it.
     pub fn recent_error_message(&self) -> Option<String> {
         self.api.recent_error_message()
     }

@@ -143,7 +143,11 @@ impl Simulator<'_> {
             .map_err(|_| Error::InvalidArgument("a function name contains a NUL byte"))?;
         // SAFETY: a NUL-terminated string that outlives the call.
         let result = unsafe { inject(name.as_ptr(), code, skip, times) };
-        crate::error::check(result).map_err(|code| Error::Runtime { call: SYMBOL, code })
+        crate::error::check(result).map_err(|code| Error::Runtime {
+            call: SYMBOL,
+            code,
+            message: None,
+        })
     }
 
     /// Disarms every injected fault (`aclsimClearFaults`); nothing on a simulator build
@@ -271,6 +275,7 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
             return Err(Error::Runtime {
                 call: "aclsimLaunchKernel",
                 code,
+                message: crate::result::RuntimeMessage::recent(self.ctx.api()),
             });
         }
         Ok(PendingDevice(written))
@@ -347,6 +352,7 @@ impl<I: Pod, O: Pod> crate::pipeline::Launch<'_, '_, I, O> {
         Error::Runtime {
             call: "aclsimLaunchKernel",
             code: crate::AclError::from_code(code),
+            message: crate::result::RuntimeMessage::recent(self.api()),
         }
     }
 }
@@ -428,7 +434,10 @@ fn run_elementwise<I: Pod, O: Pod>(
         // callback, so that the handler cannot reach the runtime from this thread (C8).
         report_drop_error(
             "a simulated kernel's function (it panicked; its output is incomplete)",
-            Err(Error::CallbackPanicked { count: 1, first }),
+            Err(Error::CallbackPanicked {
+                count: 1,
+                first: first.into(),
+            }),
         );
     }
     crate::context::leave_callback(previous);

@@ -205,6 +205,7 @@ fn unknown_codes_are_carried_intact() {
         let runtime = Error::Runtime {
             call: "aclrtSynchronizeStream",
             code: e,
+            message: None,
         };
         assert_eq!(runtime.code(), Some(AclError::Unknown(code)));
         assert!(runtime.to_string().contains(&code.to_string()));
@@ -222,6 +223,7 @@ fn runtime_error_names_the_call() {
     let e = Error::Runtime {
         call: "aclrtRecordEvent",
         code: AclError::RtStreamContext,
+        message: None,
     };
     let shown = e.to_string();
     assert!(shown.contains("aclrtRecordEvent"), "{shown}");
@@ -304,6 +306,7 @@ fn failed_is_transparent_in_error_chains() {
         error: ascend_typestate::Error::Runtime {
             call: "aclrtRecordEvent",
             code: AclError::RtStreamContext,
+            message: None,
         },
         value: (),
     };
@@ -402,6 +405,7 @@ fn other_errors_debug_as_their_variant() {
     let e = Error::Runtime {
         call: "aclrtSetDevice",
         code: AclError::RtInvalidDeviceId,
+        message: None,
     };
     assert_eq!(
         format!("{e:?}"),
@@ -460,5 +464,38 @@ fn question_mark_works_into_a_boxed_error_through_teardown() {
     }
     assert_eq!(session.sim.live_objects(), 0);
     let findings = session.sim.findings();
+    assert!(findings.is_empty(), "{findings:?}");
+}
+
+/// The runtime's own explanation travels with the error (issue 24): a failed call reads
+/// `aclGetRecentErrMsg` at once, on the failing thread, and the error displays it.
+#[test]
+fn a_runtime_error_carries_the_runtimes_message() {
+    let session = support::sim::Session::start();
+    {
+        let device = session.default_device(0);
+        let error = device
+            .load_model(ascend_typestate::ModelSource::bytes(
+                b"not a model".to_vec(),
+            ))
+            .unwrap_err();
+        let Error::Runtime { call, message, .. } = &error else {
+            panic!("{error:?}");
+        };
+        assert_eq!(*call, "aclmdlLoadFromMem");
+        let message = message
+            .as_ref()
+            .expect("the simulator explains its refusals");
+        assert!(!message.as_str().is_empty());
+        let shown = error.to_string();
+        assert!(
+            shown.contains("; the runtime says: ") && shown.contains(message.as_str()),
+            "{shown}"
+        );
+        assert!(format!("{error:?}").contains("message: "), "{error:?}");
+        // Taken into the error: the thread's message is gone.
+        assert_eq!(session.acl().recent_error_message(), None);
+    }
+    let findings = session.finish();
     assert!(findings.is_empty(), "{findings:?}");
 }

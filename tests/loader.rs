@@ -259,7 +259,8 @@ fn stub_without_optional_symbols_loads_and_reports_unsupported_at_the_call() {
             err,
             CallError::Failed {
                 call: "aclrtSetDevice",
-                code: AclError::RtInvalidDeviceId
+                code: AclError::RtInvalidDeviceId,
+                ..
             }
         ),
         "{err:?}"
@@ -271,7 +272,8 @@ fn stub_without_optional_symbols_loads_and_reports_unsupported_at_the_call() {
             err,
             CallError::Failed {
                 call: "aclInit",
-                code: AclError::Unknown(STUB_CODE)
+                code: AclError::Unknown(STUB_CODE),
+                ..
             }
         ),
         "{err:?}"
@@ -343,7 +345,8 @@ fn stub_with_optional_symbols_calls_them() {
             err,
             CallError::Failed {
                 call: "aclrtSynchronizeDeviceWithTimeout",
-                code: AclError::RtStreamSyncTimeout
+                code: AclError::RtStreamSyncTimeout,
+                ..
             }
         ),
         "{err:?}"
@@ -355,7 +358,8 @@ fn stub_with_optional_symbols_calls_them() {
             result,
             Err(CallError::Failed {
                 call: "aclrtSynchronizeEventWithTimeout",
-                code: AclError::RtEventSyncTimeout
+                code: AclError::RtEventSyncTimeout,
+                ..
             })
         ),
         "{result:?}"
@@ -847,7 +851,8 @@ fn model_functions_are_found_in_libacl_mdl_beside_the_runtime() {
             err,
             CallError::Failed {
                 call: "aclmdlQuerySize",
-                code: AclError::Unknown(STUB_CODE)
+                code: AclError::Unknown(STUB_CODE),
+                ..
             }
         ),
         "{err:?}"

@@ -337,8 +337,18 @@ fn call_every_safe_function(
         ("Api::model_query_size", api.model_query_size(model).into()),
         (
             "CallError::code",
-            match failed {
+            match &failed {
                 Err(e) if e.code() == Some(AclError::RtInvalidDeviceId) => Outcome::Ok,
+                other => Outcome::Other(format!("{other:?}")),
+            },
+        ),
+        (
+            "RuntimeMessage::as_str",
+            match &failed {
+                Err(ascend_typestate::result::CallError::Failed {
+                    message: Some(message),
+                    ..
+                }) if !message.as_str().is_empty() => Outcome::Ok,
                 other => Outcome::Other(format!("{other:?}")),
             },
         ),

@@ -290,12 +290,18 @@ fn version_soc_and_device_queries_p4_d8() {
             "{before:?} then {after:?}"
         );
         drop(buffer);
-        // A failed call leaves the runtime's explanation on this thread (P4).
-        assert!(acl.api().get_device_capability(99, 0).is_err());
-        let message = acl
-            .recent_error_message()
-            .expect("a message after a failure");
-        assert!(!message.is_empty());
+        // A failed call carries the runtime's explanation (P4), taken from this thread.
+        let failed = acl.api().get_device_capability(99, 0).unwrap_err();
+        let ascend_typestate::result::CallError::Failed { message, .. } = failed else {
+            panic!("{failed:?}");
+        };
+        assert!(
+            !message
+                .expect("a message after a failure")
+                .as_str()
+                .is_empty()
+        );
+        assert_eq!(acl.recent_error_message(), None);
         ctx.destroy().unwrap();
         device.reset().unwrap();
     }

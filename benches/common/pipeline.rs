@@ -231,6 +231,7 @@ impl RawLoop {
                 return Err(Error::Runtime {
                     call: "aclsimLaunchKernel",
                     code: ascend_typestate::AclError::from_code(code),
+                    message: None,
                 });
             }
             api.record_event(slot.ready, self.compute)?;

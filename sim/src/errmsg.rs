@@ -18,8 +18,10 @@ thread_local! {
     static CUR: Cell<usize> = const { Cell::new(NO_CALL) };
     /// A specific reason given by the failing call site (code, text).
     static PENDING: RefCell<Option<(i32, String)>> = const { RefCell::new(None) };
-    /// The text `aclGetRecentErrMsg` returns.
+    /// The messages not yet read, the latest first.
     static LAST: RefCell<Option<CString>> = const { RefCell::new(None) };
+    /// What the thread's last `aclGetRecentErrMsg` returned, kept valid until its next one.
+    static RETURNED: RefCell<Option<CString>> = const { RefCell::new(None) };
 }
 
 /// The calling thread entered runtime function `index` (a `CallId`).
@@ -54,15 +56,30 @@ pub fn failed(index: usize, code: i32) {
     set(format!("{name}: {code}: {reason}"));
 }
 
-/// Sets the text directly (functions that return a pointer, e.g. `aclrtGetSocName`).
+/// Sets the text directly (functions that return a pointer, e.g. `aclrtGetSocName`). As in
+/// CANN, messages not yet read stack up, the latest on top.
 pub fn set(text: String) {
-    let c = CString::new(text.replace('\0', " ")).unwrap_or_default();
-    LAST.with(|l| *l.borrow_mut() = Some(c));
+    let text = text.replace('\0', " ");
+    LAST.with(|l| {
+        let mut last = l.borrow_mut();
+        let stacked = match last.take() {
+            Some(earlier) => format!("{text}\n{}", earlier.to_string_lossy()),
+            None => text,
+        };
+        *last = Some(CString::new(stacked).unwrap_or_default());
+    });
 }
 
-/// The current text, or NULL. Valid until this thread's next failing runtime call.
+/// `aclGetRecentErrMsg`: takes the thread's messages ("obtains and clears", CANN), or NULL if
+/// there are none. The text stays valid until the thread's next `aclGetRecentErrMsg`, as the
+/// docs promise (only the pointer of the latest call is valid).
 pub fn last() -> *const c_char {
-    LAST.with(|l| l.borrow().as_ref().map_or(std::ptr::null(), |c| c.as_ptr()))
+    let taken = LAST.with(|l| l.borrow_mut().take());
+    RETURNED.with(|r| {
+        let mut returned = r.borrow_mut();
+        *returned = taken;
+        returned.as_ref().map_or(std::ptr::null(), |c| c.as_ptr())
+    })
 }
 
 /// What an error code means, for failures without a specific reason.

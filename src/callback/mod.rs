@@ -133,7 +133,7 @@ impl Shared {
                 "ReportThread (left running: a callback panicked)",
                 Err(Error::CallbackPanicked {
                     count: 1,
-                    first: message,
+                    first: message.into(),
                 }),
             );
         } else {
@@ -162,7 +162,7 @@ impl Shared {
         if let Some(first) = panics.first() {
             errors.push(Error::CallbackPanicked {
                 count: panics.len(),
-                first: first.clone(),
+                first: first.as_str().into(),
             });
         }
         errors

@@ -78,7 +78,7 @@ impl Api {
         let name = unsafe { function() };
         // SAFETY: the runtime returns NULL or a NUL-terminated string it keeps.
         unsafe { copy_c_string(name) }
-            .ok_or_else(|| runtime_error("aclrtGetSocName", ACL_ERROR_FAILURE as aclError))
+            .ok_or_else(|| runtime_error(self, "aclrtGetSocName", ACL_ERROR_FAILURE as aclError))
     }
 
     /// `aclrtGetMemInfo(attr, &free, &total)` (D8): bytes free and in total on the current

@@ -63,16 +63,19 @@ use crate::sys::loader::Api;
 /// runtime lacks. The typed API's [`Error`](crate::Error) has a variant for each
 /// ([`Error::Runtime`](crate::Error::Runtime), [`Error::Unsupported`](crate::Error::Unsupported)),
 /// and `?` converts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CallError {
     /// The function returned a non-zero code.
-    #[error("{call} failed: {code}")]
+    #[error("{call} failed: {code}{}", RuntimeMessage::suffix(message))]
     Failed {
         /// The C function that failed.
         call: &'static str,
         /// What it returned.
         code: AclError,
+        /// The runtime's explanation (`aclGetRecentErrMsg`), read on the failing thread right
+        /// after the failure, when the runtime kept one.
+        message: Option<RuntimeMessage>,
     },
     /// The loaded runtime lacks this optional (newer) function.
     #[error("the loaded runtime does not provide `{symbol}` (a newer AscendCL function)")]
@@ -103,24 +106,65 @@ impl CallError {
 /// The result of a raw call.
 pub type Result<T, E = CallError> = std::result::Result<T, E>;
 
+/// The runtime's own explanation of a failed call (`aclGetRecentErrMsg`), which the raw layer
+/// reads on the failing thread right after the failure (the runtime keeps it only until that
+/// thread's next call) and attaches to the error. One pointer wide.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RuntimeMessage(Box<Box<str>>);
+
+impl RuntimeMessage {
+    /// The calling thread's message (`aclGetRecentErrMsg`), taken; `None` if there is none.
+    pub(crate) fn recent(api: &Api) -> Option<RuntimeMessage> {
+        api.recent_error_message()
+            .filter(|text| !text.trim().is_empty())
+            .map(|text| RuntimeMessage(Box::new(text.into_boxed_str())))
+    }
+
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// `"; the runtime says: <text>"`, or nothing: how errors display an optional message.
+    pub(crate) fn suffix(message: &Option<RuntimeMessage>) -> String {
+        match message {
+            Some(message) => format!("; the runtime says: {}", message.as_str()),
+            None => String::new(),
+        }
+    }
+}
+
+impl std::fmt::Display for RuntimeMessage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Debug for RuntimeMessage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
 /// Maps a raw return value of `call` to a `Result`.
 #[inline(always)]
-fn check(call: &'static str, code: aclError) -> Result<()> {
+fn check(api: &Api, call: &'static str, code: aclError) -> Result<()> {
     if code == 0 {
         Ok(())
     } else {
-        Err(runtime_error(call, code))
+        Err(runtime_error(api, call, code))
     }
 }
 
 /// The error of a failed call, built out of line: a call site is then the C call, a test
-/// and a branch.
+/// and a branch. Reads the runtime's explanation at once (the thread's next call replaces it).
 #[cold]
 #[inline(never)]
-fn runtime_error(call: &'static str, code: aclError) -> CallError {
+fn runtime_error(api: &Api, call: &'static str, code: aclError) -> CallError {
     CallError::Failed {
         call,
         code: AclError::from_code(code),
+        message: RuntimeMessage::recent(api),
     }
 }
 
@@ -139,7 +183,7 @@ fn refuse_inside_callback(call: &'static str) -> Result<()> {
 /// Calls a required function of the table: `call!(self, aclrtFoo(a, b))`.
 macro_rules! call {
     ($api:expr, $name:ident($($arg:expr),* $(,)?)) => {
-        check(stringify!($name), ($api.table.$name)($($arg),*))
+        check($api, stringify!($name), ($api.table.$name)($($arg),*))
     };
 }
 
@@ -174,7 +218,7 @@ unsafe fn copy_c_string(text: *const std::ffi::c_char) -> Option<String> {
 macro_rules! call_optional {
     ($api:expr, $name:ident($($arg:expr),* $(,)?)) => {
         match $api.table.$name {
-            Some(function) => check(stringify!($name), function($($arg),*)),
+            Some(function) => check($api, stringify!($name), function($($arg),*)),
             None => Err(CallError::Unsupported { symbol: stringify!($name) }),
         }
     };

@@ -11,17 +11,18 @@ use crate::sys::model::ModelTable;
 /// Calls a function of the model table: `model_call!(self, aclmdlFoo(a, b))`.
 macro_rules! model_call {
     ($api:expr, $name:ident($($arg:expr),* $(,)?)) => {
-        check(stringify!($name), ($api.model_table()?.$name)($($arg),*))
+        check($api, stringify!($name), ($api.model_table()?.$name)($($arg),*))
     };
 }
 
 /// A null handle from a creating function: the runtime's way of failing there.
 #[cold]
 #[inline(never)]
-fn null_handle(call: &'static str) -> CallError {
+fn null_handle(api: &Api, call: &'static str) -> CallError {
     CallError::Failed {
         call,
         code: AclError::Failure,
+        message: super::RuntimeMessage::recent(api),
     }
 }
 
@@ -123,7 +124,7 @@ impl Api {
         // SAFETY: no arguments.
         let desc = unsafe { (table.aclmdlCreateDesc)() };
         if desc.is_null() {
-            return Err(null_handle("aclmdlCreateDesc"));
+            return Err(null_handle(self, "aclmdlCreateDesc"));
         }
         Ok(desc)
     }
@@ -191,7 +192,7 @@ impl Api {
             _ => ("aclmdlGetCurOutputDims", t.aclmdlGetCurOutputDims),
         };
         // SAFETY: the caller's contract; a writable, boxed `aclmdlIODims`.
-        check(call, unsafe { function(desc, index, &mut *dims) })?;
+        check(self, call, unsafe { function(desc, index, &mut *dims) })?;
         let name_len = dims.name.iter().position(|&c| c == 0).unwrap_or(128);
         let name: Vec<u8> = dims.name[..name_len].iter().map(|&c| c as u8).collect();
         let count = dims.dimCount.min(128);
@@ -243,7 +244,7 @@ impl Api {
         // SAFETY: no arguments.
         let dataset = unsafe { (t.aclmdlCreateDataset)() };
         if dataset.is_null() {
-            return Err(null_handle("aclmdlCreateDataset"));
+            return Err(null_handle(self, "aclmdlCreateDataset"));
         }
         Ok(dataset)
     }
@@ -262,7 +263,7 @@ impl Api {
         // SAFETY: the caller's contract.
         let buffer = unsafe { (t.aclCreateDataBuffer)(data, size) };
         if buffer.is_null() {
-            return Err(null_handle("aclCreateDataBuffer"));
+            return Err(null_handle(self, "aclCreateDataBuffer"));
         }
         Ok(buffer)
     }
@@ -289,7 +290,7 @@ impl Api {
     pub unsafe fn destroy_data_buffer(&self, buffer: *mut aclDataBuffer) -> Result<()> {
         let t = self.model_table()?;
         // SAFETY: the caller's contract.
-        check("aclDestroyDataBuffer", unsafe {
+        check(self, "aclDestroyDataBuffer", unsafe {
             (t.aclDestroyDataBuffer)(buffer)
         })
     }

@@ -54,7 +54,7 @@ impl Api {
         let function = optional!(self, aclrtSetOpExecuteTimeOutV2);
         // SAFETY: the common contract of the raw layer (the caller's); an integer argument
         // and a valid, writable local.
-        check("aclrtSetOpExecuteTimeOutV2", unsafe {
+        check(self, "aclrtSetOpExecuteTimeOutV2", unsafe {
             function(timeout_us, &mut actual)
         })?;
         Ok(actual)
@@ -99,7 +99,7 @@ impl Api {
         let mut text = [0 as std::ffi::c_char; ACL_PKG_VERSION_MAX_SIZE as usize + 1];
         // SAFETY: `name` is NUL-terminated and writable; `text` holds the
         // ACL_PKG_VERSION_MAX_SIZE bytes the function may write, plus a NUL of our own.
-        check("aclsysGetVersionStr", unsafe {
+        check(self, "aclsysGetVersionStr", unsafe {
             function(name.as_mut_ptr().cast(), text.as_mut_ptr())
         })?;
         // SAFETY: the last byte is never written, so the text is NUL-terminated.
@@ -113,7 +113,7 @@ impl Api {
         let mut name = package.to_bytes_with_nul().to_vec();
         let mut number = 0;
         // SAFETY: `name` is NUL-terminated and writable; the out-pointer is a valid local.
-        check("aclsysGetVersionNum", unsafe {
+        check(self, "aclsysGetVersionNum", unsafe {
             function(name.as_mut_ptr().cast(), &mut number)
         })?;
         Ok(number)

@@ -40,6 +40,7 @@ fn c6_c1_one_failed_process_report_does_not_stop_the_report_thread() {
                 Err(Error::Runtime {
                     call: "aclrtProcessReport",
                     code: AclError::RtInternalError,
+                    ..
                 }) => {}
                 other => panic!("expected the injected aclrtProcessReport error, got {other:?}"),
             }
