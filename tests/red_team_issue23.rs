@@ -1016,3 +1016,101 @@ fn t11_join_event_destroyed_unreset_after_three_failed_resets() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     child_ok();
 }
+
+/// Attack 4c (BUG, liveness): `destroy_force` exists for streams that must not be waited
+/// for (S8: "error paths that must not hang on a stuck stream"). Its try form gives the
+/// stream back on failure; its plain form hands it to `Drop`, whose fallback is the
+/// *waiting* release (synchronise, then destroy): one failed `aclrtDestroyStreamForce` and
+/// the call blocks until the stuck work ends (forever for a kernel that never ends). Here a
+/// 3 s kernel stands for the stuck work, on a `Stream` and on a `HostFnStream`. Correct:
+/// the plain form returns promptly (its fallback forces again, or keeps the stream).
+#[test]
+fn t13_plain_destroy_force_falls_back_to_a_waiting_destroy() {
+    if !in_child("t13_plain_destroy_force_falls_back_to_a_waiting_destroy") {
+        return;
+    }
+    let session = Session::start();
+    let errors = DropErrors::capture();
+    let device = session.acl().set_device(0).unwrap();
+    let ctx = device.create_context().unwrap();
+    let mut problems = Vec::new();
+    for host_functions in [false, true] {
+        let stream = ctx.create_stream().unwrap();
+        session.sim.sleep_kernel(stream.as_raw(), 3_000_000);
+        session.sim.inject_fault("aclrtDestroyStreamForce", CODE, 1);
+        let start = Instant::now();
+        let returned = if host_functions {
+            stream.with_host_functions().destroy_force()
+        } else {
+            stream.destroy_force()
+        };
+        let took = start.elapsed();
+        session.sim.clear_faults();
+        if took > Duration::from_secs(1) {
+            problems.push(format!(
+                "host functions {host_functions}: destroy_force took {took:?} \
+                 (returned {returned:?}; its Drop fallback waited for the stuck kernel)"
+            ));
+        }
+    }
+    let _ = errors.take();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    child_ok();
+}
+
+/// The model a simulated kernel's function drops (t14).
+static KERNEL_MODEL: std::sync::Mutex<Option<Model<'static, Static>>> = std::sync::Mutex::new(None);
+
+/// A simulated kernel's function that drops the model kept in `KERNEL_MODEL`, on the
+/// simulator's thread (C8), the first time it runs.
+fn dropping_kernel(x: f32) -> f32 {
+    if let Ok(mut kept) = KERNEL_MODEL.try_lock() {
+        drop(kept.take());
+    }
+    x
+}
+
+/// Attack 1g: a model dropped inside a simulated kernel (a runtime thread, C8) of the very
+/// pipeline whose earlier frame executed it, before that frame is proven done. Correct: the
+/// drop defers without calling the runtime; `wait_all` then unloads it; nothing left, no
+/// report, no finding.
+#[test]
+fn t14_model_dropped_inside_a_simulated_kernel_while_pending() {
+    if !in_child("t14_model_dropped_inside_a_simulated_kernel_while_pending") {
+        return;
+    }
+    let path = model_file("kernel_drop", &sim_model(&[], Duration::from_millis(5)));
+    let errors = DropErrors::capture();
+    let acl: &'static Acl =
+        Acl::shared_with(&InitOptions::default().library(support::simulator_path())).unwrap();
+    let sim = acl.simulator().expect("the simulator");
+    sim.clear_findings();
+    let device = Box::leak(Box::new(
+        acl.set_device(0).unwrap().into_default_context().unwrap(),
+    ));
+    let ctx: &'static ascend_typestate::Context<'static> = device;
+    let baseline = sim.live_objects();
+    {
+        let mut pipeline = ctx.create_pipeline::<f32, f32>(config()).unwrap();
+        let mut model: Model<'static, Static> = ctx.load_model(&path).unwrap();
+        let slot = pipeline.next_slot().unwrap();
+        slot.submit(|l| l.execute(&mut model)).unwrap();
+        *KERNEL_MODEL.lock().unwrap() = Some(model);
+        let slot = pipeline.next_slot().unwrap();
+        slot.submit(|l| l.simulated_map(Duration::ZERO, dropping_kernel))
+            .unwrap();
+        let start = Instant::now();
+        while KERNEL_MODEL.lock().unwrap().is_some() {
+            assert!(start.elapsed() < Duration::from_secs(5), "the kernel ran");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        pipeline.wait_all().unwrap();
+        pipeline.destroy().unwrap();
+    }
+    assert_eq!(sim.live_objects(), baseline, "the model was unloaded");
+    let reported = errors.take();
+    assert!(reported.is_empty(), "{reported:?}");
+    let findings = sim.findings();
+    assert!(findings.is_empty(), "{findings:#?}");
+    child_ok();
+}
