@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use crate::error::Result;
 use crate::event::{Created, Event};
 use crate::result::current;
-use crate::runtime::{Failed, release_on_drop, report_drop_error};
+use crate::runtime::{Failed, release_on_drop, report_drop_error, retry_cleanup};
 use crate::stream::{Stream, StreamConfig};
 use crate::sys::bindings::{ACL_EVENT_SYNC, ACL_STOP_ON_FAILURE};
 use crate::sys::bindings::{aclrtContext, aclrtEvent, aclrtStream};
@@ -416,32 +416,45 @@ impl<'dev> Context<'dev> {
             self.defer_destroy(from, join, false);
             return Err(error.into());
         }
-        // SAFETY: as above. Whether or not the reset is issued, once `to` has passed its
-        // wait the record is done too: destroyed once `to` is synchronised (E9). A failed
-        // reset issued nothing: it is tried once more (E4), its error reported.
-        let reset = unsafe { api.reset_event(join, to) }
-            .or_else(|first| {
-                report_drop_error("join event (a reset that failed once)", Err(first));
-                // SAFETY: as above.
-                unsafe { api.reset_event(join, to) }
+        // SAFETY: as above. A failed reset issued nothing: it is tried again while the
+        // runtime fails it (E4), each error reported.
+        let reset = retry_cleanup("join event (a reset tried again)", || unsafe {
+            api.reset_event(join, to)
+        })
+        .or_else(|failed| {
+            report_drop_error("join event (a reset that kept failing)", Err(failed));
+            // Once `to` has passed its wait, the reset can be issued after it alone.
+            // SAFETY: as above; `to` is live (borrowed by the caller).
+            retry_cleanup("join event (its stream's synchronisation)", || unsafe {
+                api.synchronize_stream(to)
             })
-            .or_else(|second| {
-                report_drop_error("join event (a reset that failed twice)", Err(second));
-                // Once `to` has passed its wait, the reset can be issued after it alone. The
-                // stream is synchronised up to twice: a task's error is reported once.
-                // SAFETY: as above; `to` is live (borrowed by the caller).
-                unsafe { api.synchronize_stream(to) }
-                    .or_else(|first| {
-                        report_drop_error("join event (its stream's error)", Err(first));
-                        // SAFETY: as above.
-                        unsafe { api.synchronize_stream(to) }
-                    })
-                    // SAFETY: as above.
-                    .and_then(|()| unsafe { api.reset_event(join, to) })
-            });
-        // Reusable only if the reset was issued: else its flag may stay set.
-        self.defer_destroy(to, join, reset.is_ok());
-        Ok(reset?)
+            .and_then(|()| {
+                // SAFETY: as above.
+                retry_cleanup("join event (a reset issued alone)", || unsafe {
+                    api.reset_event(join, to)
+                })
+            })
+        });
+        match reset {
+            // Once `to` has passed its wait the record is done too: destroyed (or reused)
+            // once `to` is synchronised (E9).
+            Ok(()) => {
+                self.defer_destroy(to, join, true);
+                Ok(())
+            }
+            // After a stop (S6) no reset can ever be issued, and the runtime allows the
+            // destroy: destroyed once `to` is synchronised (E9), never reused.
+            Err(error) if error.code() == Some(crate::AclError::RtStreamAbort) => {
+                self.defer_destroy(to, join, false);
+                Err(error)
+            }
+            Err(error) => {
+                // Waited and never reset: never destroyed (E4), nor reused. Kept, counted
+                // as a live handle of the context, which is then not released over it (D3).
+                self.adopt();
+                Err(error)
+            }
+        }
     }
 
     /// A join event known to be done, kept for reuse.

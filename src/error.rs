@@ -560,6 +560,10 @@ pub enum ModelFileProblem {
     /// The path contains a NUL byte, which the C API cannot take.
     #[error("the path contains a NUL byte")]
     NulByte,
+    /// A regular file of size 0: empty, or one whose size says nothing of what it yields
+    /// (`/proc`), which the runtime would read without end.
+    #[error("an empty file (size 0), not a model")]
+    Empty,
 }
 
 impl fmt::Debug for Error {

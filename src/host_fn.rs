@@ -236,11 +236,19 @@ impl<'ctx> HostFnStream<'ctx> {
     }
 
     /// `aclrtDestroyStreamForce` (S8): host functions not yet started are dropped.
-    /// On failure the error is returned and the stream goes to its `Drop` fallback (tried
-    /// again while the runtime fails; kept and reported if it still cannot be released);
-    /// [`try_destroy_force`](Self::try_destroy_force) gives it back instead, for a caller who wants to retry.
+    /// On failure the error is returned and the destroy is forced again while the runtime
+    /// fails it (never the waiting `Drop` fallback: this must not wait); a stream that still
+    /// cannot be destroyed is kept, leaked and counted in its context (D3), and reported.
+    /// [`try_destroy_force`](Self::try_destroy_force) gives it back instead.
     pub fn destroy_force(self) -> Result<()> {
-        self.try_destroy_force().map_err(Error::from)
+        match self.try_destroy_force() {
+            Ok(()) => Ok(()),
+            Err(failed) => Err(crate::runtime::retry_or_keep(
+                "HostFnStream::destroy_force (forced again)",
+                failed,
+                Self::try_destroy_force,
+            )),
+        }
     }
 
     /// `aclrtDestroyStreamForce` (S8): destroys the stream without waiting; the closures

@@ -336,8 +336,8 @@ fn model_path(path: &Path) -> Result<CString> {
         return Err(refuse(ModelFileProblem::NulByte));
     };
     // `metadata` follows links: what the runtime would open.
-    let kind = match std::fs::metadata(path) {
-        Ok(metadata) => metadata.file_type(),
+    let (kind, size) = match std::fs::metadata(path) {
+        Ok(metadata) => (metadata.file_type(), metadata.len()),
         Err(error) => {
             return Err(refuse(match error.kind() {
                 std::io::ErrorKind::NotFound => ModelFileProblem::NotFound,
@@ -351,6 +351,10 @@ fn model_path(path: &Path) -> Result<CString> {
     }
     if !kind.is_file() {
         return Err(refuse(ModelFileProblem::NotRegularFile));
+    }
+    if size == 0 {
+        // Empty, or a file whose size says nothing about what it yields (`/proc`): no model.
+        return Err(refuse(ModelFileProblem::Empty));
     }
     Ok(c_path)
 }
@@ -999,7 +1003,9 @@ impl Drop for ModelIo<'_> {
     fn drop(&mut self) {
         // SAFETY: taken once, here; the value is not used afterwards.
         let (input_set, output_set) = unsafe { ManuallyDrop::take(&mut self.sets) };
-        match self.ctx.bind() {
+        // The binding too is tried again while the runtime fails it: one transient failure
+        // must not leak the datasets.
+        match retry_cleanup("ModelIo (binding its context)", || self.ctx.bind()) {
             Ok(()) => {
                 // SAFETY: the context is current; the datasets are ours and no execution
                 // uses them (synchronous executions only borrow `self`, MD6); each destroyed

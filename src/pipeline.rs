@@ -544,6 +544,12 @@ impl<'ctx, I: Pod, O: Pod> Pipeline<'ctx, I, O> {
                         event.set = false;
                         issued = true;
                     }
+                    // After a stop (S6) no reset can ever be issued, and the runtime allows
+                    // destroying the event unreset (both streams are done).
+                    Err(error) if error.code() == Some(crate::AclError::RtStreamAbort) => {
+                        event.set = false;
+                        errors.push(error);
+                    }
                     Err(error) => errors.push(error),
                 }
             }
@@ -566,6 +572,13 @@ impl<'ctx, I: Pod, O: Pod> Pipeline<'ctx, I, O> {
         // that may use it (M2, E9): the streams, slots and jobs are never dropped
         // (`ManuallyDrop`, a raw pointer).
         quiesced?;
+        // Both streams are done: so is every model execution of every slot (MD7), whatever
+        // happens to the events below (a deferred unload may run now).
+        for slot in self.slots.iter_mut() {
+            if let Some(datasets) = slot.model.get_mut() {
+                datasets.finish();
+            }
+        }
         let mut errors = self.reset_set_events()?;
         // SAFETY: both streams are done (settled above), so no task uses a slot's buffers or
         // events (M2, E9); the slots are taken once (the value is not used afterwards).

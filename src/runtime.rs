@@ -593,9 +593,19 @@ impl<T> std::error::Error for Failed<T> {
     }
 }
 
+/// The error; the value goes to its `Drop` fallback, except after a refusal of the crate's
+/// own that the fallback would only repeat ([`Error::LiveChildren`]: a leaked child keeps
+/// it; [`Error::InsideCallback`]): the value is then kept as the fallback would keep it,
+/// without a second, identical report.
 impl<T> From<Failed<T>> for Error {
     fn from(failed: Failed<T>) -> Error {
-        failed.error
+        let (error, value) = failed.into_parts();
+        if matches!(error, Error::LiveChildren { .. } | Error::InsideCallback) {
+            std::mem::forget(value);
+        } else {
+            drop(value);
+        }
+        error
     }
 }
 
@@ -675,6 +685,32 @@ pub(crate) fn retry_cleanup<T, E: Into<Error>>(
             outcome => return outcome,
         }
     }
+}
+
+/// The usual form of a release that must not fall back on the waiting `Drop` (a forced
+/// destroy exists not to wait): `again` is tried while the runtime fails it, each failure
+/// reported; a value still not released is kept, leaked and still counted in its parent
+/// (D3). Returns the first error.
+pub(crate) fn retry_or_keep<T>(
+    what: &'static str,
+    failed: Failed<T>,
+    mut again: impl FnMut(T) -> Result<(), Failed<T>>,
+) -> Error {
+    let (first, mut value) = failed.into_parts();
+    if matches!(first, Error::Runtime { .. }) {
+        for _ in 1..CLEANUP_TRIES {
+            match again(value) {
+                Ok(()) => return first,
+                Err(failed) => {
+                    let (error, kept) = failed.into_parts();
+                    report_drop_error(what, Err(error));
+                    value = kept;
+                }
+            }
+        }
+    }
+    std::mem::forget(value);
+    first
 }
 
 /// The `Drop` fallback of a handle: `release`, tried again while the runtime fails it

@@ -42,7 +42,7 @@ fn run(panic_in_body: bool) -> (Vec<support::sim::Finding>, Vec<String>) {
                 Err(Error::InvalidArgument("red: the body's error"))
             });
             match r {
-                Err(WaitError::Destroyed(err)) => format!("Destroyed({err})"),
+                Err(WaitError::Unreset(err)) => format!("Unreset({err})"),
                 Err(other) => format!("other: {other}"),
                 Ok(_) => "Ok".into(),
             }

@@ -159,7 +159,7 @@ fn run(
                     outcome += &format!("[{cycle}] Reset({}); ", f.error);
                     Some(f.value)
                 }
-                Err(WaitError::Destroyed(e)) => {
+                Err(WaitError::Unreset(e)) => {
                     outcome += &format!("[{cycle}] Destroyed({e}); ");
                     None
                 }

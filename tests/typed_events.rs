@@ -463,7 +463,7 @@ fn a_reset_that_cannot_be_issued_releases_the_event_and_loses_no_error_e4_e9() {
                 Err(Error::InvalidArgument("the body's error"))
             });
             match outcome {
-                Err(WaitError::Destroyed(error)) => error,
+                Err(WaitError::Unreset(error)) => error,
                 Err(other) => panic!("expected the event to be destroyed: {other}"),
                 Ok(_) => panic!("expected the event to be destroyed"),
             }
@@ -605,7 +605,7 @@ fn wait_and_reset_errors_give_back_or_release_the_event_e4_e9() {
             // the others reported.
             session.sim.inject_fault("aclrtResetEvent", 507000, 3);
             match event.try_wait_and_reset(&s2) {
-                Err(WaitError::Destroyed(error)) => {
+                Err(WaitError::Unreset(error)) => {
                     assert_eq!(error.code(), Some(AclError::RtInternalError), "{error}")
                 }
                 Err(other) => panic!("expected the event to be destroyed: {other}"),

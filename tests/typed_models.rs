@@ -607,7 +607,12 @@ fn md_a_real_om_is_a_runtime_error_and_a_bad_path_names_the_file() {
         let device = session.default_device(0);
         let err = device.load_model(&om).unwrap_err();
         assert_eq!(err.code(), Some(AclError::ParseModel), "{err:?}");
-        let cases: [(PathBuf, P); 6] = [
+        let empty = dir.join("empty.om");
+        std::fs::write(&empty, b"").unwrap();
+        let cases: [(PathBuf, P); 8] = [
+            (empty.clone(), P::Empty),
+            // Size 0, endless content: never handed to the runtime.
+            (PathBuf::from("/proc/self/pagemap"), P::Empty),
             (dir.join("missing.om"), P::NotFound),
             (dir.clone(), P::Directory),
             (fifo.clone(), P::NotRegularFile),

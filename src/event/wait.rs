@@ -2,6 +2,7 @@
 //! `wait_and_reset`, the reset recovery paths, and `Waited`/`ResetDone`/`WaitError`.
 
 use super::*;
+use crate::runtime::retry_cleanup;
 
 impl<'s> Event<'s, Recorded> {
     /// `aclrtSynchronizeEvent` (E2): blocks the host until the event completes.
@@ -148,9 +149,8 @@ impl<'s> Event<'s, Recorded> {
     /// Errors as for `wait`: if the wait cannot be issued, the event comes back *Recorded*
     /// ([`WaitError::NotWaited`]). A reset that fails is issued again, then once more alone
     /// after `stream` is synchronised; once one is issued the event comes back *Reset* with
-    /// the first error ([`WaitError::Reset`]). If none can be, the event is released
-    /// ([`WaitError::Destroyed`]; leaked and reported if `stream` cannot be synchronised,
-    /// E9).
+    /// the first error ([`WaitError::Reset`]). If none can be, the event is kept, never
+    /// destroyed unreset (E4): leaked, still counted in its context ([`WaitError::Unreset`]).
     ///
     /// ```no_run
     /// # use ascend_typestate::Acl;
@@ -214,11 +214,11 @@ impl<'s> Event<'s, Recorded> {
     /// If `body` returns an error, panics, or forgets its `Waited`, `wait` issues the reset
     /// itself (on unwind too) and the error is returned with the event, in the *Reset* state.
     /// A reset that fails is issued again, then alone once every waiting stream is
-    /// synchronised (no join is needed then). If even that fails, the event is destroyed
-    /// ([`WaitError::Destroyed`], with the body's error; the reset's goes to the
-    /// [drop-error handler](crate::set_drop_error_handler)), since it could not safely be
-    /// recorded again; if a waiting stream cannot be synchronised, the event is leaked
-    /// rather than destroyed under its task (E9), and that is reported too.
+    /// synchronised (no join is needed then), each tried again while the runtime fails it.
+    /// If even that fails, the event can neither be recorded again nor destroyed unreset
+    /// (E4): it is kept, leaked, still counted in its context ([`WaitError::Unreset`], with
+    /// the body's error; the reset's goes to the
+    /// [drop-error handler](crate::set_drop_error_handler)).
     /// If the first wait cannot be issued, the event comes back *Recorded*.
     #[inline(always)]
     pub fn try_wait<'t, F>(
@@ -335,12 +335,13 @@ fn retry_reset<'t>(
     match again {
         Ok(()) => WaitError::Reset(Failed::new(error, event)),
         Err(again) => {
+            let stopped = stopped(&again);
             report_drop_error(
                 "Event::wait_and_reset (the reset could not be issued)",
                 Err(again),
             );
             let quiesced = quiesce([reset_stream]);
-            release_after_failed_reset(error, quiesced, event)
+            release_after_failed_reset(error, quiesced, stopped, event)
         }
     }
 }
@@ -354,7 +355,10 @@ fn reset_alone(ctx: &Context<'_>, raw: aclrtEvent, reset_stream: &Stream<'_>) ->
     reset_stream.bind()?;
     // SAFETY: both handles are live, the context current (bound), and every stream that
     // waited on the event has passed its wait (quiesced), so the reset overtakes nothing.
-    unsafe { ctx.api().reset_event(raw, reset_stream.as_raw())? };
+    // Tried again while the runtime fails it: the last way to reset (E4).
+    retry_cleanup("Waited (a reset issued alone, tried again)", || unsafe {
+        ctx.api().reset_event(raw, reset_stream.as_raw())
+    })?;
     reset_stream.mark_reset_pending();
     reset_stream.settle("Waited (a reset issued alone)")
 }
@@ -377,28 +381,40 @@ fn finish_unreset<'t>(
     };
     // The reset could not be issued: the event must not be recorded again. The body's error
     // is returned; the reset's is reported (nothing is lost).
+    let stopped = stopped(&reset_error);
     report_drop_error("Waited (reset)", Err(reset_error));
-    release_after_failed_reset(error, quiesced, event)
+    release_after_failed_reset(error, quiesced, stopped, event)
 }
 
-/// An event whose reset could not be issued (E4) must not be recorded again: it is released
-/// if every stream that waited on it was seen done (`quiesced`), else leaked rather than
-/// destroyed under a task that may still refer to it (E9). Returns `error`.
+/// Whether a reset failed because its context stopped after a failed task (S6): no reset can
+/// ever be issued there, and the runtime lets such an event be destroyed unreset.
+fn stopped(reset_error: &Error) -> bool {
+    reset_error.code() == Some(crate::AclError::RtStreamAbort)
+}
+
+/// An event whose reset could not be issued (E4) must not be recorded again, nor destroyed
+/// after its wait without a reset (E4: the runtime would keep its resource): it is kept,
+/// leaked, still counted in its context, which is then not released over it (D3). After a
+/// stop (S6, `stopped`) no reset can ever be issued and the runtime allows the destroy: the
+/// event is released then, once every stream that waited on it was seen done (`quiesced`),
+/// else leaked rather than destroyed under a task that may still refer to it (E9).
+/// Returns `error`.
 #[cold]
 #[inline(never)]
 fn release_after_failed_reset<'t>(
     error: Error,
     quiesced: bool,
+    stopped: bool,
     event: Event<'t, Reset>,
 ) -> WaitError<'t> {
-    if !quiesced {
-        // Reported by `quiesce`.
+    if !stopped || !quiesced {
+        // Reported by the caller (the reset's error) or by `quiesce`.
         std::mem::forget(event);
-        return WaitError::Destroyed(error);
+        return WaitError::Unreset(error);
     }
-    // A wait that ended without its record (dropped by a stop, S6) leaves the record
-    // possibly pending on another stream: wait for it too (E9). Its error (the stop's) is
-    // reported once; a second synchronisation tells a stream that cannot be waited for.
+    // A wait that ended without its record (dropped by the stop) leaves the record possibly
+    // pending on another stream: wait for it too (E9). Its error (the stop's) is reported
+    // once; a second synchronisation tells a stream that cannot be waited for.
     let api = event.ctx.api();
     // SAFETY: the event is live (owned here).
     let record_done: Result<()> = event
@@ -416,7 +432,7 @@ fn release_after_failed_reset<'t>(
             Err(e),
         );
         std::mem::forget(event);
-        return WaitError::Destroyed(error);
+        return WaitError::Unreset(error);
     }
     if let Err(failed) = Failed::release_or_give_back(event, Event::release) {
         let (release_error, event) = failed.into_parts();
@@ -424,7 +440,7 @@ fn release_after_failed_reset<'t>(
         // The event's `Drop` tries again while the runtime fails, and reports.
         drop(event);
     }
-    WaitError::Destroyed(error)
+    WaitError::Unreset(error)
 }
 
 /// Synchronises each stream, up to twice (an asynchronous task's error is reported once);
@@ -562,9 +578,12 @@ fn reset_on_unwind(scope: &WaitScope<'_>) {
     if !scope.reset_issued.get()
         && let Err(failed) = scope.reset_now_or_quiesce()
     {
+        let release = stopped(&failed.error) && failed.quiesced;
         report_drop_error("Waited (reset on unwind)", Err(failed.error));
-        if !failed.quiesced {
-            // Reported by `quiesce`; released by nobody (E9).
+        if !release {
+            // Never destroyed after its wait without a reset (E4), nor under a task that
+            // may use it (E9): kept, still counted in its context (D3). Only after a stop
+            // (S6), with every waiting stream done, is it released.
             return;
         }
     }
@@ -641,10 +660,14 @@ pub enum WaitError<'t> {
     /// The scope's body returned an error (or the reset failed once and was issued again);
     /// the reset was issued: *Reset*.
     Reset(Failed<Event<'t, Reset>>),
-    /// The reset could not be issued (E4): the event could not safely be recorded again, so
-    /// its streams were synchronised and it was destroyed (or, if one could not be, leaked and
-    /// reported). The error is the body's (the reset's goes to the drop-error handler).
-    Destroyed(Error),
+    /// The reset could not be issued (E4), even after the waiting streams were synchronised:
+    /// the event can neither be recorded again nor destroyed (the runtime keeps a waited
+    /// event's resource until it is reset), so it is kept, leaked, still counted in its
+    /// context, which then refuses to be released ([`Error::LiveChildren`], D3). After a
+    /// stop on failure (S6), where no reset can ever be issued and the runtime allows it, it
+    /// is destroyed instead. The error is the body's (the reset's went to the drop-error
+    /// handler).
+    Unreset(Error),
 }
 
 impl WaitError<'_> {
@@ -653,7 +676,7 @@ impl WaitError<'_> {
         match self {
             WaitError::NotWaited(f) => &f.error,
             WaitError::Reset(f) => &f.error,
-            WaitError::Destroyed(e) => e,
+            WaitError::Unreset(e) => e,
         }
     }
 }
@@ -677,7 +700,7 @@ impl From<WaitError<'_>> for Error {
         match e {
             WaitError::NotWaited(f) => f.error,
             WaitError::Reset(f) => f.error,
-            WaitError::Destroyed(e) => e,
+            WaitError::Unreset(e) => e,
         }
     }
 }

@@ -48,7 +48,7 @@ fn e4_failed_reset_in_wait_and_reset_leaves_no_unreset_event() {
                     assert!(is_injected(&error), "{error}");
                     event.try_destroy().unwrap();
                 }
-                Err(WaitError::Destroyed(error)) => assert!(is_injected(&error), "{error}"),
+                Err(WaitError::Unreset(error)) => assert!(is_injected(&error), "{error}"),
                 Err(other) => panic!("unexpected: {other}"),
             }
             s1.destroy().unwrap();
@@ -89,7 +89,7 @@ fn e4_failed_reset_in_a_wait_scope_leaves_no_unreset_event() {
                     assert!(is_injected(&error), "{error}");
                     event.try_destroy().unwrap();
                 }
-                Err(WaitError::Destroyed(error)) => assert!(is_injected(&error), "{error}"),
+                Err(WaitError::Unreset(error)) => assert!(is_injected(&error), "{error}"),
                 Err(other) => panic!("unexpected: {other}"),
             }
             s1.destroy().unwrap();
@@ -138,7 +138,7 @@ fn e4_e5_failed_reset_of_the_join_in_a_two_stream_wait_scope_leaves_no_unreset_e
                     assert!(is_injected(&error), "{error}");
                     event.try_destroy().unwrap();
                 }
-                Err(WaitError::Destroyed(error)) => assert!(is_injected(&error), "{error}"),
+                Err(WaitError::Unreset(error)) => assert!(is_injected(&error), "{error}"),
                 Err(other) => panic!("unexpected: {other}"),
             }
             s1.destroy().unwrap();
