@@ -6,7 +6,9 @@
 //! model format (`SimModel`: 64 features, 10 classes) and checks every result against the
 //! same computation on the CPU. On an Atlas 200I/500 A2 board, give it a real `.om` whose
 //! single input is `f32` and single output holds `f32` scores (README: "Running a model on
-//! the board" shows how to make one with ATC from ONNX):
+//! the board" shows how to make one with ATC from ONNX). The element types come from the
+//! model's description and are checked against the pipeline's `f32`s (MD13): a `float16`
+//! model is refused at its first frame (`Error::ModelTypeMismatch`), not fed garbage.
 //!
 //! ```sh
 //! cargo run --release --example classify                    # the simulator, 1000 frames
@@ -184,11 +186,17 @@ fn main() -> Result<(), Error> {
     let mut classifier = Classifier::new(device, &path, tally)?;
     let classes = classifier.model.outputs()[0].byte_len() / 4;
     classifier.tally.per_class = vec![0; classes];
+    let (input, output) = (
+        &classifier.model.inputs()[0],
+        &classifier.model.outputs()[0],
+    );
     println!(
-        "model {}: input {:?}, output {:?}",
+        "model {}: input {:?} {}, output {:?} {}",
         path.display(),
-        classifier.model.inputs()[0].dims(),
-        classifier.model.outputs()[0].dims()
+        input.dims(),
+        input.data_type(),
+        output.dims(),
+        output.data_type()
     );
 
     let started = Instant::now();

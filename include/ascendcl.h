@@ -257,7 +257,7 @@ aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count)
 aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t count,
                           aclrtStream stream);
 
-/* ---- Model execution (MD1-MD12) ------------------------------------------
+/* ---- Model execution (MD1-MD13) ------------------------------------------
  * acl_mdl.h and acl_base_rt.h. In libascendcl.so on older releases and board
  * images; in libacl_mdl.so (beside libacl_rt.so) on newer CANN. */
 
@@ -281,6 +281,63 @@ typedef struct aclmdlBatch {
     uint64_t batch[ACL_MAX_BATCH_NUM];
 } aclmdlBatch;
 
+/* Element types and layouts of a model's tensors (MD13), as acl_base_rt.h declares them
+ * (anonymous there; the tag changes nothing). The runtime answers ACL_DT_UNDEFINED /
+ * ACL_FORMAT_UNDEFINED when a query fails (a NULL description, an index out of range). */
+typedef enum aclDataType {
+    ACL_DT_UNDEFINED = -1,
+    ACL_FLOAT = 0,
+    ACL_FLOAT16 = 1,
+    ACL_INT8 = 2,
+    ACL_INT32 = 3,
+    ACL_UINT8 = 4,
+    ACL_INT16 = 6,
+    ACL_UINT16 = 7,
+    ACL_UINT32 = 8,
+    ACL_INT64 = 9,
+    ACL_UINT64 = 10,
+    ACL_DOUBLE = 11,
+    ACL_BOOL = 12,
+    ACL_STRING = 13,
+    ACL_COMPLEX64 = 16,
+    ACL_COMPLEX128 = 17,
+    ACL_BF16 = 27,
+    ACL_INT4 = 29,
+    ACL_UINT1 = 30,
+    ACL_COMPLEX32 = 33,
+    ACL_HIFLOAT8 = 34,
+    ACL_FLOAT8_E5M2 = 35,
+    ACL_FLOAT8_E4M3FN = 36,
+    ACL_FLOAT8_E8M0 = 37,
+    ACL_FLOAT6_E3M2 = 38,
+    ACL_FLOAT6_E2M3 = 39,
+    ACL_FLOAT4_E2M1 = 40,
+    ACL_FLOAT4_E1M2 = 41
+} aclDataType;
+
+typedef enum aclFormat {
+    ACL_FORMAT_UNDEFINED = -1,
+    ACL_FORMAT_NCHW = 0,
+    ACL_FORMAT_NHWC = 1,
+    ACL_FORMAT_ND = 2,
+    ACL_FORMAT_NC1HWC0 = 3,
+    ACL_FORMAT_FRACTAL_Z = 4,
+    ACL_FORMAT_NC1HWC0_C04 = 12,
+    ACL_FORMAT_HWCN = 16,
+    ACL_FORMAT_NDHWC = 27,
+    ACL_FORMAT_FRACTAL_NZ = 29,
+    ACL_FORMAT_NCDHW = 30,
+    ACL_FORMAT_NDC1HWC0 = 32,
+    ACL_FRACTAL_Z_3D = 33,
+    ACL_FORMAT_NC = 35,
+    ACL_FORMAT_NCL = 47,
+    ACL_FORMAT_FRACTAL_NZ_C0_16 = 50,
+    ACL_FORMAT_FRACTAL_NZ_C0_32 = 51,
+    ACL_FORMAT_FRACTAL_NZ_C0_2 = 52,
+    ACL_FORMAT_FRACTAL_NZ_C0_4 = 53,
+    ACL_FORMAT_FRACTAL_NZ_C0_8 = 54
+} aclFormat;
+
 aclmdlDesc *aclmdlCreateDesc(void);
 aclError aclmdlDestroyDesc(aclmdlDesc *modelDesc);
 aclError aclmdlGetDesc(aclmdlDesc *modelDesc, uint32_t modelId);
@@ -293,6 +350,10 @@ aclError aclmdlGetInputDims(const aclmdlDesc *modelDesc, size_t index, aclmdlIOD
 aclError aclmdlGetOutputDims(const aclmdlDesc *modelDesc, size_t index, aclmdlIODims *dims);
 aclError aclmdlGetCurOutputDims(const aclmdlDesc *modelDesc, size_t index, aclmdlIODims *dims);
 aclError aclmdlGetDynamicBatch(const aclmdlDesc *modelDesc, aclmdlBatch *batch);
+aclDataType aclmdlGetInputDataType(const aclmdlDesc *modelDesc, size_t index);
+aclDataType aclmdlGetOutputDataType(const aclmdlDesc *modelDesc, size_t index);
+aclFormat aclmdlGetInputFormat(const aclmdlDesc *modelDesc, size_t index);
+aclFormat aclmdlGetOutputFormat(const aclmdlDesc *modelDesc, size_t index);
 
 aclmdlDataset *aclmdlCreateDataset(void);
 aclError aclmdlDestroyDataset(const aclmdlDataset *dataset);

@@ -5,6 +5,8 @@ use std::fmt;
 use crate::result::RuntimeMessage;
 use std::path::PathBuf;
 
+use crate::dtype::DataType;
+
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -515,16 +517,33 @@ pub enum Error {
     /// where host and device memory are one); in host run mode, copy it.
     #[error("device memory can be read in place only in device run mode (on the board); copy it")]
     NotInDeviceRunMode,
-    /// A query of the model's description answered 0, its only way of failing: the query
-    /// failed, or the model has something this crate does not run (no inputs or outputs, or
-    /// a tensor whose size is known only at execution, MD10). Either way the model is not
-    /// loaded.
+    /// A query of the model's description gave its failure answer, its only way of failing
+    /// (0 for a count or a size, `ACL_DT_UNDEFINED` / `ACL_FORMAT_UNDEFINED` for an element
+    /// type or a layout): the query failed, or the model has something this crate does not
+    /// run (no inputs or outputs, a tensor whose size is known only at execution, MD10, or
+    /// one without an element type, MD13). Either way the model is not loaded.
     #[error(
-        "`{call}` answered 0: the query failed, or the model has no such tensors or one of unknown size (MD10)"
+        "`{call}` answered {}, its failure answer: the query failed, or the model has no such tensors, one of unknown size (MD10) or one without a type (MD13)",
+        failure_answer(call)
     )]
     UnreadableDescription {
-        /// The query that answered 0.
+        /// The query that gave it.
         call: &'static str,
+    },
+    /// A model's input or output read or written as another element type than its
+    /// description's (MD13): the bytes would be reinterpreted (an `i32` output read as `f32`
+    /// gives plausible garbage), so the access is refused before anything runs. Use the
+    /// [`Element`](crate::Element) type of [`TensorDesc::data_type`](crate::TensorDesc::data_type).
+    #[error(
+        "model element type mismatch (MD13): {tensor} of the model is {expected}, accessed as {found}"
+    )]
+    ModelTypeMismatch {
+        /// Which tensor.
+        tensor: ModelTensor,
+        /// Its type in the model's description.
+        expected: DataType,
+        /// The element type it was read or written as.
+        found: DataType,
     },
     /// A model file that cannot be what the runtime reads: not found, not a regular file
     /// (a FIFO or device would block or never end, a directory is no model), or unreadable.
@@ -536,6 +555,48 @@ pub enum Error {
         /// What is wrong with it.
         why: ModelFileProblem,
     },
+}
+
+/// What description query `call` answers when it fails ([`Error::UnreadableDescription`]).
+fn failure_answer(call: &str) -> &'static str {
+    if call.ends_with("DataType") {
+        "ACL_DT_UNDEFINED"
+    } else if call.ends_with("Format") {
+        "ACL_FORMAT_UNDEFINED"
+    } else {
+        "0"
+    }
+}
+
+/// One input or output of a model, by its index in the model's order
+/// ([`Model::inputs`](crate::Model::inputs), [`Model::outputs`](crate::Model::outputs)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ModelTensor {
+    /// Input `n`.
+    Input(u32),
+    /// Output `n`.
+    Output(u32),
+}
+
+impl ModelTensor {
+    /// Input `index` (saturated at `u32::MAX`, far beyond any model).
+    pub(crate) fn input(index: usize) -> ModelTensor {
+        ModelTensor::Input(u32::try_from(index).unwrap_or(u32::MAX))
+    }
+
+    /// Output `index` (saturated likewise).
+    pub(crate) fn output(index: usize) -> ModelTensor {
+        ModelTensor::Output(u32::try_from(index).unwrap_or(u32::MAX))
+    }
+}
+
+impl fmt::Display for ModelTensor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ModelTensor::Input(n) => write!(f, "input {n}"),
+            ModelTensor::Output(n) => write!(f, "output {n}"),
+        }
+    }
 }
 
 /// What is wrong with a model file ([`Error::ModelFile`]).
@@ -646,6 +707,16 @@ impl fmt::Debug for Error {
             Error::UnreadableDescription { call } => f
                 .debug_struct("UnreadableDescription")
                 .field("call", call)
+                .finish(),
+            Error::ModelTypeMismatch {
+                tensor,
+                expected,
+                found,
+            } => f
+                .debug_struct("ModelTypeMismatch")
+                .field("tensor", tensor)
+                .field("expected", expected)
+                .field("found", found)
                 .finish(),
             Error::ModelFile { path, why } => f
                 .debug_struct("ModelFile")

@@ -258,18 +258,24 @@
 //! ([`ModelSource::bytes`], MD3). Synchronous execution runs on a [`ModelIo`] (device memory
 //! for every input and output, sized from the description: MD5, MD9, MD10); asynchronous
 //! execution is a pipeline frame's kernel ([`Launch::execute`]), whose buffers come back only
-//! once the frame is proven done (MD6):
+//! once the frame is proven done (MD6). Element types come from the description too (MD13):
+//! every read or write of model memory names an [`Element`] type, checked against the
+//! tensor's [`DataType`] before anything runs, so an `int32` output is never read as `f32`
+//! garbage ([`Error::ModelTypeMismatch`]); `float16` models use [`F16`]:
 //!
 //! ```no_run
-//! use ascend_typestate::{Acl, PipelineConfig, Result};
+//! use ascend_typestate::{Acl, DataType, PipelineConfig, Result};
 //!
 //! fn main() -> Result<()> {
 //!     let acl = Acl::init()?;
 //!     let device = acl.set_device(0)?.into_default_context()?;
 //!     let mut model = device.load_model("resnet50.om")?;
-//!     let (input, output) = (model.inputs()[0].byte_len(), model.outputs()[0].byte_len());
-//!     let mut pipeline =
-//!         device.create_pipeline::<f32, f32>(PipelineConfig::new(input / 4, output / 4))?;
+//!     let (input, output) = (&model.inputs()[0], &model.outputs()[0]);
+//!     assert_eq!(output.data_type(), DataType::Float); // f32 scores (MD13)
+//!     let config = PipelineConfig::new(input.byte_len() / 4, output.byte_len() / 4);
+//!     // <f32, f32>: checked against the model's types at the first frame that executes it;
+//!     // an int32 or float16 model is `Error::ModelTypeMismatch` there, before it runs.
+//!     let mut pipeline = device.create_pipeline::<f32, f32>(config)?;
 //!     for _ in 0..100 {
 //!         let mut slot = pipeline.next_slot()?;
 //!         if let Some((frame, scores)) = slot.output() {
@@ -286,13 +292,17 @@
 //! ```
 //!
 //! What does not compile: a model outliving its context, freeing its work memory, reading
-//! its description after unloading it, sharing it between threads, or executing a
-//! dynamic-batch model without naming a gear (`ui-tests/fail/md*`). What is a typed error:
+//! its description after unloading it, sharing it between threads, executing a
+//! dynamic-batch model without naming a gear, or executing a model in a pipeline of
+//! non-[`Element`] types (`ui-tests/fail/md*`). What is a typed error:
 //! unloading a model, or executing it synchronously or on another stream, while a pipeline
 //! frame that executes it is not yet proven done ([`Error::ModelInUse`], MD7, MD8); a batch
 //! that is not a gear ([`Error::NotAGear`]); sizes that differ from the description
-//! ([`Error::ModelSizeMismatch`]). A model dropped while executions are pending is kept
-//! loaded, with its memory, and reported. On the board (device run mode),
+//! ([`Error::ModelSizeMismatch`]); element types that differ from it
+//! ([`Error::ModelTypeMismatch`]: [`ModelIo::write_input`], [`ModelIo::read_output`],
+//! [`ModelIo::output_view`], [`Launch::execute`]) or undefined in it
+//! ([`Error::UnreadableDescription`] at load). A model dropped while executions are pending is
+//! kept loaded, with its memory, and reported. On the board (device run mode),
 //! [`ModelIo::output_view`] reads an output in place, as the official samples do.
 //! The model functions are looked up on first use in the runtime library, else in
 //! `libacl_mdl.so` beside it (newer CANN); if absent, only the model API answers
@@ -358,6 +368,7 @@
 mod callback;
 mod context;
 mod device;
+mod dtype;
 mod error;
 mod event;
 mod host_fn;
@@ -375,7 +386,8 @@ pub mod sys;
 pub use callback::{CallbackMode, MAX_REPORT_THREADS, ReportThread, Subscribed};
 pub use context::{Context, MemoryInfo, MemoryKind};
 pub use device::{DefaultContext, Device, DeviceCapability, DeviceState, Set, SetState};
-pub use error::{AclError, Error, LoadError, ModelFileProblem, Result, TriedPath};
+pub use dtype::{BF16, DataType, Element, F16, Format};
+pub use error::{AclError, Error, LoadError, ModelFileProblem, ModelTensor, Result, TriedPath};
 pub use event::{
     Created, Event, EventState, Recordable, Recorded, Reset, ResetDone, WaitError, Waited,
 };

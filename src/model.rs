@@ -1,4 +1,4 @@
-//! Model execution (MD1-MD12): a loaded model bound to its context, its description, the
+//! Model execution (MD1-MD13): a loaded model bound to its context, its description, the
 //! device memory of its inputs and outputs, synchronous execution here and asynchronous
 //! execution in a [`Pipeline`](crate::Pipeline) ([`Launch::execute`](crate::Launch::execute)).
 
@@ -9,10 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use bytemuck::Pod;
-
 use crate::context::Context;
-use crate::error::{Error, ModelFileProblem, Result};
+use crate::dtype::{DataType, Element, Format};
+use crate::error::{Error, ModelFileProblem, ModelTensor, Result};
 use crate::memory::{DeviceBuffer, MallocPolicy};
 use crate::runtime::{Failed, release_on_drop, report_drop_error, retry_cleanup};
 use crate::sys::bindings::{aclDataBuffer, aclmdlDataset, aclmdlDesc, aclrtStream};
@@ -161,12 +160,15 @@ enum ModelMemory<'ctx> {
     DeviceBytes(#[allow(dead_code)] DeviceBuffer<'ctx, u8>),
 }
 
-/// The name, dimensions and size of one input or output, from the model's description.
+/// The name, dimensions, size, element type and layout of one input or output, from the
+/// model's description.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TensorDesc {
     name: String,
     dims: Vec<i64>,
     byte_len: usize,
+    data_type: DataType,
+    format: Format,
 }
 
 impl TensorDesc {
@@ -183,6 +185,31 @@ impl TensorDesc {
     /// Its size in bytes (for a dynamic-batch model, that of the largest gear: MD10).
     pub fn byte_len(&self) -> usize {
         self.byte_len
+    }
+
+    /// Its element type (MD13): the [`Element`] that reads and writes it. Never
+    /// [`DataType::Undefined`] (a model whose description says so is refused at load).
+    pub fn data_type(&self) -> DataType {
+        self.data_type
+    }
+
+    /// Its layout (MD13), for information: never [`Format::Undefined`].
+    pub fn format(&self) -> Format {
+        self.format
+    }
+}
+
+/// Checks that `T` is the element type of `tensor` (MD13).
+#[inline]
+fn check_element<T: Element>(tensor: ModelTensor, desc: &TensorDesc) -> Result<()> {
+    if T::DATA_TYPE == desc.data_type {
+        Ok(())
+    } else {
+        Err(Error::ModelTypeMismatch {
+            tensor,
+            expected: desc.data_type,
+            found: T::DATA_TYPE,
+        })
     }
 }
 
@@ -498,20 +525,28 @@ impl<'ctx, K: ModelKind> Model<'ctx, K> {
         for (index, byte_len) in input_sizes.into_iter().enumerate() {
             // SAFETY: as above; an index below the count.
             let (name, dims) = unsafe { api.model_dims(self.desc, 0, index)? };
+            // SAFETY: as above.
+            let (data_type, format) = unsafe { self.element(false, index)? };
             inputs.push(TensorDesc {
                 name,
                 dims,
                 byte_len,
+                data_type,
+                format,
             });
         }
         let mut outputs = Vec::with_capacity(output_sizes.len());
         for (index, byte_len) in output_sizes.into_iter().enumerate() {
             // SAFETY: as above.
             let (name, dims) = unsafe { api.model_dims(self.desc, 1, index)? };
+            // SAFETY: as above.
+            let (data_type, format) = unsafe { self.element(true, index)? };
             outputs.push(TensorDesc {
                 name,
                 dims,
                 byte_len,
+                data_type,
+                format,
             });
         }
         self.info.batch_input = inputs.iter().position(|t| t.name == DYNAMIC_BATCH_INPUT);
@@ -543,6 +578,34 @@ impl<'ctx, K: ModelKind> Model<'ctx, K> {
         self.info.outputs = outputs.into_boxed_slice();
         self.info.gears = gears.into_boxed_slice();
         Ok(())
+    }
+
+    /// The element type and layout of input or output `index` (MD13). The queries fail
+    /// only by answering `ACL_DT_UNDEFINED` / `ACL_FORMAT_UNDEFINED` (a value the runtime
+    /// gives no tensor of a loaded model), which is refused.
+    ///
+    /// # Safety
+    /// The description is live, of this loaded model (MD4).
+    unsafe fn element(&self, output: bool, index: usize) -> Result<(DataType, Format)> {
+        let api = self.ctx.api();
+        let unreadable = |input_call, output_call| Error::UnreadableDescription {
+            call: if output { output_call } else { input_call },
+        };
+        // SAFETY: the caller's contract.
+        let data_type =
+            DataType::from_raw(unsafe { api.model_data_type(self.desc, output, index)? });
+        if data_type == DataType::Undefined {
+            return Err(unreadable(
+                "aclmdlGetInputDataType",
+                "aclmdlGetOutputDataType",
+            ));
+        }
+        // SAFETY: the caller's contract.
+        let format = Format::from_raw(unsafe { api.model_format(self.desc, output, index)? });
+        if format == Format::Undefined {
+            return Err(unreadable("aclmdlGetInputFormat", "aclmdlGetOutputFormat"));
+        }
+        Ok((data_type, format))
     }
 
     /// The context the model was loaded in (MD1).
@@ -905,6 +968,8 @@ pub struct ModelIo<'ctx> {
     sets: ManuallyDrop<(Dataset, Dataset)>,
     inputs: Box<[DeviceBuffer<'ctx, u8>]>,
     outputs: Box<[DeviceBuffer<'ctx, u8>]>,
+    /// The inputs' and outputs' descriptions, for their element types (MD13).
+    tensors: (Box<[TensorDesc]>, Box<[TensorDesc]>),
 }
 
 // SAFETY: the datasets are host objects of the runtime, usable from any thread, and only
@@ -945,6 +1010,7 @@ impl<'ctx> ModelIo<'ctx> {
             sets: ManuallyDrop::new((input_set, output_set)),
             inputs,
             outputs,
+            tensors: (model.info.inputs.clone(), model.info.outputs.clone()),
         })
     }
 
@@ -957,11 +1023,14 @@ impl<'ctx> ModelIo<'ctx> {
     }
 
     /// Copies `data` into input `index` (synchronous `aclrtMemcpy`); at most the input's
-    /// size, the rest keeps what it held.
-    pub fn write_input<T: Pod>(&mut self, index: usize, data: &[T]) -> Result<()> {
-        let Some(buffer) = self.inputs.get_mut(index) else {
+    /// size, the rest keeps what it held. `T` must be the input's element type
+    /// ([`Error::ModelTypeMismatch`], MD13), checked before anything is copied.
+    pub fn write_input<T: Element>(&mut self, index: usize, data: &[T]) -> Result<()> {
+        let (Some(buffer), Some(tensor)) = (self.inputs.get_mut(index), self.tensors.0.get(index))
+        else {
             return Err(Error::InvalidArgument("no such model input"));
         };
+        check_element::<T>(ModelTensor::input(index), tensor)?;
         let bytes: &[u8] = bytemuck::cast_slice(data);
         if bytes.len() > buffer.byte_len() {
             return Err(Error::ModelSizeMismatch {
@@ -972,11 +1041,15 @@ impl<'ctx> ModelIo<'ctx> {
         self.ctx.copy(buffer, bytes)
     }
 
-    /// Copies the first `out.len()` elements of output `index` to `out` (synchronous).
-    pub fn read_output<T: Pod>(&self, index: usize, out: &mut [T]) -> Result<()> {
-        let Some(buffer) = self.outputs.get(index) else {
+    /// Copies the first `out.len()` elements of output `index` to `out` (synchronous). `T`
+    /// must be the output's element type ([`Error::ModelTypeMismatch`], MD13), checked before
+    /// anything is copied.
+    pub fn read_output<T: Element>(&self, index: usize, out: &mut [T]) -> Result<()> {
+        let (Some(buffer), Some(tensor)) = (self.outputs.get(index), self.tensors.1.get(index))
+        else {
             return Err(Error::InvalidArgument("no such model output"));
         };
+        check_element::<T>(ModelTensor::output(index), tensor)?;
         let bytes: &mut [u8] = bytemuck::cast_slice_mut(out);
         let Some(source) = buffer.slice(..bytes.len()) else {
             return Err(Error::ModelSizeMismatch {
@@ -988,11 +1061,14 @@ impl<'ctx> ModelIo<'ctx> {
     }
 
     /// Output `index` read in place, in device run mode only (on the board;
-    /// [`DeviceBuffer::host_view`]). The shared borrow proves no execution writes it.
-    pub fn output_view<T: Pod>(&self, index: usize) -> Result<&[T]> {
-        let Some(buffer) = self.outputs.get(index) else {
+    /// [`DeviceBuffer::host_view`]). The shared borrow proves no execution writes it. `T`
+    /// must be the output's element type ([`Error::ModelTypeMismatch`], MD13).
+    pub fn output_view<T: Element>(&self, index: usize) -> Result<&[T]> {
+        let (Some(buffer), Some(tensor)) = (self.outputs.get(index), self.tensors.1.get(index))
+        else {
             return Err(Error::InvalidArgument("no such model output"));
         };
+        check_element::<T>(ModelTensor::output(index), tensor)?;
         bytemuck::try_cast_slice(buffer.host_view()?).map_err(|_| {
             Error::InvalidArgument("the output's size or alignment does not fit the element type")
         })
@@ -1050,8 +1126,9 @@ pub(crate) struct SlotDatasets<'ctx> {
 
 impl<'ctx> SlotDatasets<'ctx> {
     /// Builds the datasets of `model` over the slot's buffers, checking the model's shape
-    /// against them (one data input, one output, sizes from the description: MD10).
-    pub(crate) fn create<K: ModelKind>(
+    /// against them (one data input, one output, element types `I` and `O`: MD13, sizes from
+    /// the description: MD10) before anything is created.
+    pub(crate) fn create<I: Element, O: Element, K: ModelKind>(
         ctx: &'ctx Context<'ctx>,
         model: &Model<'_, K>,
         input: (*mut c_void, usize),
@@ -1065,6 +1142,11 @@ impl<'ctx> SlotDatasets<'ctx> {
             ));
         }
         let data_index = usize::from(model.info.batch_input == Some(0));
+        check_element::<I>(
+            ModelTensor::input(data_index),
+            &model.info.inputs[data_index],
+        )?;
+        check_element::<O>(ModelTensor::output(0), &model.info.outputs[0])?;
         for (tensor, found) in [
             (&model.info.inputs[data_index], input.1),
             (&model.info.outputs[0], output.1),

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use bytemuck::Pod;
 
 use crate::context::Context;
+use crate::dtype::Element;
 use crate::error::{Error, Result};
 use crate::memory::memcpy_kind;
 use crate::memory::{DeviceBuffer, HostBuffer, Location, MallocPolicy, Memory, MemoryMut};
@@ -866,13 +867,19 @@ impl<'l, 'ctx, I: Pod, O: Pod> Launch<'l, 'ctx, I, O> {
     pub fn output_len(&self) -> usize {
         self.output_len
     }
+}
 
+/// Model executions: only in a pipeline whose element types are [`Element`]s, which are
+/// checked against the model's (MD13).
+impl<'l, 'ctx, I: Element, O: Element> Launch<'l, 'ctx, I, O> {
     /// `aclmdlExecuteAsync` of `model` on the compute stream (MD6), from the slot's device
     /// input to its device output, whose sizes must be the model's (one data input and one
-    /// output: [`Error::ModelSizeMismatch`], MD10). The model must be of the pipeline's
-    /// context (MD1). One execution per frame. Sizes are checked in bytes; `I` and `O` are
-    /// how the slot reads those bytes: the model's element types are not checked (a model
-    /// taking `float16` is fed through `u16` or `u8`, for instance).
+    /// output: [`Error::ModelSizeMismatch`], MD10) and whose element types must be `I` and
+    /// `O` ([`Error::ModelTypeMismatch`], MD13: a `float16` model is fed through
+    /// [`F16`](crate::F16), an `int32` output read through `i32`). Both are checked at the
+    /// slot's first execution of the model, before anything of it is issued; a refused model
+    /// leaves the slot as usable as any failed frame does. The model must be of the
+    /// pipeline's context (MD1). One execution per frame.
     ///
     /// The execution is *pending* until the pipeline proves the frame done (the slot's next
     /// [`Pipeline::next_slot`], [`Pipeline::wait_all`], or its end): meanwhile the model cannot
@@ -924,7 +931,7 @@ impl<'l, 'ctx, I: Pod, O: Pod> Launch<'l, 'ctx, I, O> {
                     report_drop_error("Pipeline (a slot's previous model datasets)", Err(error));
                 }
             }
-            *slot_model = Some(SlotDatasets::create(
+            *slot_model = Some(SlotDatasets::create::<I, O, K>(
                 ctx,
                 model,
                 (self.input.cast_mut(), self.input_len * size_of::<I>()),
@@ -964,7 +971,9 @@ impl<'l, 'ctx, I: Pod, O: Pod> Launch<'l, 'ctx, I, O> {
         };
         Ok(())
     }
+}
 
+impl<'l, 'ctx, I: Pod, O: Pod> Launch<'l, 'ctx, I, O> {
     pub(crate) fn api(&self) -> &'static crate::sys::loader::Api {
         self.stream.context().api()
     }

@@ -557,6 +557,11 @@ pub enum SimDtype {
     U8,
     /// `i32` (results rounded and saturated).
     I32,
+    /// `float16` (read and written through [`F16`](crate::F16); results rounded to nearest).
+    F16,
+    /// `bfloat16` (read and written through [`BF16`](crate::BF16); results rounded to
+    /// nearest).
+    BF16,
 }
 
 impl SimDtype {
@@ -565,6 +570,8 @@ impl SimDtype {
             SimDtype::F32 => "f32",
             SimDtype::U8 => "u8",
             SimDtype::I32 => "i32",
+            SimDtype::F16 => "f16",
+            SimDtype::BF16 => "bf16",
         }
     }
 }

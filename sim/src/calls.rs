@@ -83,7 +83,7 @@ call_ids!(
     aclrtGetOpTimeOutInterval,
     aclrtGetOpExecuteTimeout,
     aclrtLaunchHostFunc,
-    // Models and data buffers (MD1-MD12).
+    // Models and data buffers (MD1-MD13).
     aclmdlCreateDesc,
     aclmdlDestroyDesc,
     aclmdlGetDesc,
@@ -96,6 +96,10 @@ call_ids!(
     aclmdlGetOutputDims,
     aclmdlGetCurOutputDims,
     aclmdlGetDynamicBatch,
+    aclmdlGetInputDataType,
+    aclmdlGetOutputDataType,
+    aclmdlGetInputFormat,
+    aclmdlGetOutputFormat,
     aclmdlCreateDataset,
     aclmdlDestroyDataset,
     aclmdlAddDatasetBuffer,

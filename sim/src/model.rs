@@ -17,15 +17,124 @@ pub enum DType {
     F32,
     U8,
     I32,
+    /// IEEE 754 binary16 (`ACL_FLOAT16`).
+    F16,
+    /// bfloat16 (`ACL_BF16`).
+    BF16,
+}
+
+/// `aclDataType` values (`acl_base_rt.h`).
+pub mod acl_dt {
+    pub const UNDEFINED: i32 = -1;
+    pub const FLOAT: i32 = 0;
+    pub const FLOAT16: i32 = 1;
+    pub const INT32: i32 = 3;
+    pub const UINT8: i32 = 4;
+    pub const BF16: i32 = 27;
+}
+
+/// `aclFormat` values (`acl_base_rt.h`).
+pub mod acl_format {
+    pub const UNDEFINED: i32 = -1;
+    pub const NCHW: i32 = 0;
+    pub const ND: i32 = 2;
 }
 
 impl DType {
     pub fn size(self) -> usize {
         match self {
             DType::U8 => 1,
+            DType::F16 | DType::BF16 => 2,
             DType::F32 | DType::I32 => 4,
         }
     }
+
+    /// The `aclDataType` the description reports (MD13).
+    pub fn acl(self) -> i32 {
+        match self {
+            DType::F32 => acl_dt::FLOAT,
+            DType::U8 => acl_dt::UINT8,
+            DType::I32 => acl_dt::INT32,
+            DType::F16 => acl_dt::FLOAT16,
+            DType::BF16 => acl_dt::BF16,
+        }
+    }
+}
+
+/// binary16 bits to f32 (exact).
+pub fn f16_to_f32(h: u16) -> f32 {
+    let h = h as u32;
+    let sign = (h & 0x8000) << 16;
+    let exp = (h >> 10) & 0x1f;
+    let mut man = h & 0x3ff;
+    let bits = if exp == 0x1f {
+        sign | 0x7f80_0000 | man << 13
+    } else if exp != 0 {
+        sign | (exp + 112) << 23 | man << 13
+    } else if man == 0 {
+        sign
+    } else {
+        let mut e: i32 = 1;
+        while man & 0x400 == 0 {
+            man <<= 1;
+            e -= 1;
+        }
+        sign | ((e + 112) as u32) << 23 | (man & 0x3ff) << 13
+    };
+    f32::from_bits(bits)
+}
+
+/// f32 to binary16 bits: round to nearest, ties to even; overflow to infinity.
+pub fn f32_to_f16(value: f32) -> u16 {
+    let x = value.to_bits();
+    let sign = ((x >> 16) & 0x8000) as u16;
+    let exp = ((x >> 23) & 0xff) as i32;
+    let man = x & 0x7f_ffff;
+    if exp == 0xff {
+        return sign
+            | 0x7c00
+            | if man != 0 {
+                0x0200 | (man >> 13) as u16
+            } else {
+                0
+            };
+    }
+    let e = exp - 112;
+    if e >= 0x1f {
+        return sign | 0x7c00;
+    }
+    let (mut h, rest, half) = if e <= 0 {
+        if e < -10 {
+            return sign;
+        }
+        let m = man | 0x80_0000;
+        let shift = (14 - e) as u32;
+        (
+            (m >> shift) as u16,
+            m & ((1 << shift) - 1),
+            1u32 << (shift - 1),
+        )
+    } else {
+        (((e as u32) << 10 | man >> 13) as u16, man & 0x1fff, 0x1000)
+    };
+    if rest > half || (rest == half && h & 1 == 1) {
+        h += 1;
+    }
+    sign | h
+}
+
+/// bfloat16 bits to f32 (exact).
+pub fn bf16_to_f32(b: u16) -> f32 {
+    f32::from_bits((b as u32) << 16)
+}
+
+/// f32 to bfloat16 bits: round to nearest, ties to even.
+pub fn f32_to_bf16(value: f32) -> u16 {
+    let x = value.to_bits();
+    if value.is_nan() {
+        return (x >> 16) as u16 | 0x0040;
+    }
+    (x.wrapping_add(0x7fff + ((x >> 16) & 1)) >> 16) as u16
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -108,10 +217,12 @@ fn tensor(line: usize, rest: &[&str]) -> Result<Tensor, ParseError> {
         "f32" => DType::F32,
         "u8" => DType::U8,
         "i32" => DType::I32,
+        "f16" => DType::F16,
+        "bf16" => DType::BF16,
         other => {
             return Err(syntax(
                 line,
-                format!("unknown dtype `{other}` (f32, u8, i32)"),
+                format!("unknown dtype `{other}` (f32, u8, i32, f16, bf16)"),
             ));
         }
     };
@@ -450,6 +561,16 @@ impl Model {
                 .map(|c| i32::from_ne_bytes([c[0], c[1], c[2], c[3]]) as f32)
                 .collect(),
             DType::U8 => input.iter().take(n_in).map(|b| *b as f32).collect(),
+            DType::F16 => input
+                .chunks_exact(2)
+                .take(n_in)
+                .map(|c| f16_to_f32(u16::from_ne_bytes([c[0], c[1]])))
+                .collect(),
+            DType::BF16 => input
+                .chunks_exact(2)
+                .take(n_in)
+                .map(|c| bf16_to_f32(u16::from_ne_bytes([c[0], c[1]])))
+                .collect(),
         };
         for op in &self.ops {
             x = apply(op, x);
@@ -464,6 +585,8 @@ impl Model {
                 // `as` saturates (NaN gives 0).
                 DType::I32 => at.copy_from_slice(&(v.round() as i32).to_ne_bytes()),
                 DType::U8 => at[0] = v.round() as u8,
+                DType::F16 => at.copy_from_slice(&f32_to_f16(*v).to_ne_bytes()),
+                DType::BF16 => at.copy_from_slice(&f32_to_bf16(*v).to_ne_bytes()),
             }
         }
     }
@@ -561,6 +684,33 @@ mod tests {
         let text = "aclsim-model 1\ninput x u8 3\noutput y f32 4\n";
         let out = as_f32(&run(text, &[1, 2, 255], 1));
         assert_eq!(out, vec![1.0, 2.0, 255.0, 0.0], "a copy, the rest zeroed");
+    }
+
+    #[test]
+    fn float16_and_bfloat16_tensors() {
+        let text = "aclsim-model 1\ninput x f16 3\noutput y bf16 3\nop scale 2\n";
+        let m = parse(text.as_bytes()).expect("parses");
+        assert_eq!((m.input.bytes(), m.output.bytes()), (6, 6));
+        assert_eq!((m.input.dtype.acl(), m.output.dtype.acl()), (1, 27));
+        let inp: Vec<u8> = [1.5f32, -0.25, 1000.0]
+            .iter()
+            .flat_map(|v| f32_to_f16(*v).to_ne_bytes())
+            .collect();
+        let out: Vec<f32> = run(text, &inp, 1)
+            .chunks_exact(2)
+            .map(|c| bf16_to_f32(u16::from_ne_bytes([c[0], c[1]])))
+            .collect();
+        assert_eq!(out, vec![3.0, -0.5, 2000.0]);
+        // The conversions: exact both ways for every finite float16; ties to even.
+        for bits in 0..=u16::MAX {
+            let v = f16_to_f32(bits);
+            if !v.is_nan() {
+                assert_eq!(f32_to_f16(v), bits, "{bits:#06x}");
+            }
+        }
+        assert_eq!(f32_to_f16(65520.0), 0x7c00);
+        assert_eq!(f32_to_f16(1.0 + 1.0 / 2048.0), 0x3c00);
+        assert_eq!(f32_to_bf16(1.0 + 1.0 / 256.0), 0x3f80);
     }
 
     #[test]
@@ -677,7 +827,7 @@ mod tests {
         let e = parse(b"aclsim-model 1\noutput y f32 1\n").unwrap_err();
         assert_eq!(e.code, code::MODEL_MISSING_ATTR);
         for (text, line) in [
-            ("aclsim-model 1\ninput x f16 1\noutput y f32 1\n", 2),
+            ("aclsim-model 1\ninput x f64 1\noutput y f32 1\n", 2),
             ("aclsim-model 1\ninput x f32 0\noutput y f32 1\n", 2),
             ("aclsim-model 1\ninput x f32 1\noutput y f32 1\nop foo\n", 4),
             (

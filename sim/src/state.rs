@@ -335,7 +335,7 @@ pub struct Rt {
     /// Every thread blocked in a host wait (synchronize, destroy stream): woken on rare
     /// changes (teardown, unsubscribe, event removal) that the targeted wakes do not cover.
     pub sync_waiters: Vec<usize>,
-    /// Loaded models, descriptions, datasets and data buffers (MD1-MD12).
+    /// Loaded models, descriptions, datasets and data buffers (MD1-MD13).
     pub models: crate::api::model::Models,
 }
 

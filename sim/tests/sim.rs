@@ -175,6 +175,7 @@ cases!(
     md_load_and_execute_sync_and_async,
     md_real_om_and_bad_files_are_refused,
     md11_dynamic_batch,
+    md13_data_types_and_formats,
     md7_unload_with_pending_execution_returns_107037,
     md6_dataset_destroyed_while_in_use_is_flagged,
     md8_execution_on_two_streams_is_flagged,

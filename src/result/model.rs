@@ -1,11 +1,13 @@
-//! Model execution and data buffers (MD1-MD12): the functions of [`Api::models`], which may
+//! Model execution and data buffers (MD1-MD13): the functions of [`Api::models`], which may
 //! come from another library than the runtime's ([`CallError::Unsupported`] names the first
 //! missing one).
 
 use std::ffi::{CStr, c_void};
 
 use super::*;
-use crate::sys::bindings::{aclDataBuffer, aclmdlBatch, aclmdlDataset, aclmdlDesc, aclmdlIODims};
+use crate::sys::bindings::{
+    aclDataBuffer, aclDataType, aclFormat, aclmdlBatch, aclmdlDataset, aclmdlDesc, aclmdlIODims,
+};
 use crate::sys::model::ModelTable;
 
 /// Calls a function of the model table: `model_call!(self, aclmdlFoo(a, b))`.
@@ -216,6 +218,52 @@ impl Api {
         unsafe { model_call!(self, aclmdlGetDynamicBatch(desc, &mut *gears))? };
         let count = gears.batchCount.min(gears.batch.len());
         Ok(gears.batch[..count].to_vec())
+    }
+
+    /// `aclmdlGetInputDataType` (`output` false) / `aclmdlGetOutputDataType` (`output` true)
+    /// (MD13): the element type of tensor `index`, as the runtime answers it. The queries
+    /// have no error code: `ACL_DT_UNDEFINED` is their failure (a null description, an index
+    /// out of range), left to the caller to refuse.
+    ///
+    /// # Safety
+    /// `desc` is a live description of a loaded model (MD4).
+    pub unsafe fn model_data_type(
+        &self,
+        desc: *mut aclmdlDesc,
+        output: bool,
+        index: usize,
+    ) -> Result<aclDataType> {
+        let t = self.model_table()?;
+        let function = if output {
+            t.aclmdlGetOutputDataType
+        } else {
+            t.aclmdlGetInputDataType
+        };
+        // SAFETY: the caller's contract; the runtime checks the index (one out of range is
+        // answered `ACL_DT_UNDEFINED`, not read).
+        Ok(unsafe { function(desc, index) })
+    }
+
+    /// `aclmdlGetInputFormat` (`output` false) / `aclmdlGetOutputFormat` (`output` true)
+    /// (MD13): the layout of tensor `index`; `ACL_FORMAT_UNDEFINED` is the queries' failure,
+    /// as for [`model_data_type`](Self::model_data_type).
+    ///
+    /// # Safety
+    /// `desc` is a live description of a loaded model (MD4).
+    pub unsafe fn model_format(
+        &self,
+        desc: *mut aclmdlDesc,
+        output: bool,
+        index: usize,
+    ) -> Result<aclFormat> {
+        let t = self.model_table()?;
+        let function = if output {
+            t.aclmdlGetOutputFormat
+        } else {
+            t.aclmdlGetInputFormat
+        };
+        // SAFETY: as in `model_data_type`.
+        Ok(unsafe { function(desc, index) })
     }
 
     /// `aclmdlGetInputIndexByName(desc, name, &index)`.

@@ -1,4 +1,4 @@
-//! The model functions (`aclmdl*`, MD1-MD12) and the data-buffer functions, resolved apart
+//! The model functions (`aclmdl*`, MD1-MD13) and the data-buffer functions, resolved apart
 //! from the runtime's table: on older releases and board images they are in
 //! `libascendcl.so` itself, on newer CANN in `libacl_mdl.so` beside `libacl_rt.so`. A runtime
 //! without them still loads; only the model API is then unavailable.
@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use super::bindings;
 use super::bindings::aclrtStream;
 use super::bindings::{
-    aclDataBuffer, aclError, aclmdlBatch, aclmdlDataset, aclmdlDesc, aclmdlIODims,
+    aclDataBuffer, aclDataType, aclError, aclFormat, aclmdlBatch, aclmdlDataset, aclmdlDesc,
+    aclmdlIODims,
 };
 
 /// The name of the model library of newer CANN releases.
@@ -81,6 +82,10 @@ model_table! {
     aclmdlGetOutputDims: fn(*const aclmdlDesc, usize, *mut aclmdlIODims) -> aclError;
     aclmdlGetCurOutputDims: fn(*const aclmdlDesc, usize, *mut aclmdlIODims) -> aclError;
     aclmdlGetDynamicBatch: fn(*const aclmdlDesc, *mut aclmdlBatch) -> aclError;
+    aclmdlGetInputDataType: fn(*const aclmdlDesc, usize) -> aclDataType;
+    aclmdlGetOutputDataType: fn(*const aclmdlDesc, usize) -> aclDataType;
+    aclmdlGetInputFormat: fn(*const aclmdlDesc, usize) -> aclFormat;
+    aclmdlGetOutputFormat: fn(*const aclmdlDesc, usize) -> aclFormat;
     aclmdlCreateDataset: fn() -> *mut aclmdlDataset;
     aclmdlDestroyDataset: fn(*const aclmdlDataset) -> aclError;
     aclmdlAddDatasetBuffer: fn(*mut aclmdlDataset, *mut aclDataBuffer) -> aclError;

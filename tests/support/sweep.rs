@@ -477,9 +477,9 @@ fn run_chain(
     results
 }
 
-/// The functions that return a pointer or a size, not an `aclError`: a failure has no code
-/// to carry (a null or a 0 is all the caller sees), so an error naming the function is
-/// that failure.
+/// The functions that return a pointer, a size or a type, not an `aclError`: a failure has no
+/// code to carry (a null, a 0 or an undefined type is all the caller sees), so an error naming
+/// the function is that failure.
 const NO_CODE: &[&str] = &[
     "aclrtGetSocName",
     "aclmdlCreateDesc",
@@ -487,6 +487,10 @@ const NO_CODE: &[&str] = &[
     "aclmdlGetNumOutputs",
     "aclmdlGetInputSizeByIndex",
     "aclmdlGetOutputSizeByIndex",
+    "aclmdlGetInputDataType",
+    "aclmdlGetOutputDataType",
+    "aclmdlGetInputFormat",
+    "aclmdlGetOutputFormat",
     "aclmdlCreateDataset",
     "aclmdlGetDatasetNumBuffers",
     "aclmdlGetDatasetBuffer",

@@ -1,4 +1,4 @@
-//! Models (`aclmdl*`, MD1-MD12) and data buffers: loading the simulator's text format
+//! Models (`aclmdl*`, MD1-MD13) and data buffers: loading the simulator's text format
 //! (`crate::model`), descriptions, datasets, synchronous and asynchronous execution.
 //!
 //! Descriptions, datasets and data buffers are host objects behind fake handles like the
@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::memory::{Loc, check_stream_device, locate};
 use super::*;
-use crate::model::{DYNAMIC_INPUT, Model};
+use crate::model::{DYNAMIC_INPUT, Model, Tensor, acl_dt, acl_format};
 
 /// Model ids start at 1 and are never reused, not even across `aclFinalize`.
 static NEXT_MODEL_ID: AtomicU32 = AtomicU32::new(1);
@@ -1712,6 +1712,81 @@ pub extern "C" fn aclmdlGetDynamicBatch(modelDesc: *const c_void, batch: *mut Ba
         check_out(batch)?;
         out(batch, b)
     })
+}
+
+// ---- Element types and layouts (MD13) ------------------------------------------------
+//
+// The runtime's answers, with no error code: the value, or `ACL_DT_UNDEFINED` /
+// `ACL_FORMAT_UNDEFINED` when the query fails (a NULL or unknown description, an index out
+// of range: CANN's `aclmdlGetDataType` / `aclmdlGetFormat`), with the recent error message
+// set. The dynamic-batch input is `int32`, format ND, as ATC compiles it (GE's
+// `MultiBatchClonePass`); its buffer holds 8 bytes, which the batch fills as a `u64`.
+
+/// The layout a tensor of the simulator's format reports: NCHW for 4 dims, ND otherwise.
+fn format_of(t: &Tensor) -> i32 {
+    if t.dims.len() == 4 {
+        acl_format::NCHW
+    } else {
+        acl_format::ND
+    }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclmdlGetInputDataType(modelDesc: *const c_void, index: usize) -> i32 {
+    calls::count(CallId::aclmdlGetInputDataType);
+    query(
+        "aclmdlGetInputDataType",
+        modelDesc,
+        acl_dt::UNDEFINED,
+        |m, _| match index {
+            0 => Ok(m.input.dtype.acl()),
+            1 if m.dynamic() => Ok(acl_dt::INT32),
+            _ => Err(no_index(index)),
+        },
+    )
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclmdlGetOutputDataType(modelDesc: *const c_void, index: usize) -> i32 {
+    calls::count(CallId::aclmdlGetOutputDataType);
+    query(
+        "aclmdlGetOutputDataType",
+        modelDesc,
+        acl_dt::UNDEFINED,
+        |m, _| match index {
+            0 => Ok(m.output.dtype.acl()),
+            _ => Err(no_index(index)),
+        },
+    )
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclmdlGetInputFormat(modelDesc: *const c_void, index: usize) -> i32 {
+    calls::count(CallId::aclmdlGetInputFormat);
+    query(
+        "aclmdlGetInputFormat",
+        modelDesc,
+        acl_format::UNDEFINED,
+        |m, _| match index {
+            0 => Ok(format_of(&m.input)),
+            1 if m.dynamic() => Ok(acl_format::ND),
+            _ => Err(no_index(index)),
+        },
+    )
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn aclmdlGetOutputFormat(modelDesc: *const c_void, index: usize) -> i32 {
+    calls::count(CallId::aclmdlGetOutputFormat);
+    query(
+        "aclmdlGetOutputFormat",
+        modelDesc,
+        acl_format::UNDEFINED,
+        |m, _| match index {
+            0 => Ok(format_of(&m.output)),
+            _ => Err(no_index(index)),
+        },
+    )
 }
 
 // ---- Datasets and data buffers -------------------------------------------------------

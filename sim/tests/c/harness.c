@@ -2372,7 +2372,7 @@ static void perf_synchronize_loop(void) {
     teardown_clean();
 }
 
-/* ---- Models (MD1-MD12): the simulator's text format (sim/README.md "Models") ---------- */
+/* ---- Models (MD1-MD13): the simulator's text format (sim/README.md "Models") ---------- */
 
 static char md_paths[32][64];
 static int md_npaths;
@@ -2662,6 +2662,60 @@ static void md11_dynamic_batch(void) {
     OK(aclmdlUnload(id));
     OK(aclmdlDestroyDesc(desc));
     md_finish("MD11", 3);
+}
+
+/* MD13: element types and formats from the description; a failed query answers
+ * ACL_DT_UNDEFINED / ACL_FORMAT_UNDEFINED (no error code), like CANN's. */
+static void md13_data_types_and_formats(void) {
+    setup();
+    aclmdlDesc *desc;
+    uint32_t id = md_load(MD_DYNAMIC, &desc);
+    ASSERT(aclmdlGetInputDataType(desc, 0) == ACL_FLOAT);
+    ASSERT(aclmdlGetInputFormat(desc, 0) == ACL_FORMAT_ND);
+    /* The batch input: int32, ND (as ATC compiles it). */
+    ASSERT(aclmdlGetInputDataType(desc, 1) == ACL_INT32);
+    ASSERT(aclmdlGetInputFormat(desc, 1) == ACL_FORMAT_ND);
+    ASSERT(aclmdlGetOutputDataType(desc, 0) == ACL_FLOAT);
+    ASSERT(aclmdlGetOutputFormat(desc, 0) == ACL_FORMAT_ND);
+    /* Out of range, NULL: undefined, with a recent error message; no finding. */
+    ASSERT(aclmdlGetInputDataType(desc, 2) == ACL_DT_UNDEFINED);
+    ASSERT(aclGetRecentErrMsg() != NULL);
+    ASSERT(aclmdlGetOutputDataType(desc, 1) == ACL_DT_UNDEFINED);
+    ASSERT(aclmdlGetInputFormat(desc, 2) == ACL_FORMAT_UNDEFINED);
+    ASSERT(aclmdlGetOutputFormat(desc, 1) == ACL_FORMAT_UNDEFINED);
+    ASSERT(aclmdlGetInputDataType(NULL, 0) == ACL_DT_UNDEFINED);
+    ASSERT(aclmdlGetOutputFormat(NULL, 0) == ACL_FORMAT_UNDEFINED);
+    ASSERT(aclsimFindingCount() == 0);
+    /* An injected failure answers undefined too. */
+    OK(aclsimInjectFault("aclmdlGetOutputDataType", ACL_ERROR_INTERNAL_ERROR, 1));
+    ASSERT(aclmdlGetOutputDataType(desc, 0) == ACL_DT_UNDEFINED);
+    ASSERT(aclmdlGetOutputDataType(desc, 0) == ACL_FLOAT);
+
+    /* Every type of the format, and NCHW for 4 dims. */
+    aclmdlDesc *tdesc;
+    uint32_t tid = md_load("aclsim-model 1\n"
+                           "input  x u8 1x3x2x2\n"
+                           "output y f16 1x12\n",
+                           &tdesc);
+    ASSERT(aclmdlGetInputDataType(tdesc, 0) == ACL_UINT8);
+    ASSERT(aclmdlGetInputFormat(tdesc, 0) == ACL_FORMAT_NCHW);
+    ASSERT(aclmdlGetOutputDataType(tdesc, 0) == ACL_FLOAT16);
+    ASSERT(aclmdlGetInputSizeByIndex(tdesc, 0) == 12 && aclmdlGetOutputSizeByIndex(tdesc, 0) == 24);
+    ASSERT(aclmdlGetInputDataType(tdesc, 1) == ACL_DT_UNDEFINED); /* static: no batch input */
+    OK(aclmdlUnload(tid));
+    OK(aclmdlDestroyDesc(tdesc));
+    tid = md_load("aclsim-model 1\ninput x i32 2\noutput y bf16 2\n", &tdesc);
+    ASSERT(aclmdlGetInputDataType(tdesc, 0) == ACL_INT32);
+    ASSERT(aclmdlGetOutputDataType(tdesc, 0) == ACL_BF16);
+    OK(aclmdlUnload(tid));
+    /* A description of an unloaded model: MD4, undefined. */
+    ASSERT(aclmdlGetOutputDataType(tdesc, 0) == ACL_DT_UNDEFINED);
+    ASSERT(count_rule("MD4") == 1);
+    OK(aclmdlDestroyDesc(tdesc));
+
+    OK(aclmdlUnload(id));
+    OK(aclmdlDestroyDesc(desc));
+    md_finish("MD4", 1);
 }
 
 static void md7_unload_with_pending_execution_returns_107037(void) {
@@ -3723,6 +3777,7 @@ static const struct tcase cases[] = {
     T(md_load_and_execute_sync_and_async),
     T(md_real_om_and_bad_files_are_refused),
     T(md11_dynamic_batch),
+    T(md13_data_types_and_formats),
     T(md7_unload_with_pending_execution_returns_107037),
     T(md6_dataset_destroyed_while_in_use_is_flagged),
     T(md8_execution_on_two_streams_is_flagged),
