@@ -316,15 +316,13 @@ fn run_case<N: Copy>(
         }
         (run.live.get(), run.at_end.get())
     };
-    // Not library failures: the case would not test what it means to (on a loaded machine,
-    // longer kernels fix the first).
+    // Not library failures: the case would not test what it means to. On a loaded machine
+    // a few cases finish their work before the program ends: counted, and the group fails
+    // only if they are more than a tenth (`run_group`).
     let span = match at_end {
         Some((Some(true), span)) => span,
         Some((Some(false), span)) => {
-            problems.push(format!(
-                "the work was done before the program ended ({span:?} after the first was \
-                 issued): it was not pending"
-            ));
+            NOT_PENDING.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             span
         }
         // A program stopped after its first handles may have issued nothing yet.
@@ -474,6 +472,18 @@ fn run_group<N: Copy + Debug + PartialEq>(group: &Group<N>) {
     for failure in &failures {
         println!("drop_orders: {}: FAIL {failure}", group.name);
     }
+    let total = counts.iter().map(|c| c.1).sum::<usize>();
+    let not_pending = NOT_PENDING.load(std::sync::atomic::Ordering::Relaxed);
+    println!(
+        "drop_orders: {}: {not_pending} of {total} cases had their work done before the end",
+        group.name
+    );
+    assert!(
+        not_pending * 10 <= total,
+        "{}: {not_pending} of {total} cases ended with no work pending: they would not test \
+         drop orders with work in flight (the machine is too loaded for the kernel times)",
+        group.name
+    );
     assert!(
         failures.is_empty(),
         "{}: {} failing cases",
@@ -483,6 +493,9 @@ fn run_group<N: Copy + Debug + PartialEq>(group: &Group<N>) {
 }
 
 const CHILD: &str = "ASCEND_TYPESTATE_DROP_ORDERS_CHILD";
+
+/// Cases of this process's group whose work was done before the program ended.
+static NOT_PENDING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// The test `test` of this binary runs `group` in a child process and shows its summary.
 fn group_test<N: Copy + Debug + PartialEq>(test: &str, group: &Group<N>) {
