@@ -319,10 +319,19 @@
 //!   [drop-error handler](set_drop_error_handler). A leaked (`mem::forget`) handle keeps its
 //!   parents alive ([`Error::LiveChildren`]) instead of being released under them
 //!   (`tests/leaks.rs`, `tests/adversarial_callbacks_forget.rs`).
-//! * **Not on a runtime call succeeding**: a failed transition gives the value back
-//!   ([`Failed`]); a failed reset is issued again; a handle whose release fails is kept, not
-//!   released under work that may still use it, and every error is returned or reported
-//!   (`tests/fault_sweep.rs`: one failure at every call of a realistic program).
+//! * **Not on a runtime call succeeding**: every clean-up step is tried again while the
+//!   runtime fails it (four tries: two transient failures in a row and a stream's one-time
+//!   asynchronous error), each failure reported; a handle whose release still fails is kept,
+//!   counted in its parent (D3), never released under work that may still use it, and a
+//!   waited event is never destroyed unreset (E4). Every error is returned or reported
+//!   (`tests/fault_sweep.rs`, `tests/fault_sweep_features.rs`: every call of realistic
+//!   programs failing once, and twice in a row; `tests/drop_orders.rs`: every declaration
+//!   order with work in flight, ended by scope, `?` and panic).
+//! * **`?` works anywhere**: each method's usual form returns the `'static` [`Error`] (into
+//!   `Box<dyn Error>` or `anyhow`), the handle going to its `Drop` fallback on failure; its
+//!   `try_` form gives the handle back ([`Failed`]) for a caller who wants to retry:
+//!   `destroy`/`try_destroy`, `record`/`try_record`, `wait`/`try_wait`, `reset`/`try_reset`,
+//!   and so on.
 //! * **Not on a wait timing out**: typed waits never time out. [`Acl::init`] sets the op
 //!   wait timeout to 0 (P3a in `docs/protocol.md`): a stream wait that ends by timeout
 //!   orders nothing and leaves a stale event flag behind, which no typed guarantee could
