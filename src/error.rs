@@ -555,6 +555,18 @@ pub enum Error {
         /// What is wrong with it.
         why: ModelFileProblem,
     },
+    /// The configuration file given to
+    /// [`InitOptions::config`](crate::InitOptions::config) cannot be what `aclInit` reads:
+    /// not found, not a regular file (a FIFO or device would block the runtime's reader or
+    /// never end, a directory is no configuration), or unreadable. Checked right before
+    /// `aclInit`, which is then not called.
+    #[error("configuration file {}: {why}", .path.display())]
+    ConfigFile {
+        /// The path given.
+        path: Box<std::path::Path>,
+        /// What is wrong with it.
+        why: ModelFileProblem,
+    },
 }
 
 /// What description query `call` answers when it fails ([`Error::UnreadableDescription`]).
@@ -599,7 +611,8 @@ impl fmt::Display for ModelTensor {
     }
 }
 
-/// What is wrong with a model file ([`Error::ModelFile`]).
+/// What is wrong with a file the runtime would read: a model ([`Error::ModelFile`]) or the
+/// configuration ([`Error::ConfigFile`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 #[non_exhaustive]
 pub enum ModelFileProblem {
@@ -613,7 +626,7 @@ pub enum ModelFileProblem {
     #[error("cannot be read")]
     Unreadable,
     /// A directory.
-    #[error("a directory, not a model file")]
+    #[error("a directory, not a file")]
     Directory,
     /// A FIFO, socket or device: the runtime would block reading it or never reach its end.
     #[error("not a regular file (a FIFO, socket or device): the runtime would block reading it")]
@@ -720,6 +733,11 @@ impl fmt::Debug for Error {
                 .finish(),
             Error::ModelFile { path, why } => f
                 .debug_struct("ModelFile")
+                .field("path", path)
+                .field("why", why)
+                .finish(),
+            Error::ConfigFile { path, why } => f
+                .debug_struct("ConfigFile")
                 .field("path", path)
                 .field("why", why)
                 .finish(),

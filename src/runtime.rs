@@ -8,7 +8,7 @@ use std::sync::{Mutex, OnceLock, RwLock};
 
 use crate::context;
 use crate::device::Device;
-use crate::error::{Error, Result};
+use crate::error::{Error, ModelFileProblem, Result};
 use crate::sys::loader::{Api, LoadOptions, load_global};
 
 /// The runtime of [`Acl::shared`], once initialised (never finalized), and the configuration
@@ -88,12 +88,41 @@ impl InitOptions {
     }
 
     /// Pass this JSON configuration file to `aclInit`.
+    ///
+    /// A path with a NUL byte is refused here. The file itself is checked at
+    /// initialisation, right before `aclInit`, which is not called when the path names
+    /// nothing, or no regular file ([`Error::ConfigFile`]): a FIFO or a device would block
+    /// the runtime's reader or never end, a directory is no configuration. (The file can
+    /// still change between the check and `aclInit`'s read; what the runtime then does is
+    /// its own.)
     pub fn config(mut self, path: &std::path::Path) -> Result<Self> {
         let bytes = path.as_os_str().as_encoded_bytes().to_vec();
         let c = CString::new(bytes)
             .map_err(|_| Error::InvalidArgument("the configuration path contains a NUL byte"))?;
         self.config = Some(c);
         Ok(self)
+    }
+}
+
+/// Refuses a configuration path that names nothing `aclInit` can read
+/// ([`Error::ConfigFile`]), as model paths are refused.
+fn check_config(config: &std::ffi::CStr) -> Result<()> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let path = std::path::Path::new(std::ffi::OsStr::from_bytes(config.to_bytes()));
+    let refuse = |why| Error::ConfigFile {
+        path: path.into(),
+        why,
+    };
+    // `metadata` follows links: what the runtime would open.
+    match std::fs::metadata(path) {
+        Err(error) => Err(refuse(match error.kind() {
+            std::io::ErrorKind::NotFound => ModelFileProblem::NotFound,
+            std::io::ErrorKind::PermissionDenied => ModelFileProblem::PermissionDenied,
+            _ => ModelFileProblem::Unreadable,
+        })),
+        Ok(metadata) if metadata.is_dir() => Err(refuse(ModelFileProblem::Directory)),
+        Ok(metadata) if !metadata.is_file() => Err(refuse(ModelFileProblem::NotRegularFile)),
+        Ok(_) => Ok(()),
     }
 }
 
@@ -155,6 +184,9 @@ impl Acl {
         cleanup_errors: &mut Vec<(&'static str, Error)>,
     ) -> Result<()> {
         context::refuse_inside_callback()?;
+        if let Some(config) = config {
+            check_config(config)?;
+        }
         if !INITIALISED_WITHOUT_TOKEN.load(Ordering::Acquire) {
             // SAFETY: no `Acl` is alive (checked under the lock), and every raw call that
             // could initialise the runtime elsewhere is `unsafe` with a contract excluding

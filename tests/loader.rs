@@ -233,6 +233,8 @@ fn stub_source(omit: &[&str], with_optional: bool) -> String {
                  { (void)event; return timeout; }"
                     .to_owned()
             }
+            // A pointer, not a code: no message kept (an `int` here would be read as one).
+            "aclGetRecentErrMsg" => "const char *aclGetRecentErrMsg(void) { return 0; }".to_owned(),
             other => format!("int {other}(void) {{ return {STUB_CODE}; }}"),
         };
         source.push_str(&body);
@@ -979,10 +981,20 @@ fn sweep_child() {
 /// Runs `sweep_child` for `entry` on `path`; asserts that the child exited normally (no
 /// signal, no deadline) and returns its `SWEEP` lines, split on tabs, and its run time.
 fn sweep_in_child(entry: &str, path: &Path) -> (Vec<Vec<String>>, std::time::Duration) {
+    sweep_in_child_with(entry, path, &[])
+}
+
+/// [`sweep_in_child`] with `extra` variables set in the child (`LD_LIBRARY_PATH`).
+fn sweep_in_child_with(
+    entry: &str,
+    path: &Path,
+    extra: &[(&str, &std::ffi::OsStr)],
+) -> (Vec<Vec<String>>, std::time::Duration) {
     let mut vars = vec![
         (SWEEP_ENTRY, std::ffi::OsStr::new(entry)),
         (SWEEP_PATH, path.as_os_str()),
     ];
+    vars.extend_from_slice(extra);
     if entry == "env" {
         vars.push(("ASCEND_ACL_LIB", path.as_os_str()));
     }
@@ -1320,6 +1332,187 @@ fn patched_copies_of_the_simulator_are_refused_through_every_entry() {
     refused_by_every_entry(&stray, "the PT_DYNAMIC segment (program header");
 }
 
+/// Segments the loader (or the unwinder) reads in memory must be where one `PT_LOAD` maps
+/// their own bytes: each copy of the simulator below moves one of them, or takes the write
+/// permission from the segment holding `PT_DYNAMIC`, and is refused before `dlopen`.
+#[test]
+fn segments_read_in_memory_must_be_mapped_from_their_own_bytes() {
+    const PT_TLS: u32 = 7;
+    const PT_PHDR: u32 = 6;
+    const PT_GNU_EH_FRAME: u32 = 0x6474_e550;
+    let bytes = simulator_bytes();
+    let dir = support::scratch_dir("sweep-segments");
+    let write = |name: &str, patch: &dyn Fn(&mut Vec<u8>)| {
+        let mut copy = bytes.clone();
+        patch(&mut copy);
+        let path = dir.join(name);
+        std::fs::write(&path, copy).unwrap();
+        path
+    };
+    // The file offset moved, the address kept: memory no longer holds those bytes.
+    for (kind, name) in [(PT_GNU_EH_FRAME, "PT_GNU_EH_FRAME"), (PT_TLS, "PT_TLS")] {
+        let Some((at, _)) = program_headers(&bytes)
+            .into_iter()
+            .find(|&(_, k)| k == kind)
+        else {
+            eprintln!("note: the simulator has no {name} segment; case skipped");
+            continue;
+        };
+        let moved = write(&format!("moved-{name}.so"), &|b| {
+            let offset = u64_at(b, at + 8);
+            put_u64(b, at + 8, offset + 16);
+        });
+        refused_by_every_entry(&moved, &format!("the {name} segment (program header"));
+    }
+    // PT_PHDR moved by 8 bytes in the file and in memory: consistent, but not the table.
+    if let Some((at, _)) = program_headers(&bytes)
+        .into_iter()
+        .find(|&(_, k)| k == PT_PHDR)
+    {
+        let phdr = write("moved-phdr.so", &|b| {
+            let (offset, vaddr) = (u64_at(b, at + 8), u64_at(b, at + 16));
+            put_u64(b, at + 8, offset + 8);
+            put_u64(b, at + 16, vaddr + 8);
+        });
+        refused_by_every_entry(&phdr, "is not the program header table");
+    }
+    // The segment holding the dynamic section made read-only (glibc writes to it).
+    let dynamic = first_of(&bytes, PT_DYNAMIC);
+    let dynamic_at = u64_at(&bytes, dynamic + 16);
+    let holder = program_headers(&bytes)
+        .into_iter()
+        .find(|&(at, kind)| {
+            let (vaddr, memsz) = (u64_at(&bytes, at + 16), u64_at(&bytes, at + 40));
+            kind == PT_LOAD && (vaddr..vaddr + memsz).contains(&dynamic_at)
+        })
+        .expect("the PT_LOAD holding PT_DYNAMIC")
+        .0;
+    let read_only = write("read-only-dynamic.so", &|b| {
+        b[holder + 4] &= !2; // PF_W
+    });
+    refused_by_every_entry(&read_only, "lies in a read-only PT_LOAD segment");
+}
+
+// ---- Bare names: the files on LD_LIBRARY_PATH, checked in glibc's order (issue 23) -------
+
+/// Loads the bare name `libascendcl.so` (the entry `library`, which takes it as given) in a
+/// child whose `LD_LIBRARY_PATH` is `dirs`; returns the `SWEEP` lines.
+fn bare_name_with_library_path(dirs: &[&Path]) -> Vec<Vec<String>> {
+    let joined = std::env::join_paths(dirs).expect("directories without `:`");
+    let (lines, _) = sweep_in_child_with(
+        "library",
+        Path::new("libascendcl.so"),
+        &[("LD_LIBRARY_PATH", &joined)],
+    );
+    lines
+}
+
+fn mkfifo(path: &Path) {
+    let status = Command::new("mkfifo").arg(path).status().expect("mkfifo");
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
+/// A FIFO where glibc would open it for a bare name, in an `LD_LIBRARY_PATH` directory or
+/// in one of its hardware-capability subdirectories (`tls`, searched first by glibc 2.36 and
+/// earlier), is refused, naming it: `dlopen` would wait for a writer forever.
+#[test]
+fn a_fifo_found_for_a_bare_name_on_ld_library_path_is_refused_naming_it() {
+    let dir = support::scratch_dir("bare-fifo");
+    for sub in ["", "tls"] {
+        let holder = dir.join(sub);
+        std::fs::create_dir_all(&holder).unwrap();
+        let fifo = holder.join("libascendcl.so");
+        mkfifo(&fifo);
+        let lines = bare_name_with_library_path(&[&dir]);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert_eq!(lines[0][..2], ["refused", "caller"], "{lines:?}");
+        let expected = format!(
+            "{} (on LD_LIBRARY_PATH, where the system loader would open it): not a regular file",
+            fifo.display()
+        );
+        assert_eq!(lines[0][2], expected, "{lines:?}");
+        std::fs::remove_file(&fifo).unwrap();
+    }
+}
+
+/// glibc's search passes over a library for another machine and goes on; so does the check,
+/// and the simulator in a later directory loads. The first library found ends the search: a
+/// FIFO in a later directory is never reached, by glibc or by the check.
+#[test]
+fn the_bare_name_check_passes_over_and_stops_where_glibc_does() {
+    let sim_dir = support::simulator_path().parent().unwrap().to_path_buf();
+    let dir = support::scratch_dir("bare-order");
+    let (foreign, fifo_dir) = (dir.join("foreign"), dir.join("fifo"));
+    std::fs::create_dir_all(&foreign).unwrap();
+    std::fs::create_dir_all(&fifo_dir).unwrap();
+    let (_, other) = machines();
+    let mut header = elf64_header(other, false);
+    header[20] = 1; // e_version, which glibc checks before the machine
+    std::fs::write(foreign.join("libascendcl.so"), header).unwrap();
+    mkfifo(&fifo_dir.join("libascendcl.so"));
+    for dirs in [
+        [&foreign, &sim_dir, &fifo_dir],
+        [&sim_dir, &fifo_dir, &foreign],
+    ] {
+        let dirs = dirs.map(PathBuf::as_path);
+        let lines = bare_name_with_library_path(&dirs);
+        assert_eq!(lines.len(), 1, "{dirs:?}: {lines:?}");
+        assert_eq!(lines[0][0], "loaded", "{dirs:?}: {lines:?}");
+        assert!(lines[0][1].contains("the simulator"), "{lines:?}");
+    }
+    // The FIFO first: refused.
+    let lines = bare_name_with_library_path(&[&fifo_dir, &sim_dir]);
+    assert_eq!(lines[0][0], "refused", "{lines:?}");
+}
+
+/// `$ORIGIN` in `LD_LIBRARY_PATH` is the executable's directory, for glibc and for the check.
+#[test]
+fn origin_in_ld_library_path_is_the_executables_directory() {
+    let exe_dir = std::env::current_exe()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let dir = std::fs::canonicalize(support::scratch_dir("bare-origin")).unwrap();
+    let fifo = dir.join("libascendcl.so");
+    mkfifo(&fifo);
+    // `dir` relative to the executable's directory.
+    let common = exe_dir
+        .components()
+        .zip(dir.components())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let mut relative = PathBuf::from("$ORIGIN");
+    for _ in exe_dir.components().skip(common) {
+        relative.push("..");
+    }
+    relative.extend(dir.components().skip(common));
+    let lines = bare_name_with_library_path(&[&relative]);
+    assert_eq!(lines[0][0], "refused", "{lines:?}");
+    assert!(lines[0][2].ends_with("not a regular file"), "{lines:?}");
+    assert!(lines[0][2].contains("/../"), "the expanded path: {lines:?}");
+}
+
+/// The model library's bare name (`libacl_mdl.so`, newer CANN) is checked the same way: a
+/// FIFO on `LD_LIBRARY_PATH` makes the model API unavailable, naming it, instead of a hang.
+#[test]
+fn a_fifo_named_like_the_model_library_on_ld_library_path_is_refused() {
+    let runtime = split_install("runtime_mdl_fifo", None);
+    let dir = support::scratch_dir("bare-mdl-fifo");
+    let fifo = dir.join(ascend_typestate::sys::model::MODEL_LIBRARY);
+    mkfifo(&fifo);
+    let (lines, _) =
+        sweep_in_child_with("model", &runtime, &[("LD_LIBRARY_PATH", dir.as_os_str())]);
+    let line = lines
+        .iter()
+        .find(|l| l[0] == "model" && l[1] == "libacl_mdl.so")
+        .unwrap_or_else(|| panic!("{lines:?}"));
+    assert!(
+        line[2].starts_with(&fifo.display().to_string()) && line[2].ends_with("not a regular file"),
+        "{line:?}"
+    );
+}
+
 /// `libacl_mdl.so` beside the runtime is checked as the runtime is: a truncated one is named
 /// with its reason, and the runtime stays usable.
 #[test]
@@ -1343,6 +1536,21 @@ fn a_truncated_model_library_beside_the_runtime_is_refused() {
 /// would read like a vendor runtime.
 #[test]
 fn the_library_line_says_simulator_when_the_simulator_loaded() {
+    // This executable's process-wide runtime is `global_runtime_is_loaded_once`'s stub: the
+    // body runs in a child process of its own.
+    const CHILD: &str = "ASCEND_TYPESTATE_LIBRARY_LINE_CHILD";
+    if std::env::var_os(CHILD).is_none() {
+        let (status, out, err) = support::child::in_child(
+            "the_library_line_says_simulator_when_the_simulator_loaded",
+            CHILD,
+            CHILD_BOUND,
+        );
+        assert!(
+            status.is_some_and(|s| s.success()),
+            "the child failed ({status:?}):\n{out}\n{err}"
+        );
+        return;
+    }
     let session = support::sim::Session::start();
     let library = session.acl().library();
     assert!(library.is_simulator());

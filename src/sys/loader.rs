@@ -6,8 +6,8 @@
 //! 2. The environment variable `ASCEND_ACL_LIB`: only that file is tried.
 //!
 //!    In steps 1 and 2 a bare file name without a directory (`libascendcl.so`) is looked up
-//!    by the system loader (`LD_LIBRARY_PATH`, ...), not in the current directory; write
-//!    `./libascendcl.so` for that.
+//!    by the system loader (`LD_LIBRARY_PATH`, ...), as in step 4 (see "Bare names"), not in
+//!    the current directory; write `./libascendcl.so` for that.
 //!
 //!    An explicit choice is never silently replaced by another library.
 //! 3. For each install root, in order: `$ASCEND_HOME_PATH`, `$ASCEND_TOOLKIT_HOME`,
@@ -15,7 +15,8 @@
 //!    `$HOME/Ascend/ascend-toolkit/latest`: `ROOT/lib64/libascendcl.so`,
 //!    `ROOT/runtime/lib64/libascendcl.so`, then `ROOT/lib64/libacl_rt.so` (newer CANN).
 //! 4. The system loader: `libascendcl.so` through `LD_LIBRARY_PATH`, `ld.so.cache`, ... (this
-//!    is how the board's `set_env.sh` is honoured).
+//!    is how the board's `set_env.sh` is honoured). What it would open from
+//!    `LD_LIBRARY_PATH` is checked first (see "Bare names").
 //! 5. Development fallback: `libascendcl.so` beside the running executable, or in the
 //!    `deps` directory of its Cargo target directory (`../deps` from an example, `deps/` from
 //!    a binary). This is where Cargo puts the simulator (the `ascendcl-sim` dev-dependency)
@@ -63,12 +64,15 @@
 //!
 //! What the crate does not take on trust is that a path holds a complete library for this
 //! process: a truncated copy, a directory, a FIFO or a library for another machine is a
-//! mistake a safe API reports as an error, not a crash or a hang. Hence the pre-checks.
+//! mistake a safe API reports as an error, not a crash or a hang. Hence the pre-checks, which
+//! hold for the files as they are when checked, where the checks look (below: what they do
+//! not catch).
 //!
 //! # Pre-checks
 //!
-//! Every file path (steps 1-3 and 5, strict loading, and `libacl_mdl.so` beside the runtime)
-//! is opened once, without blocking, before `dlopen`, and refused with a reason
+//! Every file path (steps 1-3 and 5, strict loading, and `libacl_mdl.so` beside the runtime),
+//! and for a bare name the files on `LD_LIBRARY_PATH` the system loader may open (see "Bare
+//! names"), is opened once, without blocking, before `dlopen`, and refused with a reason
 //! ([`TriedPath::reason`](crate::TriedPath::reason) in [`LoadError::NotFound`]) when it is:
 //!
 //! * absent: `does not exist`; unreadable, a link loop, ...: the system's message
@@ -82,13 +86,21 @@
 //! * not a shared library: `not a shared library: ELF type ...` (not `ET_DYN`: an
 //!   executable, an object file), `not a shared library: no PT_DYNAMIC segment ...`;
 //! * inconsistent: no program headers, entries of the wrong size, more than 1024 of them, no
-//!   `PT_LOAD`, or a segment the loader reads in memory (`PT_DYNAMIC`, `PT_TLS`, `PT_PHDR`,
-//!   notes, ...) outside every `PT_LOAD`: `malformed ELF: ...`.
+//!   `PT_LOAD`; a segment the loader or the unwinder reads in memory (`PT_DYNAMIC`, the
+//!   initial image of `PT_TLS`, `PT_PHDR`, notes, `PT_GNU_EH_FRAME`, ...) that is not where
+//!   one `PT_LOAD` maps its own bytes (inside it, at the same distance from its start in the
+//!   file and in memory, within the bytes it reads from the file); a `PT_PHDR` that is not
+//!   the program header table; `PT_DYNAMIC` in a read-only `PT_LOAD` (glibc writes to it,
+//!   always before 2.35): `malformed ELF: ...`. The 2,054 shared libraries and
+//!   position-independent executables of the Debian 12 machine this was written on (`/usr/lib`,
+//!   `/usr/bin`, ..., the Rust toolchain's, Cargo's `deps`) all pass; an ignored test checks a
+//!   machine's (`cargo test --lib -- --ignored system_files`).
 //!
-//! The system loader maps segments without comparing them with the file's size: a truncated
-//! copy dies of `SIGBUS` inside `dlopen`, a misplaced `PT_DYNAMIC` of `SIGSEGV`. The checks
-//! read the ELF header and at most 1024 program headers, with positioned reads, and map
-//! nothing, so a huge or sparse file costs no more than a small one.
+//! The system loader maps segments without comparing them with the file's size, and reads
+//! the others at the address their header gives: a truncated copy dies of `SIGBUS` inside
+//! `dlopen`, a `PT_DYNAMIC` whose address is not where its bytes are mapped of `SIGSEGV`.
+//! The checks read the ELF header and at most 1024 program headers, with positioned reads,
+//! and map nothing, so a huge or sparse file costs no more than a small one.
 //!
 //! What they do not catch:
 //!
@@ -96,16 +108,34 @@
 //!   code: a well-formed but corrupted file (a truncated copy padded back with zeros) can
 //!   still crash the system loader, and a well-formed but malicious ELF is trusted code
 //!   like any runtime (see Trust); no check before loading tells it from the vendor's.
-//! * Bare names: step 4 and the system loader's `libacl_mdl.so` are files the system
-//!   loader chooses, as are the runtime's dependencies; only its own checks apply.
+//! * What the system loader finds for a bare name outside `LD_LIBRARY_PATH`, and the
+//!   runtime's dependencies (see "Bare names"); only its own checks apply.
 //! * Changes after the check. The file is checked through one open descriptor, then
-//!   `dlopen` opens the path again. A file replaced in between (renamed over, a link
-//!   changed) is loaded unchecked; strict loading refuses it afterwards
-//!   ([`LoadError::ResolvedElsewhere`]: the mapped file is not the one checked, by device
-//!   and inode, kept open through the load so that its inode number is not reused), but its
-//!   initialisers have run. A file changed in place (truncated, rewritten) after the check,
-//!   or while loaded, crashes the process, as it would any program. Keeping the install
-//!   directory writable only by its owner is the deployment's part.
+//!   `dlopen` opens the path again (for a bare name, searches again). A file replaced in
+//!   between (renamed over, a link changed) is loaded unchecked; strict loading refuses it
+//!   afterwards ([`LoadError::ResolvedElsewhere`]: the mapped file is not the one checked, by
+//!   device and inode, kept open through the load so that its inode number is not reused),
+//!   but its initialisers have run. A FIFO or a device renamed over it in between makes
+//!   `dlopen` wait in its open or read of it, until a writer comes or forever: a hang, and
+//!   with the loader's lock held, so that other threads' `dlopen` and `dlsym`, and the
+//!   process's `exit`, wait too.
+//!   A file changed in place (truncated, rewritten) after the check, or while loaded, crashes
+//!   the process, as it would any program.
+//!
+//!   This window is outside what the pre-checks promise, by design. Replacing the file needs
+//!   write access to its directory, and whoever has that chooses the code this process runs
+//!   (a replacement runtime's initialisers can crash, hang or do anything else): no guard
+//!   here would protect what that access already gives away, and by accident the window is
+//!   a few system calls wide. Keeping the install directory writable only by its owner is the
+//!   deployment's part. Nor does a watchdog end such a hang (a thread that, when `dlopen` is
+//!   slow and the path is now a FIFO, opens its write end and closes it, so that the loader
+//!   reads the end of the file): it would end only that case (not a FIFO swapped in and out
+//!   again, a terminal or another device that blocks reads, a stalled network file system),
+//!   would make every process that loads the runtime open for writing whatever FIFO someone
+//!   put at that path (ending its other readers' reads), and would cost a thread per load.
+//!   `tests/red_team_inputs.rs` shows the limit as it is
+//!   (`loader_a_library_swapped_for_a_fifo_after_the_check_blocks_only_on_that_fifo`): the
+//!   only way such a load does not return is blocked on that FIFO, which a writer ends.
 //!
 //! The checked descriptor is not what `dlopen` opens (`/proc/self/fd/N`), although that would
 //! close the replacement window: the system loader takes that name for the library's, so
@@ -114,6 +144,47 @@
 //! library without opening the new file (both seen with glibc 2.36). It would not close the
 //! in-place window either, and replacing the file needs write access to its directory,
 //! which already allows replacing the runtime itself.
+//!
+//! # Bare names
+//!
+//! A bare name (step 4, a bare name given in steps 1-2, and `libacl_mdl.so` when the model
+//! functions are neither in the runtime nor beside it) is given to `dlopen` as it is: the
+//! system loader searches for it with its own rules (a library already loaded under that
+//! name is reused, a run path of the program comes first, `$ORIGIN` works) and the report
+//! says "found by: system loader". Before that, the part of its search a user sets is
+//! checked: the directories of `LD_LIBRARY_PATH` as glibc's loader reads it (its value when
+//! the process started, the last one if set twice; ignored in a set-user-ID or otherwise
+//! secure program; `:` or `;` between entries, an empty entry meaning the current directory,
+//! `$ORIGIN` the executable's directory), in order, and in each first its
+//! hardware-capability subdirectories (`glibc-hwcaps/x86-64-v3`, and up to glibc 2.36 `tls`,
+//! `haswell/x86_64`, ...: every one glibc may search on this architecture, whatever this CPU
+//! supports, so possibly more than it opens), then the directory itself.
+//!
+//! Each file found there is checked as a file path is. What glibc passes over and searches
+//! on from (a file it may not open, a library of another class or machine) is passed over;
+//! any other refusal refuses the step, naming the file
+//! (`/opt/x/libascendcl.so (on LD_LIBRARY_PATH, where the system loader would open it): not
+//! a regular file`): the system loader would have failed on it, or blocked on a FIFO. The
+//! search stops at the first directory holding the name itself, where glibc stops at the
+//! latest; the file found first, if any, is kept open through the `dlopen`. With nothing on
+//! `LD_LIBRARY_PATH`, the name goes to `dlopen` unchecked.
+//!
+//! Not covered, so only the system loader's own checks apply:
+//!
+//! * `ld.so.cache` and the default directories (`/lib`, `/usr/lib`, ...): root's, and the
+//!   cache names only libraries `ldconfig` found; no FIFO a user placed is there;
+//! * a run path (`DT_RPATH`, `DT_RUNPATH`) of the program or of the library that calls
+//!   `dlopen`: the program's builder chose it. A `DT_RPATH` comes before `LD_LIBRARY_PATH`,
+//!   so the file checked may then not be the one loaded (and a library already loaded under
+//!   the name is reused without any file being opened, although the check still runs);
+//! * `LD_LIBRARY_PATH` entries naming `$LIB` or `$PLATFORM` (values only the loader knows),
+//!   and `ld.so --library-path`, which replaces `LD_LIBRARY_PATH` for a program started
+//!   through `ld.so`;
+//! * the runtime's own dependencies (CANN's `libascendcl.so` needs other CANN libraries),
+//!   which the system loader finds by the same search, unchecked;
+//! * changes after the check, as for file paths.
+//!
+//! # Errors
 //!
 //! A library that cannot be opened moves the search on; when every candidate fails the error
 //! ([`LoadError::NotFound`]) lists each path tried with why it was not used. A library that
@@ -362,9 +433,18 @@ impl Api {
             // cannot make the report name another file.
             let mut open = candidate.path.clone();
             // A file path is checked before `dlopen` (see "Pre-checks" above); the file
-            // stays open until the load is done. A bare name is the system loader's search.
-            let mut checked = None;
-            if !is_bare_name {
+            // stays open until the load is done. For a bare name, the file the system
+            // loader would take from `LD_LIBRARY_PATH` is checked ("Bare names" above).
+            let checked = if is_bare_name {
+                match search_library_path(&candidate.path) {
+                    Ok(file) => file,
+                    Err((file, reason)) => {
+                        broken_install |= candidate.source != "beside the executable";
+                        refuse(library_path_refusal(&file, &reason));
+                        continue;
+                    }
+                }
+            } else {
                 match std::fs::metadata(&candidate.path) {
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                         refuse("does not exist".to_owned());
@@ -393,19 +473,20 @@ impl Api {
                     }
                 }
                 match super::elf::open_checked(&open) {
-                    Ok(file) => checked = Some(file),
+                    Ok(file) => Some(file),
                     Err(reason) => {
                         broken_install |= candidate.source != "beside the executable";
                         refuse(reason);
                         continue;
                     }
                 }
-            }
+            };
             // SAFETY: opening a shared library runs its initialisers. The candidates are the
             // AscendCL runtime's documented install locations, or paths the user chose,
             // trusted to be the vendor's runtime or the simulator (see "Trust" above), whose
             // initialisers have no preconditions. A file path passed the pre-checks: as
-            // checked, its segments lie within the file (limits in "Pre-checks").
+            // checked, its segments lie within the file (limits in "Pre-checks"); so did the
+            // file a bare name finds on `LD_LIBRARY_PATH`, if any.
             match unsafe { libloading::Library::new(&open) } {
                 Ok(library) => {
                     // SAFETY: the library is an AscendCL runtime (same reasoning), and the
@@ -493,6 +574,172 @@ impl Api {
     pub fn functions(&self) -> &FunctionTable {
         &self.table
     }
+}
+
+/// How a refused file found on `LD_LIBRARY_PATH` for a bare name is reported.
+pub(crate) fn library_path_refusal(file: &Path, reason: &str) -> String {
+    format!(
+        "{} (on LD_LIBRARY_PATH, where the system loader would open it): {reason}",
+        file.display()
+    )
+}
+
+/// The pre-check of a bare library name (see "Bare names" in the module docs): the files
+/// the system loader may open for `name` in the `LD_LIBRARY_PATH` part of its search, in
+/// its order, each checked as a file path is ([`super::elf::open_verified`]).
+///
+/// Files glibc passes over (absent, no permission, another class or machine) are passed
+/// over here too; any other file found is checked, and a refusal ends the search (`Err`:
+/// the file and why). In each directory the hardware-capability subdirectories come first
+/// (every one glibc may use on this architecture, whatever this CPU supports, so more than
+/// glibc opens), then the directory itself, where glibc stops at the latest: the search
+/// ends at the first directory holding the name itself. `Ok(Some)`: the first file found,
+/// checked, to keep open through the `dlopen`; `Ok(None)`: nothing on `LD_LIBRARY_PATH`
+/// (the system loader goes on with `ld.so.cache` and the default directories).
+pub(crate) fn search_library_path(
+    name: &Path,
+) -> Result<Option<super::elf::CheckedFile>, (PathBuf, String)> {
+    let subdirs = hwcaps_subdirs();
+    let mut first = None;
+    for dir in library_path_dirs() {
+        for sub in subdirs.iter().map(String::as_str).chain([""]) {
+            let path = dir.join(sub).join(name);
+            match super::elf::open_verified(&path) {
+                Ok(file) if sub.is_empty() => return Ok(Some(first.unwrap_or(file))),
+                Ok(file) => {
+                    first.get_or_insert(file);
+                }
+                Err(refused) if refused.passed_over => {}
+                Err(refused) => return Err((path, refused.reason)),
+            }
+        }
+    }
+    Ok(first)
+}
+
+/// The directories of `LD_LIBRARY_PATH` as glibc's loader uses them: the value the process
+/// started with (the loader reads it once, at startup: `/proc/self/environ`, else the
+/// current environment), the last one if set twice, ignored for a set-user-ID or otherwise
+/// secure program; split at `:` and `;`, an empty entry meaning the current directory;
+/// `$ORIGIN` (`${ORIGIN}`) replaced by the executable's directory. An entry naming `$LIB`
+/// or `$PLATFORM`, whose values only the loader knows, is left out.
+fn library_path_dirs() -> Vec<PathBuf> {
+    use std::os::unix::ffi::{OsStrExt as _, OsStringExt as _};
+    // SAFETY: `getauxval` only reads the auxiliary vector; 0 for an absent entry.
+    if unsafe { libc::getauxval(libc::AT_SECURE) } != 0 {
+        return Vec::new();
+    }
+    const VAR: &[u8] = b"LD_LIBRARY_PATH=";
+    let value = match std::fs::read("/proc/self/environ") {
+        Ok(environ) => environ
+            .split(|&b| b == 0)
+            .rev()
+            .find_map(|entry| entry.strip_prefix(VAR))
+            .map(<[u8]>::to_vec),
+        Err(_) => std::env::var_os("LD_LIBRARY_PATH").map(OsString::into_vec),
+    };
+    let Some(value) = value.filter(|v| !v.is_empty()) else {
+        return Vec::new();
+    };
+    let origin = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(Path::to_path_buf));
+    value
+        .split(|&b| b == b':' || b == b';')
+        .filter_map(|entry| {
+            let entry = expand_origin(entry, origin.as_deref())?;
+            Some(if entry.is_empty() {
+                PathBuf::from(".")
+            } else {
+                PathBuf::from(std::ffi::OsStr::from_bytes(&entry))
+            })
+        })
+        .collect()
+}
+
+/// `entry` with glibc's dynamic string tokens replaced: `$ORIGIN` / `${ORIGIN}` by
+/// `origin`; `None` when it names one this crate cannot replace (`$LIB`, `$PLATFORM`, or
+/// `$ORIGIN` without a known executable). Any other `$` is kept, as glibc keeps it.
+fn expand_origin(entry: &[u8], origin: Option<&Path>) -> Option<Vec<u8>> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let mut out = Vec::with_capacity(entry.len());
+    let mut rest = entry;
+    while let Some(at) = rest.iter().position(|&b| b == b'$') {
+        out.extend_from_slice(&rest[..at]);
+        let after = &rest[at + 1..];
+        let token = ["ORIGIN", "PLATFORM", "LIB"].into_iter().find_map(|name| {
+            let name = name.as_bytes();
+            if let Some(tail) = after
+                .strip_prefix(b"{")
+                .and_then(|t| t.strip_prefix(name))
+                .and_then(|t| t.strip_prefix(b"}"))
+            {
+                return Some((name, tail));
+            }
+            let tail = after.strip_prefix(name)?;
+            let continues = tail
+                .first()
+                .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_');
+            (!continues).then_some((name, tail))
+        });
+        match token {
+            Some((b"ORIGIN", tail)) => {
+                out.extend_from_slice(origin?.as_os_str().as_bytes());
+                rest = tail;
+            }
+            Some(_) => return None,
+            None => {
+                out.push(b'$');
+                rest = after;
+            }
+        }
+    }
+    out.extend_from_slice(rest);
+    Some(out)
+}
+
+/// The subdirectories glibc searches, before the directory itself, in each directory of
+/// `LD_LIBRARY_PATH`, in its order: `glibc-hwcaps/<level>` (glibc 2.33 and later), then
+/// the legacy ones (glibc 2.36 and earlier): every combination of `tls`, a platform and the
+/// capabilities that matter, each a subdirectory of the one before. All that this
+/// architecture may use, whatever this CPU supports (which only the loader knows).
+fn hwcaps_subdirs() -> Vec<String> {
+    let (levels, platforms, capabilities): (&[&str], &[&str], &[&str]) =
+        if cfg!(target_arch = "x86_64") {
+            (
+                &["x86-64-v4", "x86-64-v3", "x86-64-v2"],
+                &["haswell", "xeon_phi"],
+                &["avx512_1", "x86_64"],
+            )
+        } else if cfg!(target_arch = "aarch64") {
+            (&["atomics"], &[], &["atomics"])
+        } else {
+            (&[], &[], &[])
+        };
+    let mut subdirs: Vec<String> = levels.iter().map(|l| format!("glibc-hwcaps/{l}")).collect();
+    // glibc's order: the combinations as binary numbers with `tls` as the highest bit, from
+    // all set down to none (the directory itself, not listed here). One platform at most
+    // applies to a CPU: each comes where glibc would put the one it knows.
+    for tls in [true, false] {
+        for platform in platforms.iter().map(Some).chain([None]) {
+            for mask in (0..1usize << capabilities.len()).rev() {
+                let mut parts: Vec<&str> = Vec::new();
+                parts.extend(tls.then_some("tls"));
+                parts.extend(platform.copied());
+                parts.extend(
+                    capabilities
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| mask & (1 << (capabilities.len() - 1 - i)) != 0)
+                        .map(|(_, c)| *c),
+                );
+                if !parts.is_empty() {
+                    subdirs.push(parts.join("/"));
+                }
+            }
+        }
+    }
+    subdirs
 }
 
 /// A file's identity: device and inode.

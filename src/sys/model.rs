@@ -162,7 +162,8 @@ pub(crate) unsafe fn find_model_table(
         .chain(std::iter::once(PathBuf::from(MODEL_LIBRARY)));
     for candidate in candidates {
         // The file beside the runtime is checked as the runtime's is (the loader's
-        // "Pre-checks"); the bare name is the system loader's search.
+        // "Pre-checks"); for the bare name, the file the system loader would take from
+        // `LD_LIBRARY_PATH` (the loader's "Bare names").
         let checked = if candidate.components().count() > 1 {
             match super::elf::open_checked(&candidate) {
                 Ok(file) => Some(file),
@@ -172,11 +173,19 @@ pub(crate) unsafe fn find_model_table(
                 }
             }
         } else {
-            None
+            match super::loader::search_library_path(&candidate) {
+                Ok(file) => file,
+                Err((file, reason)) => {
+                    let reason = super::loader::library_path_refusal(&file, &reason);
+                    tried.push((candidate, Some(reason)));
+                    continue;
+                }
+            }
         };
         // SAFETY: opening a shared library runs its initialisers: the model library sits
         // beside the runtime or is the one the system loader finds for the documented name,
-        // trusted as the runtime is; a file beside it passed the pre-checks.
+        // trusted as the runtime is; a file beside it, or on `LD_LIBRARY_PATH` for the bare
+        // name, passed the pre-checks.
         let opened = unsafe { libloading::Library::new(&candidate) };
         drop(checked);
         match opened {
