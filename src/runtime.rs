@@ -630,15 +630,24 @@ impl<T> std::error::Error for Failed<T> {
 /// it; [`Error::InsideCallback`]): the value is then kept as the fallback would keep it,
 /// without a second, identical report.
 impl<T> From<Failed<T>> for Error {
+    #[inline]
     fn from(failed: Failed<T>) -> Error {
-        let (error, value) = failed.into_parts();
-        if matches!(error, Error::LiveChildren { .. } | Error::InsideCallback) {
-            std::mem::forget(value);
-        } else {
-            drop(value);
-        }
-        error
+        failed_into_error(failed)
     }
+}
+
+/// [`From<Failed<T>>`]'s work, out of line: the usual forms' error path adds one call to
+/// their callers' code, nothing else.
+#[cold]
+#[inline(never)]
+fn failed_into_error<T>(failed: Failed<T>) -> Error {
+    let (error, value) = failed.into_parts();
+    if matches!(error, Error::LiveChildren { .. } | Error::InsideCallback) {
+        std::mem::forget(value);
+    } else {
+        drop(value);
+    }
+    error
 }
 
 /// Receives errors that happened where no caller can receive them: in `Drop` fallbacks.
