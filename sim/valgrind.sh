@@ -21,7 +21,7 @@ trap 'rm -rf "$work"' EXIT
 cc -std=c11 -O1 -g -pthread -I"$here/include" -I"$root/include" "$here/tests/c/harness.c" \
    -o "$work/harness" -L"$lib" -lascendcl -Wl,-rpath,"$lib"
 export LD_LIBRARY_PATH="$lib" ACLSIM_STRESS_SMALL=1 ACLSIM_QUIET=1
-cases="stress_many_streams_events_threads seed001_callback_flow seed000_stream_to_stream_wait e5_reset_overtaking_another_streams_wait_is_flagged c10_host_func_runs_in_order_on_a_runtime_thread s6_stop_on_failure_stops_every_stream_of_the_context md_load_and_execute_sync_and_async md8_execution_on_two_streams_is_flagged md6_set_batch_during_synchronous_execute_on_another_thread_is_flagged md_model_file_read_never_blocks_other_threads"
+cases="stress_many_streams_events_threads seed001_callback_flow seed000_stream_to_stream_wait e5_reset_overtaking_another_streams_wait_is_flagged c10_host_func_runs_in_order_on_a_runtime_thread s6_stop_on_failure_stops_every_stream_of_the_context md_load_and_execute_sync_and_async md8_execution_on_two_streams_is_flagged md6_set_batch_during_synchronous_execute_on_another_thread_is_flagged md_model_file_read_never_blocks_other_threads race_large_memset_vs_reset_device_no_crash race_large_memset_vs_finalize_no_crash"
 fail=0
 for tool in ${ACLSIM_VALGRIND_TOOLS:-helgrind drd}; do
   for c in $cases; do

@@ -31,6 +31,15 @@ use crate::stream::Stream;
 use crate::sys::bindings::{aclError, aclrtStream};
 use crate::sys::loader::Api;
 
+/// The longest simulated kernel: 2176 s, the longest operator execution timeout CANN
+/// documents (P5). A longer one could never complete (nor fail by a timeout when none is
+/// set): the simulator refuses it, and so does [`AsyncScope::simulated_map`] before calling
+/// it.
+pub const MAX_KERNEL_DURATION: std::time::Duration = std::time::Duration::from_secs(2176);
+
+/// [`Error::InvalidArgument`] for a kernel longer than [`MAX_KERNEL_DURATION`].
+const TOO_LONG: &str = "a simulated kernel longer than 2176 s (the longest operator execution timeout, P5) could never complete";
+
 /// One finding of the simulator's protocol checker.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Finding {
@@ -210,6 +219,8 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
     /// [`Error::InsideCallback`] there (C8). If it panics, the output is left partly written
     /// and the panic goes to the [drop-error handler](crate::set_drop_error_handler) as
     /// [`Error::CallbackPanicked`]. On the vendor runtime this is [`Error::Unsupported`].
+    /// A `duration` beyond [`MAX_KERNEL_DURATION`] is [`Error::InvalidArgument`], before the
+    /// simulator is called.
     pub fn simulated_map<T, D, S>(
         &'scope self,
         stream: &'scope Stream<'_>,
@@ -229,6 +240,9 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
                 symbol: "aclsimLaunchKernel",
             });
         };
+        if duration > MAX_KERNEL_DURATION {
+            return Err(Error::InvalidArgument(TOO_LONG));
+        }
         if S::LOCATION != Location::Device || D::LOCATION != Location::Device {
             return Err(Error::InvalidArgument(
                 "a kernel reads and writes device memory",
@@ -290,7 +304,9 @@ impl<I: Pod, O: Pod> crate::pipeline::Launch<'_, '_, I, O> {
     ///
     /// As for [`AsyncScope::simulated_map`]: `f` runs on the simulator's thread (C8), a panic
     /// in it is reported as [`Error::CallbackPanicked`]; on the vendor runtime this is
-    /// [`Error::Unsupported`].
+    /// [`Error::Unsupported`]. A `duration` beyond [`MAX_KERNEL_DURATION`] is
+    /// [`Error::InvalidArgument`], before the simulator is called (the frame may then launch
+    /// its kernel).
     #[inline]
     pub fn simulated_map(&self, duration: std::time::Duration, f: fn(I) -> O) -> Result<()> {
         // Not `ok_or(Error::..)`, which would build and drop an `Error` per launch.
@@ -299,6 +315,9 @@ impl<I: Pod, O: Pod> crate::pipeline::Launch<'_, '_, I, O> {
                 symbol: "aclsimLaunchKernel",
             });
         };
+        if duration > MAX_KERNEL_DURATION {
+            return Err(Error::InvalidArgument(TOO_LONG));
+        }
         if self.launched.replace(true) {
             return Err(Error::InvalidArgument(
                 "one simulated kernel per pipeline frame",

@@ -30,8 +30,10 @@ typedef void (*aclsimKernelFn)(void *userData, void *const *buffers, size_t buff
  * context). The task runs for at least `durationUs` microseconds, then calls `fn` (if not
  * NULL) with `userData` and the buffer list. Each buffer must lie inside a live device
  * allocation of the stream's device (else 100000 and an M1 finding); the checker then
- * knows the task uses it (M2). Errors as for aclrtMemcpyAsync: 100001 before aclInit (P1),
- * 107003 when the stream is not in the current context, ... */
+ * knows the task uses it (M2). A `durationUs` above 2176 s (2176000000, the longest
+ * operator execution timeout, P5) returns 100000: such a kernel could never complete.
+ * Errors as for aclrtMemcpyAsync: 100001 before aclInit (P1), 107003 when the stream is
+ * not in the current context, ... */
 aclError aclsimLaunchKernel(aclrtStream stream, uint64_t durationUs, aclsimKernelFn fn,
                             void *userData, void *const *buffers, size_t bufferCount);
 

@@ -18,8 +18,11 @@ pub const STOP_ON_FAILURE: u64 = 1;
 pub const OP_TIMEOUT_INTERVAL_US: u64 = 4096;
 /// The longest operator execution timeout CANN documents for `aclrtSetOpExecuteTimeOut`
 /// (P5: 547, 1091 or 2176 s depending on the product): a model execution longer than this
-/// could never complete, so the simulator refuses such a model at load.
+/// could never complete, so the simulator refuses such a model at load, and a kernel
+/// (`aclsimLaunchKernel`) of a longer duration. `aclrtSetOpExecuteTimeOut(V2)` caps the
+/// limit there (a multiple of the interval, so rounding up and capping commute).
 pub const MAX_OP_EXEC_TIMEOUT_US: u64 = 2176 * 1_000_000;
+const _: () = assert!(MAX_OP_EXEC_TIMEOUT_US.is_multiple_of(OP_TIMEOUT_INTERVAL_US));
 /// The default of `ACLSIM_DEVICE_MEMORY` (D8): 8 GiB per device.
 pub const DEFAULT_DEVICE_MEMORY: u64 = 8 << 30;
 /// The default of `ACLSIM_SOC_NAME` (D8).

@@ -11,6 +11,16 @@ pub const DYNAMIC_INPUT: &str = "ascend_mbatch_shape_data";
 pub const NOT_ACLSIM: &str = "not an aclsim model: a real .om needs the CANN runtime";
 /// At most this many dims per tensor.
 pub const MAX_DIMS: usize = 8;
+/// At most this many batch gears: what `aclmdlBatch` holds (`ACL_MAX_BATCH_NUM`, 128; ATC
+/// compiles at most 100).
+pub const MAX_GEARS: usize = 128;
+/// At most this many value operations per execution (see [`Model::eval_ops`]): about what
+/// the evaluator does in 2176 s, the longest operator execution timeout (P5), at a
+/// conservative 5 x 10^8 a second. A model whose evaluation could take longer is refused
+/// at load (100015): it is too large to simulate.
+pub const MAX_EVAL_OPS: u64 = 1 << 40;
+/// At most this many characters of a word are quoted in an error message.
+const SHOWN: usize = 40;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DType {
@@ -181,6 +191,10 @@ pub struct Model {
     pub ops: Vec<Op>,
     /// The most f32 values the evaluator holds at once (all items of the largest gear).
     pub peak_values: u64,
+    /// The value operations of an execution of the largest gear: each op counts the values
+    /// it reads (a matmul, each value times its columns), plus the input's and the output's
+    /// conversions. At most [`MAX_EVAL_OPS`].
+    pub eval_ops: u64,
 }
 
 /// A load failure: the error code and the reason (naming the line).
@@ -197,23 +211,39 @@ fn syntax(line: usize, msg: impl std::fmt::Display) -> ParseError {
     }
 }
 
+/// `w`, or its first [`SHOWN`] characters and an ellipsis: an error message quotes no more
+/// (a word may be megabytes long).
+fn shown(w: &str) -> std::borrow::Cow<'_, str> {
+    match w.char_indices().nth(SHOWN) {
+        None => w.into(),
+        Some((at, _)) => format!("{}...", &w[..at]).into(),
+    }
+}
+
 fn num<T: std::str::FromStr>(line: usize, what: &str, s: Option<&str>) -> Result<T, ParseError> {
     let s = s.ok_or_else(|| syntax(line, format!("missing {what}")))?;
     s.parse()
-        .map_err(|_| syntax(line, format!("bad {what} `{s}`")))
+        .map_err(|_| syntax(line, format!("bad {what} `{}`", shown(s))))
 }
 
-fn tensor(line: usize, rest: &[&str]) -> Result<Tensor, ParseError> {
-    let [name, dtype, dims] = rest else {
+/// The words of a line after its directive, read lazily: a line is never split into a
+/// vector (one of megabytes would take 16 bytes per word); each directive takes what it
+/// needs and refuses what is left over.
+type Words<'a> = std::str::SplitWhitespace<'a>;
+
+fn tensor(line: usize, mut rest: Words<'_>) -> Result<Tensor, ParseError> {
+    let (Some(name), Some(dtype), Some(dims), None) =
+        (rest.next(), rest.next(), rest.next(), rest.next())
+    else {
         return Err(syntax(line, "expected NAME DTYPE DIMS"));
     };
-    if *name == DYNAMIC_INPUT {
+    if name == DYNAMIC_INPUT {
         return Err(syntax(
             line,
             format!("the name {DYNAMIC_INPUT} is reserved"),
         ));
     }
-    let dtype = match *dtype {
+    let dtype = match dtype {
         "f32" => DType::F32,
         "u8" => DType::U8,
         "i32" => DType::I32,
@@ -222,20 +252,26 @@ fn tensor(line: usize, rest: &[&str]) -> Result<Tensor, ParseError> {
         other => {
             return Err(syntax(
                 line,
-                format!("unknown dtype `{other}` (f32, u8, i32, f16, bf16)"),
+                format!("unknown dtype `{}` (f32, u8, i32, f16, bf16)", shown(other)),
             ));
         }
     };
-    let dims: Vec<i64> = dims
-        .split('x')
-        .map(|d| match d.parse::<i64>() {
-            Ok(v) if v >= 1 => Ok(v),
-            _ => Err(syntax(line, format!("bad dim `{d}` (an integer >= 1)"))),
-        })
-        .collect::<Result<_, _>>()?;
-    if dims.len() > MAX_DIMS {
-        return Err(syntax(line, format!("more than {MAX_DIMS} dims")));
+    let mut parsed = Vec::new();
+    for d in dims.split('x') {
+        if parsed.len() == MAX_DIMS {
+            return Err(syntax(line, format!("more than {MAX_DIMS} dims")));
+        }
+        match d.parse::<i64>() {
+            Ok(v) if v >= 1 => parsed.push(v),
+            _ => {
+                return Err(syntax(
+                    line,
+                    format!("bad dim `{}` (an integer >= 1)", shown(d)),
+                ));
+            }
+        }
     }
+    let dims = parsed;
     let mut total: u64 = 1;
     for d in &dims {
         total = total
@@ -250,14 +286,57 @@ fn tensor(line: usize, rest: &[&str]) -> Result<Tensor, ParseError> {
     })
 }
 
-fn floats(line: usize, what: &str, words: &[&str], n: usize) -> Result<Vec<f32>, ParseError> {
-    if words.len() != n {
+/// Exactly `n` values from `words`: those beyond are counted, never stored.
+fn floats(
+    line: usize,
+    what: &str,
+    words: &mut Words<'_>,
+    n: usize,
+) -> Result<Vec<f32>, ParseError> {
+    let v: Vec<f32> = words
+        .by_ref()
+        .take(n)
+        .map(|w| num(line, what, Some(w)))
+        .collect::<Result<_, _>>()?;
+    let more = words.count();
+    if v.len() != n || more > 0 {
         return Err(syntax(
             line,
-            format!("{what}: expected {n} values, got {}", words.len()),
+            format!(
+                "{what}: expected {n} values, got {}",
+                v.len().saturating_add(more)
+            ),
         ));
     }
-    words.iter().map(|w| num(line, what, Some(w))).collect()
+    Ok(v)
+}
+
+/// Whether a file whose first bytes are `head` may be a model of this format: false when its
+/// first directive (after blank and comment lines) visibly is not `aclsim-model` (a real
+/// .om, a file of zeros), so that such a file is refused without being read whole. True
+/// when unsure (`head` ends first, or a non-ASCII byte that may be Unicode whitespace).
+pub fn may_be_ours(head: &[u8]) -> bool {
+    const MAGIC: &[u8] = b"aclsim-model";
+    let mut i = 0;
+    loop {
+        // Whitespace as `str::trim` sees it (ASCII part).
+        while i < head.len() && head[i].is_ascii() && char::from(head[i]).is_whitespace() {
+            i += 1;
+        }
+        match head.get(i) {
+            None => return true,
+            Some(b'#') => match head[i..].iter().position(|&b| b == b'\n') {
+                Some(end) => i += end + 1,
+                None => return true,
+            },
+            Some(b) if !b.is_ascii() => return true,
+            Some(_) => {
+                let word = &head[i..];
+                let n = word.len().min(MAGIC.len());
+                return word[..n] == MAGIC[..n];
+            }
+        }
+    }
 }
 
 /// Parses a model file's bytes.
@@ -274,13 +353,23 @@ pub fn parse(bytes: &[u8]) -> Result<Model, ParseError> {
         .filter(|(_, l)| !l.is_empty());
     match lines.next() {
         Some((_, first)) if first.split_whitespace().next() == Some("aclsim-model") => {
-            let words: Vec<&str> = first.split_whitespace().collect();
-            if words != ["aclsim-model", "1"] {
+            let mut words = first.split_whitespace().skip(1);
+            let version = words.next();
+            if version != Some("1") || words.next().is_some() {
+                let mut shown_words: Vec<String> = first
+                    .split_whitespace()
+                    .skip(1)
+                    .take(4)
+                    .map(|w| shown(w).into_owned())
+                    .collect();
+                if first.split_whitespace().nth(5).is_some() {
+                    shown_words.push("...".into());
+                }
                 return Err(ParseError {
                     code: code::PARSE_MODEL,
                     message: format!(
                         "unsupported aclsim model version `{}` (this simulator reads aclsim-model 1)",
-                        words[1..].join(" ")
+                        shown_words.join(" ")
                     ),
                 });
             }
@@ -293,16 +382,19 @@ pub fn parse(bytes: &[u8]) -> Result<Model, ParseError> {
     // (line, op) for the shape check.
     let mut op_lines = Vec::new();
     for (line, l) in lines {
-        let words: Vec<&str> = l.split_whitespace().collect();
-        let rest = &words[1..];
+        let mut rest = l.split_whitespace();
+        // A line left non-empty by the trim has a first word.
+        let Some(directive) = rest.next() else {
+            continue;
+        };
         let once = |set: bool| {
             if set {
-                Err(syntax(line, format!("second `{}` directive", words[0])))
+                Err(syntax(line, format!("second `{directive}` directive")))
             } else {
                 Ok(())
             }
         };
-        match words[0] {
+        match directive {
             "input" => {
                 once(input.is_some())?;
                 input = Some((line, tensor(line, rest)?));
@@ -313,34 +405,41 @@ pub fn parse(bytes: &[u8]) -> Result<Model, ParseError> {
             }
             "batch" => {
                 once(gears.is_some())?;
-                let g: Vec<u64> = rest
-                    .iter()
-                    .map(|w| num::<u64>(line, "gear", Some(w)))
-                    .collect::<Result<_, _>>()?;
+                let mut g: Vec<u64> = Vec::new();
+                for w in rest {
+                    if g.len() == MAX_GEARS {
+                        return Err(syntax(
+                            line,
+                            format!(
+                                "more than {MAX_GEARS} gears (ACL_MAX_BATCH_NUM, what aclmdlBatch holds)"
+                            ),
+                        ));
+                    }
+                    g.push(num(line, "gear", Some(w))?);
+                }
                 if g.is_empty() || g[0] == 0 || g.windows(2).any(|p| p[0] >= p[1]) {
                     return Err(syntax(line, "gears must be ascending integers >= 1"));
                 }
                 gears = Some((line, g));
             }
             "time" => {
-                time_us = num(line, "time", rest.first().copied())?;
+                time_us = num(line, "time", rest.next())?;
                 time_line = line;
             }
-            "work" => work = Some(num(line, "work size", rest.first().copied())?),
-            "weight" => weight = Some(num(line, "weight size", rest.first().copied())?),
+            "work" => work = Some(num(line, "work size", rest.next())?),
+            "weight" => weight = Some(num(line, "weight size", rest.next())?),
             "op" => {
-                let op = match rest.first().copied() {
-                    Some("scale") => Op::Scale(num(line, "scale factor", rest.get(1).copied())?),
-                    Some("add") => Op::Add(num(line, "addend", rest.get(1).copied())?),
+                let op = match rest.next() {
+                    Some("scale") => Op::Scale(num(line, "scale factor", rest.next())?),
+                    Some("add") => Op::Add(num(line, "addend", rest.next())?),
                     Some("relu") => Op::Relu,
                     Some("matmul") => {
-                        let r: usize = num(line, "matmul R", rest.get(1).copied())?;
-                        let c: usize = num(line, "matmul C", rest.get(2).copied())?;
+                        let r: usize = num(line, "matmul R", rest.next())?;
+                        let c: usize = num(line, "matmul C", rest.next())?;
                         if r == 0 || c == 0 || r.saturating_mul(c) > 1 << 24 {
                             return Err(syntax(line, "matmul: R and C must be >= 1"));
                         }
-                        let w =
-                            floats(line, "matmul weights", rest.get(3..).unwrap_or(&[]), r * c)?;
+                        let w = floats(line, "matmul weights", &mut rest, r * c)?;
                         Op::Matmul {
                             rows: r,
                             cols: c,
@@ -348,40 +447,38 @@ pub fn parse(bytes: &[u8]) -> Result<Model, ParseError> {
                         }
                     }
                     Some("bias") => {
-                        let c: usize = num(line, "bias C", rest.get(1).copied())?;
+                        let c: usize = num(line, "bias C", rest.next())?;
                         if c == 0 {
                             return Err(syntax(line, "bias: C must be >= 1"));
                         }
-                        Op::Bias(floats(
-                            line,
-                            "bias values",
-                            rest.get(2..).unwrap_or(&[]),
-                            c,
-                        )?)
+                        Op::Bias(floats(line, "bias values", &mut rest, c)?)
                     }
                     Some("argmax") => {
-                        let c: usize = num(line, "argmax C", rest.get(1).copied())?;
+                        let c: usize = num(line, "argmax C", rest.next())?;
                         if c == 0 {
                             return Err(syntax(line, "argmax: C must be >= 1"));
                         }
                         Op::Argmax(c)
                     }
-                    Some(other) => return Err(syntax(line, format!("unknown op `{other}`"))),
+                    Some(other) => {
+                        return Err(syntax(line, format!("unknown op `{}`", shown(other))));
+                    }
                     None => return Err(syntax(line, "missing op name")),
                 };
-                let arity_ok = match (&op, rest.len()) {
-                    (Op::Relu, n) => n == 1,
-                    (Op::Scale(_) | Op::Add(_) | Op::Argmax(_), n) => n == 2,
-                    _ => true,
-                };
-                if !arity_ok {
+                // Matmul and bias took exactly their values; the others take no more.
+                if rest.next().is_some() {
                     return Err(syntax(line, "too many values"));
                 }
                 op_lines.push(line);
                 ops.push(op);
             }
             "aclsim-model" => return Err(syntax(line, "second `aclsim-model` directive")),
-            other => return Err(syntax(line, format!("unknown directive `{other}`"))),
+            other => {
+                return Err(syntax(
+                    line,
+                    format!("unknown directive `{}`", shown(other)),
+                ));
+            }
         }
     }
     let missing = |what: &str| ParseError {
@@ -428,7 +525,13 @@ pub fn parse(bytes: &[u8]) -> Result<Model, ParseError> {
     let too_many = |line: usize| syntax(line, "the ops produce too many values");
     let mut n = input.elements() / max_batch;
     let mut peak = n;
+    // The evaluation's value operations per batch item (saturating: compared below).
+    let mut item_ops = n as u64;
     for (op, line) in ops.iter().zip(&op_lines) {
+        item_ops = item_ops.saturating_add(match op {
+            Op::Matmul { cols, .. } => (n as u64).saturating_mul(*cols as u64),
+            _ => n as u64,
+        });
         n = match op {
             Op::Matmul { rows, cols, .. } => {
                 if !n.is_multiple_of(*rows) {
@@ -474,6 +577,19 @@ pub fn parse(bytes: &[u8]) -> Result<Model, ParseError> {
         .ok()
         .and_then(|p| p.checked_mul(max_batch as u64))
         .ok_or_else(|| too_many(out_line))?;
+    let eval_ops = item_ops
+        .saturating_add(out_item as u64)
+        .saturating_mul(max_batch as u64);
+    if eval_ops > MAX_EVAL_OPS {
+        return Err(ParseError {
+            code: code::MODEL_SIZE_INVALID,
+            message: format!(
+                "an execution takes {eval_ops} value operations ({} ops over {} values per batch item, {max_batch} items), more than the simulator evaluates ({MAX_EVAL_OPS}: about 2176 s, the longest operator execution timeout, P5)",
+                ops.len(),
+                input.elements() / max_batch
+            ),
+        });
+    }
     let weights: usize = ops
         .iter()
         .map(|op| match op {
@@ -490,6 +606,7 @@ pub fn parse(bytes: &[u8]) -> Result<Model, ParseError> {
         weight: weight.unwrap_or(weights.saturating_mul(4).max(4096)),
         ops,
         peak_values,
+        eval_ops,
     })
 }
 
@@ -809,6 +926,100 @@ mod tests {
         let e = parse(b"aclsim-model 1\ninput x f32 9223372036854775807x4\noutput y f32 1\n")
             .unwrap_err();
         assert_eq!(e.code, code::PARSE_MODEL);
+    }
+
+    #[test]
+    fn at_most_128_gears() {
+        let gears = |n: u64| {
+            let list: Vec<String> = (1..=n).map(|g| g.to_string()).collect();
+            format!(
+                "aclsim-model 1\ninput x f32 {n}\noutput y f32 {n}\nbatch {}\n",
+                list.join(" ")
+            )
+        };
+        let m = parse(gears(MAX_GEARS as u64).as_bytes()).expect("128 gears parse");
+        assert_eq!(m.gears.len(), MAX_GEARS);
+        let e = parse(gears(MAX_GEARS as u64 + 1).as_bytes()).unwrap_err();
+        assert_eq!(e.code, code::PARSE_MODEL);
+        assert!(
+            e.message.starts_with("line 4: more than 128 gears"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn the_evaluation_is_bounded() {
+        // 2^20 relu over 2^20 values: 2^40 + 2^21 value operations.
+        let many = format!(
+            "aclsim-model 1\ninput x f32 1048576\noutput y f32 1048576\n{}",
+            "op relu\n".repeat(1 << 20)
+        );
+        let e = parse(many.as_bytes()).unwrap_err();
+        assert_eq!(e.code, code::MODEL_SIZE_INVALID, "{}", e.message);
+        let fewer = format!(
+            "aclsim-model 1\ninput x f32 1048576\noutput y f32 1048576\n{}",
+            "op relu\n".repeat((1 << 20) - 2)
+        );
+        let m = parse(fewer.as_bytes()).expect("parses");
+        assert_eq!(m.eval_ops, (1 << 40) - (1 << 21) + (1 << 21));
+        // A matmul counts each value times its columns, and every item of the largest gear.
+        let m = parse(
+            b"aclsim-model 1\ninput x f32 4x2\noutput y f32 4x3\nbatch 2 4\nop matmul 2 3 1 1 1 1 1 1\n",
+        )
+        .expect("parses");
+        assert_eq!(m.eval_ops, 4 * (2 + 2 * 3 + 3));
+    }
+
+    #[test]
+    fn long_lines_are_not_split_into_vectors() {
+        // Extra values are counted, not stored: the message says how many.
+        let text = format!(
+            "aclsim-model 1\ninput x f32 1\noutput y f32 1\nop matmul 1 1{}",
+            " 0".repeat(1000)
+        );
+        let e = parse(text.as_bytes()).unwrap_err();
+        assert_eq!(
+            e.message,
+            "line 4: matmul weights: expected 1 values, got 1000"
+        );
+        // Long words are quoted shortened.
+        let text = format!("aclsim-model 1\n{}\n", "z".repeat(1000));
+        let e = parse(text.as_bytes()).unwrap_err();
+        assert_eq!(
+            e.message,
+            format!("line 2: unknown directive `{}...`", "z".repeat(40))
+        );
+        let e = parse(b"aclsim-model 1 2 3 4 5 6\n").unwrap_err();
+        assert!(e.message.contains("`1 2 3 4 ...`"), "{}", e.message);
+    }
+
+    #[test]
+    fn first_bytes_that_cannot_start_a_model() {
+        for head in [
+            &b"aclsim-model 1\n"[..],
+            b"acl",
+            b"",
+            b"   \n\t# comment\n\x0b aclsim-model 1",
+            b"# a comment longer than the head",
+            "\u{feff}aclsim-model 1".as_bytes(),
+            "\u{3000}aclsim-model 1".as_bytes(),
+        ] {
+            assert!(may_be_ours(head), "{head:?}");
+        }
+        for head in [
+            &[0u8; 4096][..],
+            b"\x7fELF",
+            b"# comment\ninput x f32 1\n",
+            b"aclsim-mode!",
+            b"IMOD",
+        ] {
+            assert!(!may_be_ours(head), "{head:?}");
+        }
+        // What `may_be_ours` refuses, `parse` refuses the same way.
+        for text in [&b"# c\ninput x f32 1\n"[..], b"\0\0\0\0"] {
+            assert_eq!(parse(text).unwrap_err().message, NOT_ACLSIM);
+        }
     }
 
     #[test]

@@ -109,6 +109,13 @@ pub struct Global {
     /// `teardown_streams`): such a worker may still be running a task (a memcpy, a kernel
     /// body), so nobody may free memory or forget the stream until the join is done.
     pub reaping: Vec<u64>,
+    /// Tracked allocations (their start) a host thread reads or writes with the lock
+    /// released (a large synchronous copy or memset, the bytes of `aclmdlLoadFromMem`, the
+    /// I/O of a synchronous `aclmdlExecute`): one entry per pin. The pinning thread holds a
+    /// use of each (so `aclrtFree` defers, M2); a device reset and `aclFinalize`, which free
+    /// memory whatever its uses, first wait until none of theirs is pinned
+    /// ([`crate::exec::wait_unpinned`]).
+    pub pinned: Vec<usize>,
 }
 
 /// `aclsimSetQuiet`: -1 follows `ACLSIM_QUIET` (read at aclInit), 0 prints findings, 1 does
@@ -134,7 +141,14 @@ pub static G: PMutex<Global> = PMutex::new(Global {
     check: true,
     quiet: false,
     reaping: Vec::new(),
+    pinned: Vec::new(),
 });
+
+/// The generation of the next allocation ([`Alloc::generation`]).
+pub fn next_alloc_generation() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
 
 /// Every host-side waiter (stream/event/device synchronize, aclrtProcessReport) waits here.
 pub static HOST_CV: PCond = PCond::new();
@@ -282,6 +296,10 @@ pub struct Event {
 pub struct Alloc {
     /// What `libc::calloc` returned (the user's pointer is aligned up from it).
     pub base: usize,
+    /// Unique for the life of the process ([`next_alloc_generation`]): tells this
+    /// allocation from a later one at the same address, for a call that released the lock
+    /// meanwhile.
+    pub generation: u64,
     pub size: usize,
     pub host: bool,
     pub device: i32,
@@ -416,6 +434,49 @@ impl Rt {
             // now, so freed once; unused (the caller's contract).
             unsafe { libc::free(a.base as *mut libc::c_void) };
         }
+    }
+
+    /// The generation of the live allocation starting at `start`, if any.
+    pub fn alloc_generation(&self, start: usize) -> Option<u64> {
+        self.allocs.get(&start).map(|a| a.generation)
+    }
+
+    /// Takes a use of each allocation of `starts` (M2: a free is deferred meanwhile);
+    /// returns them with their generations, for [`Rt::drop_uses`].
+    pub fn take_uses(&mut self, starts: &[usize]) -> Vec<(usize, u64)> {
+        starts
+            .iter()
+            .filter_map(|s| {
+                let a = self.allocs.get_mut(s)?;
+                a.uses += 1;
+                Some((*s, a.generation))
+            })
+            .collect()
+    }
+
+    /// Drops the uses [`Rt::take_uses`] took, of the allocations still there (the same
+    /// generation: a device reset may have released one, and another taken its address);
+    /// an allocation freed meanwhile is released now that nothing uses it.
+    pub fn drop_uses(&mut self, held: &[(usize, u64)]) {
+        for (start, generation) in held {
+            let free_now = match self.allocs.get_mut(start) {
+                Some(a) if a.generation == *generation => {
+                    a.uses = a.uses.saturating_sub(1);
+                    a.uses == 0 && a.freed
+                }
+                _ => false,
+            };
+            if free_now {
+                // SAFETY: freed by the user while in use; this was its last use.
+                unsafe { self.release_alloc(*start) };
+            }
+        }
+    }
+
+    /// Whether every allocation of `held` is still the one it was (not released since).
+    pub fn still_there(&self, held: &[(usize, u64)]) -> bool {
+        held.iter()
+            .all(|(s, g)| self.alloc_generation(*s) == Some(*g))
     }
 
     pub fn new_id(&mut self) -> u64 {

@@ -196,6 +196,11 @@ cases!(
     md5_use_after_destroy_is_flagged,
     md8_serialised_executions_closing_an_event_cycle_are_diagnosed,
     md_model_file_read_never_blocks_other_threads,
+    p5_limits_are_capped_at_2176_s_and_longer_kernels_refused,
+    race_large_memset_vs_reset_device_no_crash,
+    race_large_memset_vs_finalize_no_crash,
+    m_large_copies_do_not_block_other_threads,
+    md_synchronous_execute_and_device_reset,
 );
 
 /// Bad model files and bytes: error codes, never a panic, a hang or a huge allocation

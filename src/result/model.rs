@@ -6,7 +6,8 @@ use std::ffi::{CStr, c_void};
 
 use super::*;
 use crate::sys::bindings::{
-    aclDataBuffer, aclDataType, aclFormat, aclmdlBatch, aclmdlDataset, aclmdlDesc, aclmdlIODims,
+    ACL_MAX_BATCH_NUM, aclDataBuffer, aclDataType, aclFormat, aclmdlBatch, aclmdlDataset,
+    aclmdlDesc, aclmdlIODims,
 };
 use crate::sys::model::ModelTable;
 
@@ -15,6 +16,11 @@ macro_rules! model_call {
     ($api:expr, $name:ident($($arg:expr),* $(,)?)) => {
         check($api, stringify!($name), ($api.model_table()?.$name)($($arg),*))
     };
+}
+
+/// The gears an `aclmdlBatch` lists; `None` when its count exceeds its array.
+fn listed_gears(batch: &aclmdlBatch) -> Option<Vec<u64>> {
+    batch.batch.get(..batch.batchCount).map(<[u64]>::to_vec)
 }
 
 /// A null handle from a creating function: the runtime's way of failing there.
@@ -207,17 +213,26 @@ impl Api {
     /// `aclmdlGetDynamicBatch(desc, &batch)` (MD11): the model's batch gears, empty for a
     /// model without dynamic batch.
     ///
+    /// A `batchCount` beyond what `aclmdlBatch` holds (`ACL_MAX_BATCH_NUM`, 128) is an
+    /// error, never a list cut short (its last gear, the largest, is the one the model's
+    /// sizes are for, MD10): [`CallError::Failed`] with [`AclError::Failure`]. (The
+    /// vendor's implementation refuses such a model itself, with
+    /// `ACL_ERROR_STORAGE_OVER_LIMIT`; a runtime that answers so is not to be trusted.)
+    ///
     /// # Safety
     /// `desc` is a live description of a loaded model (MD4).
     pub unsafe fn model_dynamic_batch(&self, desc: *mut aclmdlDesc) -> Result<Vec<u64>> {
         let mut gears = Box::new(aclmdlBatch {
             batchCount: 0,
-            batch: [0; 128],
+            batch: [0; ACL_MAX_BATCH_NUM as usize],
         });
         // SAFETY: the caller's contract; a writable, boxed `aclmdlBatch`.
         unsafe { model_call!(self, aclmdlGetDynamicBatch(desc, &mut *gears))? };
-        let count = gears.batchCount.min(gears.batch.len());
-        Ok(gears.batch[..count].to_vec())
+        listed_gears(&gears).ok_or(CallError::Failed {
+            call: "aclmdlGetDynamicBatch",
+            code: AclError::Failure,
+            message: None,
+        })
     }
 
     /// `aclmdlGetInputDataType` (`output` false) / `aclmdlGetOutputDataType` (`output` true)
@@ -400,5 +415,28 @@ impl Api {
     ) -> Result<()> {
         // SAFETY: the caller's contract.
         unsafe { model_call!(self, aclmdlSetDynamicBatchSize(id, dataset, index, batch)) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_count_beyond_the_array_is_refused_not_cut() {
+        let mut batch = aclmdlBatch {
+            batchCount: 3,
+            batch: [0; ACL_MAX_BATCH_NUM as usize],
+        };
+        batch.batch[..3].copy_from_slice(&[1, 2, 4]);
+        assert_eq!(listed_gears(&batch), Some(vec![1, 2, 4]));
+        batch.batchCount = 0;
+        assert_eq!(listed_gears(&batch), Some(vec![]));
+        batch.batchCount = 128;
+        assert_eq!(listed_gears(&batch).map(|g| g.len()), Some(128));
+        for count in [129, 200, usize::MAX] {
+            batch.batchCount = count;
+            assert_eq!(listed_gears(&batch), None, "batchCount {count}");
+        }
     }
 }

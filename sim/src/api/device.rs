@@ -118,6 +118,13 @@ fn release_device(mut g: PGuard<'static, Global>, name: &str, deviceId: i32) -> 
             .map(|(k, _)| *k)
             .collect();
         teardown_streams(&mut g, sids);
+        // A host thread copying the device's memory without the lock (a large synchronous
+        // copy or memset, a model load or execution) finishes first.
+        exec::wait_unpinned(&mut g, |rt, p| {
+            rt.allocs
+                .get(&p)
+                .is_some_and(|a| !a.host && a.device == deviceId)
+        });
         let rt = rt_of(&mut g)?;
         let ctxs: Vec<u64> = rt
             .contexts

@@ -35,6 +35,17 @@ pub extern "C" fn aclsimLaunchKernel(
         if bufferCount > 0 && buffers.is_null() {
             return Err(code::INVALID_PARAM);
         }
+        // P5: no operator execution timeout exceeds 2176 s, so a longer kernel could never
+        // complete (nor fail by a timeout when none is set): refused, as such a model is.
+        if durationUs > crate::extra::MAX_OP_EXEC_TIMEOUT_US {
+            return Err(errmsg::why(
+                code::INVALID_PARAM,
+                format!(
+                    "kernel duration {durationUs} us exceeds the longest operator execution timeout ({} s, P5): the kernel could never complete",
+                    crate::extra::MAX_OP_EXEC_TIMEOUT_US / 1_000_000
+                ),
+            ));
+        }
         let mut bufs = Vec::with_capacity(bufferCount);
         let mut allocs = Vec::new();
         for i in 0..bufferCount {

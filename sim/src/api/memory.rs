@@ -156,6 +156,34 @@ fn check_set(
     }
 }
 
+/// From this many bytes on, a synchronous copy or memset runs with the lock released
+/// ([`access`]); smaller ones are done under it (cheaper than releasing it).
+pub(super) const UNLOCKED_ACCESS_MIN: usize = 1 << 20;
+
+/// Does `f`, a synchronous host access of `bytes` bytes to the validated ranges of the
+/// tracked allocations `allocs` (and of untracked memory, the caller's), right after the
+/// checks (same hold of the lock). A large one runs with the lock released, so that other
+/// threads' calls go on: the allocations are held (a free meanwhile is deferred, M2) and
+/// pinned (a device reset or aclFinalize waits for `f`). The runtime may have been finalized
+/// meanwhile; the access is done all the same (its memory was kept for it).
+pub(super) fn access(
+    g: &mut PGuard<'static, Global>,
+    allocs: &[usize],
+    bytes: usize,
+    f: impl FnOnce(),
+) -> R {
+    if bytes < UNLOCKED_ACCESS_MIN {
+        f();
+        return Ok(());
+    }
+    let held = rt_of(g)?.take_uses(allocs);
+    exec::pinned(g, allocs, f);
+    if let Some(rt) = g.rt.as_deref_mut() {
+        rt.drop_uses(&held);
+    }
+    Ok(())
+}
+
 /// `policy`: `aclrtMalloc`'s (`None` for host memory), checked after the fault check.
 /// The alignment of every device and host allocation (the typed crate accepts element types
 /// aligned up to 64 bytes).
@@ -200,6 +228,7 @@ fn malloc(ptr: *mut *mut c_void, size: usize, policy: Option<i32>, name: &str) -
         p as usize,
         Alloc {
             base: base as usize,
+            generation: next_alloc_generation(),
             size,
             host,
             device,
@@ -246,7 +275,7 @@ fn free(p: *mut c_void, host: bool, name: &str) -> R {
         rt.report(
             "M2",
             format!(
-                "{name}({key:#x}) while {uses} issued, unfinished task(s) use it: synchronize the stream first; the simulator defers the release until they are done"
+                "{name}({key:#x}) while {uses} issued, unfinished task(s) (or a call copying it on another thread) use it: synchronize the stream first; the simulator defers the release until they are done"
             ),
         );
         if let Some(a) = rt.allocs.get_mut(&key) {
@@ -295,7 +324,7 @@ pub extern "C" fn aclrtMemcpy(
     ffi(|| {
         let mut g = enter("aclrtMemcpy", Call::Action)?;
         let rt = rt_of(&mut g)?;
-        check_copy(
+        let allocs = check_copy(
             rt,
             "aclrtMemcpy",
             dst as usize,
@@ -311,10 +340,12 @@ pub extern "C" fn aclrtMemcpy(
             (dst as usize, count),
             Some((src as usize, count)),
         );
-        // Copied under the lock, so a concurrent aclrtFree cannot release the memory.
-        // SAFETY: ranges validated above (M1); untracked host memory is the caller's.
-        unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, count) };
-        Ok(())
+        let (dst, src) = (dst as usize, src as usize);
+        access(&mut g, &allocs, count, || {
+            // SAFETY: ranges validated above (M1) and held by `access`; untracked host
+            // memory is the caller's to keep valid during the call.
+            unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, count) }
+        })
     })
 }
 
@@ -371,11 +402,14 @@ pub extern "C" fn aclrtMemset(
     ffi(|| {
         let mut g = enter("aclrtMemset", Call::Action)?;
         let rt = rt_of(&mut g)?;
-        check_set(rt, "aclrtMemset", devPtr as usize, maxCount, count)?;
+        let allocs = check_set(rt, "aclrtMemset", devPtr as usize, maxCount, count)?;
         super::model::host_access(rt, "aclrtMemset", (devPtr as usize, count), None);
-        // SAFETY: range validated above (M1); done under the lock.
-        unsafe { std::ptr::write_bytes(devPtr as *mut u8, value as u8, count) };
-        Ok(())
+        let p = devPtr as usize;
+        access(&mut g, &allocs, count, || {
+            // SAFETY: range validated above (M1) and held by `access`; untracked memory is
+            // the caller's to keep valid during the call.
+            unsafe { std::ptr::write_bytes(p as *mut u8, value as u8, count) }
+        })
     })
 }
 

@@ -206,11 +206,14 @@ impl Exec {
 
 impl Run {
     /// The batch, read when the execution starts, then the model's time (`time` µs per
-    /// batch item), then its evaluation.
+    /// batch item), then its evaluation. Run by a stream worker without the lock: the
+    /// memory is held by the task (M2) and a teardown joins the worker before freeing it.
     pub fn run(self) {
         let batch = self.batch();
         self.sleep(batch);
-        self.eval(batch);
+        let input = self.read_input();
+        let output = self.compute(&input, batch);
+        self.write_output(&output);
     }
 
     /// The batch this execution runs with: what the dynamic-batch buffer holds now (the
@@ -239,13 +242,25 @@ impl Run {
         }
     }
 
-    fn eval(&self, batch: u64) {
+    /// A copy of the input buffer.
+    fn read_input(&self) -> Vec<u8> {
         let mut input = vec![0u8; self.input.1];
         // SAFETY: validated at issue (MD9): the input lies in a live device allocation,
-        // kept alive by its use count (M2) until this execution is done.
+        // kept alive by its use count (M2) until this execution is done, and not freed by a
+        // teardown meanwhile (a stream worker is joined first; a synchronous execution pins
+        // it, `exec::pinned`).
         unsafe { std::ptr::copy(self.input.0 as *const u8, input.as_mut_ptr(), input.len()) };
+        input
+    }
+
+    /// The evaluation, on copies: touches no runtime memory.
+    fn compute(&self, input: &[u8], batch: u64) -> Vec<u8> {
         let mut output = vec![0u8; self.output.1];
-        self.model.eval(&input, batch, &mut output);
+        self.model.eval(input, batch, &mut output);
+        output
+    }
+
+    fn write_output(&self, output: &[u8]) {
         // SAFETY: as for the input (the output range was validated the same way).
         unsafe { std::ptr::copy(output.as_ptr(), self.output.0 as *mut u8, output.len()) };
     }
@@ -745,10 +760,18 @@ fn cstr(p: *const c_char) -> Vec<u8> {
     unsafe { CStr::from_ptr(p) }.to_bytes().to_vec()
 }
 
+/// How many bytes of a model file are read first: a file whose first bytes cannot start a
+/// model of this format (`crate::model::may_be_ours`: a real .om, a file of zeros) is
+/// refused without reading the rest.
+const HEAD: u64 = 4096;
+
 /// Reads a model file, without the global lock (a slow file must not block the other
 /// threads): a regular file of at most `limit` bytes (the device's memory). A directory,
 /// FIFO or device, or an unreadable file: 100014 (`ACL_ERROR_READ_MODEL_FAILURE`); a
-/// larger file: 100015 (`ACL_ERROR_MODEL_SIZE_INVALID`).
+/// larger file: 100015 (`ACL_ERROR_MODEL_SIZE_INVALID`). At most the file's size + 1 bytes
+/// are read: a file yielding more than its size says (a `/proc` file of size 0 whose content
+/// never ends, a file growing meanwhile) is 100014 too. Its first bytes are checked before
+/// the rest is read: not this format, 100013 (`ACL_ERROR_PARSE_MODEL`, as a real .om).
 fn read_file(path: &[u8], limit: u64) -> Result<Vec<u8>, i32> {
     use std::io::Read;
     use std::os::unix::ffi::OsStrExt;
@@ -770,25 +793,42 @@ fn read_file(path: &[u8], limit: u64) -> Result<Vec<u8>, i32> {
     if !meta.is_file() {
         return Err(fail("not a regular file".into()));
     }
-    let too_large = |n: u64| {
-        errmsg::why(
+    let size = meta.len();
+    if size > limit {
+        return Err(errmsg::why(
             code::MODEL_SIZE_INVALID,
             format!(
-                "{}: {n} B, more than the device's {limit} B of memory",
+                "{}: {size} B, more than the device's {limit} B of memory",
                 path.display()
             ),
-        )
-    };
-    if meta.len() > limit {
-        return Err(too_large(meta.len()));
+        ));
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    // Bounded even if the file grows meanwhile.
-    file.take(limit.saturating_add(1))
+    let mut file = file.take(size.saturating_add(1));
+    let mut bytes = Vec::with_capacity(usize::try_from(size.min(HEAD)).unwrap_or(0));
+    let longer = || {
+        fail(format!(
+            "it yields more bytes than its size ({size} B) says: not a file that can be read whole"
+        ))
+    };
+    (&mut file)
+        .take(HEAD)
         .read_to_end(&mut bytes)
         .map_err(|e| fail(e.to_string()))?;
-    if bytes.len() as u64 > limit {
-        return Err(too_large(bytes.len() as u64));
+    if bytes.len() as u64 > size {
+        return Err(longer());
+    }
+    if !crate::model::may_be_ours(&bytes) {
+        return Err(errmsg::why(code::PARSE_MODEL, crate::model::NOT_ACLSIM));
+    }
+    bytes.reserve_exact(
+        usize::try_from(size)
+            .unwrap_or(0)
+            .saturating_sub(bytes.len()),
+    );
+    file.read_to_end(&mut bytes)
+        .map_err(|e| fail(e.to_string()))?;
+    if bytes.len() as u64 > size {
+        return Err(longer());
     }
     Ok(bytes)
 }
@@ -806,13 +846,9 @@ fn parse(bytes: &[u8], limit: u64) -> Result<Model, i32> {
     Ok(model)
 }
 
-/// Reads `size` model bytes at `p`; the tracked allocation they lie in, if any (MD3).
-fn read_mem(
-    rt: &mut Rt,
-    call: &str,
-    p: usize,
-    size: usize,
-) -> Result<(Vec<u8>, Option<usize>), i32> {
+/// Checks `size` model bytes at `p` (M1, M2); the tracked allocation they lie in, if any
+/// (MD3). They are copied afterwards, without the lock (`load`).
+fn check_model_bytes(rt: &mut Rt, call: &str, p: usize, size: usize) -> Result<Option<usize>, i32> {
     if size == 0 {
         return Err(errmsg::why(code::MODEL_SIZE_INVALID, "model size 0"));
     }
@@ -823,23 +859,28 @@ fn read_mem(
             format!("model size {size} B, more than the device's {limit} B of memory"),
         ));
     }
-    let held = match locate(rt, p, size) {
-        Loc::Device(s) | Loc::Host(s) => Some(s),
-        Loc::Untracked => None,
+    match locate(rt, p, size) {
+        Loc::Device(s) | Loc::Host(s) => Ok(Some(s)),
+        Loc::Untracked => Ok(None),
         Loc::Bad(m) => {
             let rule = if m.contains("(M2)") { "M2" } else { "M1" };
             rt.report(
                 rule,
                 format!("{call}: model bytes {m}; the call returns 100000"),
             );
-            return Err(code::INVALID_PARAM);
+            Err(code::INVALID_PARAM)
         }
-    };
+    }
+}
+
+/// A copy of `size` bytes at `p`.
+fn copy_bytes(p: usize, size: usize) -> Vec<u8> {
     let mut v = vec![0u8; size];
-    // SAFETY: a tracked range validated above, or untracked memory the caller gives as
-    // `size` readable bytes (aclmdlLoadFromMem's contract); read under the lock.
+    // SAFETY: a tracked range validated by `check_model_bytes` and pinned while this runs,
+    // or untracked memory the caller gives as `size` readable bytes for the duration of the
+    // call (aclmdlLoadFromMem's contract).
     unsafe { std::ptr::copy(p as *const u8, v.as_mut_ptr(), size) };
-    Ok((v, held))
+    v
 }
 
 /// MD2: work or weight memory of a `...WithMem` load.
@@ -903,50 +944,60 @@ enum Src {
     Mem(usize, usize),
 }
 
-/// What `load` parses without the lock.
-enum Input {
-    /// A file's path.
-    File(Vec<u8>),
-    /// Model bytes copied from memory, with the tracked allocation holding them (MD3).
-    Mem(Vec<u8>, Option<Region>),
-}
-
-/// Loads a model. The file is read and parsed without the global lock (a FIFO or a slow
-/// file must not block the other threads); the lock is taken again to register it.
+/// Loads a model. The file is read, or the model bytes copied, and parsed without the global
+/// lock (a FIFO, a slow file or a large copy must not block the other threads); the lock is
+/// taken again to register it. Model bytes in a tracked allocation are checked under the
+/// lock (M1, M2) and held and pinned while they are copied (a free is deferred, a device
+/// reset or aclFinalize waits for the copy).
 fn load(name: &str, src: Src, id_out: *mut u32, mem: Option<(usize, usize, usize, usize)>) -> R {
     let mut g = enter(name, Call::Action)?;
     let rt = rt_of(&mut g)?;
     rt.cur_ctx()?; // 107002
     let limit = rt.extra.device_memory;
-    // Model bytes in memory are copied under the lock (M1, M2).
-    let input = match src {
-        Src::File(path) => Input::File(cstr(path)),
+    let (model, region) = match src {
+        Src::File(path) => {
+            let path = cstr(path);
+            let model = g.unlocked(|| parse(&read_file(&path, limit)?, limit))?;
+            (model, None)
+        }
         Src::Mem(p, size) => {
-            let (bytes, tracked) = read_mem(rt, name, p, size)?;
-            let region = tracked.map(|alloc| Region {
-                alloc,
-                start: p,
-                len: size,
-                what: "model bytes",
-                rule: "MD3",
+            let tracked = check_model_bytes(rt, name, p, size)?;
+            let held = rt.take_uses(&tracked.into_iter().collect::<Vec<_>>());
+            let starts: Vec<usize> = held.iter().map(|h| h.0).collect();
+            let bytes = exec::pinned(&mut g, &starts, || copy_bytes(p, size));
+            if let Some(rt) = g.rt.as_deref_mut() {
+                rt.drop_uses(&held);
+            }
+            // The copy is dropped without the lock too (a large one takes milliseconds).
+            let model = g.unlocked(move || parse(&bytes, limit))?;
+            // MD3: the allocation holding the bytes, if any.
+            let region = held.first().map(|&(alloc, generation)| {
+                (
+                    Region {
+                        alloc,
+                        start: p,
+                        len: size,
+                        what: "model bytes",
+                        rule: "MD3",
+                    },
+                    generation,
+                )
             });
-            Input::Mem(bytes, region)
+            (model, region)
         }
     };
-    let (model, region) = g.unlocked(|| -> Result<_, i32> {
-        match input {
-            Input::File(path) => Ok((parse(&read_file(&path, limit)?, limit)?, None)),
-            Input::Mem(bytes, region) => Ok((parse(&bytes, limit)?, region)),
-        }
-    })?;
     // The runtime may have been finalized meanwhile (100001), the context destroyed (107002).
     let rt = rt_of(&mut g)?;
     rt.cur_ctx()?;
     let mut regions = Vec::new();
-    // MD3: the model bytes, if their allocation is still there (not freed meanwhile).
-    regions.extend(region.filter(
-        |r| matches!(locate(rt, r.start, r.len), Loc::Device(s) | Loc::Host(s) if s == r.alloc),
-    ));
+    // MD3: the model bytes, if their allocation is still the same (not freed meanwhile).
+    regions.extend(
+        region
+            .filter(|(r, generation)| {
+                rt.alloc_generation(r.alloc) == Some(*generation) && !rt.allocs[&r.alloc].freed
+            })
+            .map(|(r, _)| r),
+    );
     if let Some((work, work_size, weight, weight_size)) = mem {
         let w = check_mem(rt, "work", work, work_size, model.work)?;
         let wt = check_mem(rt, "weight", weight, weight_size, model.weight)?;
@@ -1288,27 +1339,39 @@ pub extern "C" fn aclmdlExecute(modelId: u32, input: *const c_void, output: *mut
             None,
         )?;
         let id = rt.new_id();
-        for a in &allocs {
-            if let Some(al) = rt.allocs.get_mut(a) {
-                al.uses += 1;
-            }
-        }
+        let held = rt.take_uses(&allocs);
         acquire(rt, id, &x, None);
         exec_starts(rt, id);
         let run = x.run();
-        // The batch is read when the execution starts (under the lock); the model's time
-        // passes without the lock; the evaluation is done under it, once the memory is
-        // known to be still there (a device reset may have freed it).
+        // The batch is read when the execution starts (under the lock). Then, all without
+        // the lock: the model's time passes, the input is copied, the model evaluated on the
+        // copy, the output written. Each copy first checks (under the lock) that the memory
+        // is still there, since a device reset may have freed it meanwhile (then 507011),
+        // and pins it (a device reset or aclFinalize waits for the copy, `exec::pinned`);
+        // the evaluation touches no runtime memory, so nothing waits for it.
         let batch = run.batch();
         g.unlocked(|| run.sleep(batch));
-        let rt = rt_of(&mut g)?;
-        let intact = allocs.iter().all(|a| rt.allocs.contains_key(a));
+        let starts: Vec<usize> = held.iter().map(|h| h.0).collect();
+        let mut intact = rt_of(&mut g)?.still_there(&held);
         if intact {
-            run.eval(batch);
+            let input = exec::pinned(&mut g, &starts, || run.read_input());
+            let output = g.unlocked(|| {
+                // The copies are dropped without the lock too (a large one takes
+                // milliseconds).
+                let input = input;
+                run.compute(&input, batch)
+            });
+            intact = rt_of(&mut g)?.still_there(&held);
+            let pins: &[usize] = if intact { &starts } else { &[] };
+            exec::pinned(&mut g, pins, || {
+                let output = output;
+                if intact {
+                    run.write_output(&output);
+                }
+            });
         }
-        for a in &allocs {
-            unuse(rt, *a);
-        }
+        let rt = rt_of(&mut g)?;
+        rt.drop_uses(&held);
         release(rt, id, &x);
         if intact {
             Ok(())
@@ -1690,7 +1753,7 @@ pub extern "C" fn aclmdlGetCurOutputDims(
 #[repr(C)]
 pub struct Batch {
     pub batch_count: usize,
-    pub batch: [u64; 128],
+    pub batch: [u64; crate::model::MAX_GEARS],
 }
 
 /// MD11: the model's batch gears (none for a static model).
@@ -1702,9 +1765,11 @@ pub extern "C" fn aclmdlGetDynamicBatch(modelDesc: *const c_void, batch: *mut Ba
         let mut g = enter("aclmdlGetDynamicBatch", Call::Query)?;
         let rt = rt_of(&mut g)?;
         let (model, _) = described(rt, modelDesc as usize, "aclmdlGetDynamicBatch")?;
+        // At most ACL_MAX_BATCH_NUM gears: a model with more is refused at load.
+        debug_assert!(model.gears.len() <= crate::model::MAX_GEARS);
         let mut b = Batch {
-            batch_count: model.gears.len().min(128),
-            batch: [0; 128],
+            batch_count: model.gears.len().min(crate::model::MAX_GEARS),
+            batch: [0; crate::model::MAX_GEARS],
         };
         for (o, g) in b.batch.iter_mut().zip(&model.gears) {
             *o = *g;

@@ -1,10 +1,12 @@
 //! Operator execution timeouts (P5). The limit applies to the kernels
 //! (`aclsimLaunchKernel`) issued after it is set: a kernel whose duration exceeds it is
 //! stopped at the limit (its body never runs) and fails asynchronously with 107020, which
-//! the next synchronize reports. 0 means no limit (the default after aclInit).
+//! the next synchronize reports. 0 means no limit (the default after aclInit). A limit above
+//! the longest one CANN documents (2176 s) is capped there, as the runtime caps the
+//! hardware's timeout count (`actualTimeout` reports the capped value).
 
 use super::*;
-use crate::extra::{OP_TIMEOUT_INTERVAL_US, round_timeout};
+use crate::extra::{MAX_OP_EXEC_TIMEOUT_US, OP_TIMEOUT_INTERVAL_US, round_timeout};
 
 fn set_timeout(name: &str, us: u64, actual: *mut u64) -> R {
     let mut g = enter(name, Call::Action)?;
@@ -15,6 +17,8 @@ fn set_timeout(name: &str, us: u64, actual: *mut u64) -> R {
             "timeout out of range (overflows when rounded up to the interval)",
         )
     })?;
+    // P5: at most the longest documented limit (a multiple of the interval).
+    let rounded = rounded.min(MAX_OP_EXEC_TIMEOUT_US);
     rt.extra.op_exec_timeout_us = rounded;
     if !actual.is_null() {
         out(actual, rounded)?;
@@ -22,7 +26,7 @@ fn set_timeout(name: &str, us: u64, actual: *mut u64) -> R {
     Ok(())
 }
 
-/// P5: the limit in seconds, rounded up to a multiple of the interval.
+/// P5: the limit in seconds, rounded up to a multiple of the interval, at most 2176 s.
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtSetOpExecuteTimeOut(timeout: u32) -> i32 {
     calls::count(CallId::aclrtSetOpExecuteTimeOut);
@@ -35,8 +39,8 @@ pub extern "C" fn aclrtSetOpExecuteTimeOut(timeout: u32) -> i32 {
     })
 }
 
-/// P5: the limit in µs, rounded up to a multiple of the interval; `actualTimeout` receives
-/// the value in effect.
+/// P5: the limit in µs, rounded up to a multiple of the interval, at most 2176 s;
+/// `actualTimeout` receives the value in effect.
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtSetOpExecuteTimeOutV2(timeout: u64, actualTimeout: *mut u64) -> i32 {
     calls::count(CallId::aclrtSetOpExecuteTimeOutV2);

@@ -138,6 +138,10 @@ pub extern "C" fn aclFinalize() -> i32 {
         // Workers that another thread (a concurrent aclrtDestroyStream, aclrtDestroyContext
         // or aclrtResetDevice) is joining may still run a task on this memory: wait for them.
         exec::wait_reaped(&mut g, &ids);
+        // So may a host thread copying tracked memory without the lock (exec::pinned).
+        while g.pinned.iter().any(|p| rt.allocs.contains_key(p)) {
+            HOST_CV.wait(&mut g);
+        }
         g.unlocked(move || {
             // Every worker is joined: no task can touch the memory any more.
             for (_, a) in std::mem::take(&mut rt.allocs) {

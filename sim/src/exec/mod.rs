@@ -807,6 +807,43 @@ pub fn wait_reaped(g: &mut PGuard<'_, Global>, ids: &[u64]) {
     }
 }
 
+/// Runs `f` with the lock released while the tracked allocations `allocs` are pinned
+/// ([`Global::pinned`]): a device reset or `aclFinalize` waits until `f` is done before it
+/// frees them. The caller validated them and holds a use of each (so a free is deferred),
+/// and pins them in the same hold of the lock; `f` only reads or writes them (a copy).
+pub fn pinned<R>(g: &mut PGuard<'_, Global>, allocs: &[usize], f: impl FnOnce() -> R) -> R {
+    g.pinned.extend_from_slice(allocs);
+    let r = g.unlocked(|| catch_unwind(AssertUnwindSafe(f)));
+    for a in allocs {
+        if let Some(i) = g.pinned.iter().position(|p| p == a) {
+            g.pinned.swap_remove(i);
+        }
+    }
+    if !allocs.is_empty() {
+        HOST_CV.broadcast();
+    }
+    r.unwrap_or_else(|p| std::panic::resume_unwind(p))
+}
+
+/// Waits (lock released while waiting) until no allocation that `frees` selects is pinned
+/// by a host thread copying it without the lock ([`pinned`]). Returns with the lock held:
+/// free them before releasing it.
+pub fn wait_unpinned(g: &mut PGuard<'_, Global>, frees: impl Fn(&Rt, usize) -> bool) {
+    loop {
+        let busy = {
+            let global: &Global = g;
+            match global.rt.as_deref() {
+                Some(rt) => global.pinned.iter().any(|p| frees(rt, *p)),
+                None => false,
+            }
+        };
+        if !busy {
+            return;
+        }
+        HOST_CV.wait(g);
+    }
+}
+
 pub fn remove_streams(rt: &mut Rt, ids: &[u64]) {
     for sid in ids {
         // The worker completed (or we discarded) every task: nothing refers to it.

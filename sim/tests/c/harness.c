@@ -1894,6 +1894,45 @@ static void p5_op_execute_timeout_stops_long_kernels(void) {
     teardown_clean();
 }
 
+/* P5: no limit beyond 2176 s, the longest CANN documents: a larger one is capped there, as
+ * the runtime caps the hardware's timeout count (V2 reports the capped value, which the
+ * getter then reads); a kernel longer than 2176 s could never complete: 100000. */
+static void p5_limits_are_capped_at_2176_s_and_longer_kernels_refused(void) {
+    uint64_t actual = 0;
+    uint32_t ms = 0;
+    setup();
+    OK(aclrtSetOpExecuteTimeOutV2(10000000000000ULL, &actual)); /* 10^7 s */
+    ASSERT(actual == 2176000000ULL);
+    OK(aclrtGetOpExecuteTimeout(&ms));
+    ASSERT(ms == 2176000);
+    OK(aclrtSetOpExecuteTimeOutV2(2176000000ULL - 1, &actual)); /* rounds up to the cap */
+    ASSERT(actual == 2176000000ULL);
+    OK(aclrtSetOpExecuteTimeOut(1));
+    OK(aclrtSetOpExecuteTimeOut(UINT32_MAX));
+    OK(aclrtGetOpExecuteTimeout(&ms));
+    ASSERT(ms == 2176000);
+    CHECK(aclrtSetOpExecuteTimeOutV2(UINT64_MAX, &actual), ACL_ERROR_INVALID_PARAM);
+    OK(aclrtGetOpExecuteTimeout(&ms));
+    ASSERT(ms == 2176000); /* unchanged */
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    CHECK(aclsimLaunchKernel(s, 2176000001ULL, NULL, NULL, NULL, 0), ACL_ERROR_INVALID_PARAM);
+    {
+        const char *why = aclGetRecentErrMsg();
+        ASSERT(why && strstr(why, "P5"));
+    }
+    CHECK(aclsimLaunchKernel(s, UINT64_MAX, NULL, NULL, NULL, 0), ACL_ERROR_INVALID_PARAM);
+    /* At the bound: accepted, and stopped by a limit. */
+    OK(aclrtSetOpExecuteTimeOutV2(20000, &actual));
+    double t0 = now_ms();
+    OK(aclsimLaunchKernel(s, 2176000000ULL, NULL, NULL, NULL, 0));
+    CHECK(aclrtSynchronizeStream(s), ACL_ERROR_RT_TASK_TIMEOUT);
+    ASSERT(now_ms() - t0 < 1500);
+    OK(aclrtSetOpExecuteTimeOutV2(0, &actual));
+    OK(aclrtDestroyStream(s));
+    teardown_clean();
+}
+
 /* D7: one force reset releases every aclrtSetDevice reference; it waits for the default
  * context's tasks; a device not set is 507007; D3 applies. */
 static void d7_reset_device_force_releases_every_reference(void) {
@@ -3503,6 +3542,124 @@ static void md_model_file_read_never_blocks_other_threads(void) {
     teardown_clean();
 }
 
+/* Large synchronous copies and memsets run without the global lock, their memory pinned:
+ * a device reset or aclFinalize on another thread waits for them before freeing it. The
+ * memset writes the tracked bytes a model was loaded from (MD3): that finding is made in the
+ * same hold of the lock as the pin, so once it shows, the memset is pinned (or done). */
+struct big_access {
+    void *p;
+    size_t n;
+    int rc;
+};
+static void *big_memset(void *arg) {
+    struct big_access *b = arg;
+    b->rc = aclrtMemset(b->p, b->n, 7, b->n);
+    return NULL;
+}
+static void pinned_access_race(int finalize) {
+    size_t n = getenv("ACLSIM_STRESS_SMALL") ? (size_t)8 << 20 : (size_t)256 << 20;
+    setup();
+    char *m;
+    OK(aclrtMalloc((void **)&m, n, ACL_MEM_MALLOC_HUGE_FIRST));
+    static const char *head = "aclsim-model 1\ninput x f32 1\noutput y f32 1\n#";
+    memset(m, 'x', n);
+    memcpy(m, head, strlen(head));
+    uint32_t id = 0;
+    OK(aclmdlLoadFromMem(m, n, &id)); /* copied without the lock, pinned */
+    ASSERT(aclsimFindingCount() == 0);
+    struct big_access b = {m, n, -1};
+    pthread_t t;
+    ASSERT(pthread_create(&t, NULL, big_memset, &b) == 0);
+    while (aclsimFindingCount() == 0) sleep_ms(1);
+    if (finalize) {
+        OK(aclFinalize()); /* the model is a leak (P2) */
+    } else {
+        OK(aclrtResetDevice(0)); /* the memory and the model live (D3) */
+    }
+    ASSERT(pthread_join(t, NULL) == 0);
+    ASSERT(b.rc == ACL_SUCCESS);
+    if (!finalize) OK(aclFinalize()); /* the model's context is gone: a leak (P2) */
+    ASSERT(aclsimLiveObjectCount() == 0);
+    ASSERT(count_rule("MD3") == 1 && count_rule("P2") == 1);
+    ASSERT(count_rule("D3") == (finalize ? 0 : 1));
+    ASSERT(aclsimFindingCount() == (size_t)(finalize ? 2 : 3));
+    aclsimClearFindings();
+}
+static void race_large_memset_vs_reset_device_no_crash(void) { pinned_access_race(0); }
+static void race_large_memset_vs_finalize_no_crash(void) { pinned_access_race(1); }
+
+/* A large synchronous memset or copy does not block other threads' calls: it runs without
+ * the lock. */
+static void m_large_copies_do_not_block_other_threads(void) {
+    size_t n = (size_t)1 << 30;
+    setup();
+    char *d;
+    OK(aclrtMalloc((void **)&d, n, ACL_MEM_MALLOC_HUGE_FIRST));
+    struct big_access b = {d, n, -1};
+    pthread_t t;
+    double longest = 0;
+    for (int i = 0; i < 3; i++) {
+        b.rc = -1;
+        ASSERT(pthread_create(&t, NULL, big_memset, &b) == 0);
+        sleep_ms(5);
+        double t0 = now_ms();
+        uint32_t count = 0;
+        OK(aclrtGetDeviceCount(&count));
+        double took = now_ms() - t0;
+        if (took > longest) longest = took;
+        ASSERT(pthread_join(t, NULL) == 0);
+        ASSERT(b.rc == ACL_SUCCESS);
+    }
+    ASSERT(longest < 100);
+    ASSERT(d[0] == 7 && d[n - 1] == 7);
+    /* A synchronous copy of half of it onto the other half: the same. */
+    OK(aclrtMemcpy(d + n / 2, n / 2, d, n / 2, ACL_MEMCPY_DEVICE_TO_DEVICE));
+    OK(aclrtFree(d));
+    teardown_clean();
+}
+
+/* A synchronous aclmdlExecute runs without the lock: the model's time, then the copies of
+ * its input and output (pinned) and its evaluation. A device reset during its time frees
+ * its memory: the execution fails with 507011 and writes nothing. Another thread's memset
+ * of the output while the execution is pending is the MD6 probe that it has started. */
+static uint32_t md_sync_id;
+static struct md_io md_sync_io;
+static int md_sync_rc = -1;
+static void *md_sync_exec(void *arg) {
+    aclrtContext ctx = arg;
+    OK(aclrtSetCurrentContext(ctx));
+    md_sync_rc = aclmdlExecute(md_sync_id, md_sync_io.in, md_sync_io.out);
+    return NULL;
+}
+static void md_synchronous_execute_and_device_reset(void) {
+    setup();
+    aclmdlDesc *desc;
+    md_sync_id = md_load("aclsim-model 1\ninput x f32 4\noutput y f32 4\ntime 2000000\n", &desc);
+    md_io_make(desc, &md_sync_io);
+    aclrtContext ctx;
+    OK(aclrtGetCurrentContext(&ctx));
+    pthread_t t;
+    ASSERT(pthread_create(&t, NULL, md_sync_exec, ctx) == 0);
+    double t0 = now_ms();
+    while (count_rule("MD6") == 0) {
+        ASSERT(now_ms() - t0 < 10000);
+        OK(aclrtMemset(md_sync_io.mem[1], 1, 0, 1));
+        sleep_ms(5);
+    }
+    OK(aclrtResetDevice(0)); /* D3: the model, its I/O memory, the datasets live */
+    ASSERT(now_ms() - t0 < 1900); /* the reset did not wait for the model's time */
+    ASSERT(pthread_join(t, NULL) == 0);
+    ASSERT(md_sync_rc == ACL_ERROR_RT_MODEL_EXECUTE);
+    OK(aclDestroyDataBuffer(md_sync_io.buf[0]));
+    OK(aclDestroyDataBuffer(md_sync_io.buf[1]));
+    OK(aclmdlDestroyDataset(md_sync_io.in));
+    OK(aclmdlDestroyDataset(md_sync_io.out));
+    OK(aclmdlDestroyDesc(desc));
+    OK(aclFinalize()); /* the model: a leak (P2) */
+    ASSERT(count_rule("MD6") == 1 && count_rule("D3") == 1 && count_rule("P2") == 1);
+    aclsimClearFindings();
+}
+
 /* Bad model inputs: each an error code, never a panic (500000), a hang or a huge
  * allocation. Run with ACLSIM_DEVICE_MEMORY=16777216 (16 MiB devices). */
 static void md_bad_model_inputs_return_error_codes(void) {
@@ -3574,6 +3731,32 @@ static void md_bad_model_inputs_return_error_codes(void) {
                                      "batch 1 4\ntime 600000000\n"),
                              &id),
           ACL_ERROR_PARSE_MODEL); /* 600 s x 4 > 2176 s */
+    /* More gears than aclmdlBatch holds (ACL_MAX_BATCH_NUM, 128): 100013 naming the line. */
+    {
+        char gears[1024] = "aclsim-model 1\ninput x f32 129\noutput y f32 129\nbatch";
+        for (int g = 1; g <= 129; g++) snprintf(gears + strlen(gears), 8, " %d", g);
+        strcat(gears, "\n");
+        CHECK(aclmdlLoadFromMem(gears, strlen(gears), &id), ACL_ERROR_PARSE_MODEL);
+        const char *why = aclGetRecentErrMsg();
+        ASSERT(why && strstr(why, "line 4: more than 128 gears"));
+    }
+    /* An evaluation beyond 2^40 value operations (2^20 relu over 2^20 values): 100015. */
+    {
+        static const char *ops_head = "aclsim-model 1\ninput x f32 1048576\noutput y f32 1048576\n";
+        size_t nops = (size_t)1 << 20, hl = strlen(ops_head);
+        char *many = malloc(hl + 8 * nops);
+        ASSERT(many);
+        memcpy(many, ops_head, hl);
+        for (size_t i = 0; i < nops; i++) memcpy(many + hl + 8 * i, "op relu\n", 8);
+        CHECK(aclmdlLoadFromMem(many, hl + 8 * nops, &id), ACL_ERROR_MODEL_SIZE_INVALID);
+        const char *why = aclGetRecentErrMsg();
+        ASSERT(why && strstr(why, "value operations"));
+        free(many);
+    }
+    /* Read bounded by the file's size: a /proc file of size 0 whose content never ends is
+     * 100014 at once. */
+    CHECK(aclmdlLoadFromFile("/proc/self/pagemap", &id), ACL_ERROR_READ_MODEL_FAILURE);
+    CHECK(aclmdlQuerySize("/proc/self/pagemap", &w, &wt), ACL_ERROR_READ_MODEL_FAILURE);
     /* Not regular files: a directory, a FIFO, a device. */
     CHECK(aclmdlLoadFromFile("/tmp", &id), ACL_ERROR_READ_MODEL_FAILURE);
     CHECK(aclmdlQuerySize("/tmp", &w, &wt), ACL_ERROR_READ_MODEL_FAILURE);
@@ -3590,6 +3773,21 @@ static void md_bad_model_inputs_return_error_codes(void) {
     CHECK(aclmdlLoadFromFile(big, &id), ACL_ERROR_MODEL_SIZE_INVALID);
     CHECK(aclmdlQuerySize(big, &w, &wt), ACL_ERROR_MODEL_SIZE_INVALID);
     unlink(big);
+    /* A non-model (a sparse file of zeros) is refused after its first bytes (100013, as a
+     * real .om), not read whole. */
+    {
+        char zeros[96];
+        snprintf(zeros, sizeof zeros, "%s/zeros.om", md_fifo_dir);
+        FILE *z = fopen(zeros, "w");
+        ASSERT(z);
+        ASSERT(fseek(z, (8 << 20) - 1, SEEK_SET) == 0 && fputc(0, z) == 0); /* sparse */
+        ASSERT(fclose(z) == 0);
+        CHECK(aclmdlLoadFromFile(zeros, &id), ACL_ERROR_PARSE_MODEL);
+        const char *why = aclGetRecentErrMsg();
+        ASSERT(why && strstr(why, "not an aclsim model"));
+        CHECK(aclmdlQuerySize(zeros, &w, &wt), ACL_ERROR_PARSE_MODEL);
+        unlink(zeros);
+    }
     CHECK(aclmdlLoadFromMem(MD_CLASSIFIER, (size_t)1 << 40, &id), ACL_ERROR_MODEL_SIZE_INVALID);
     ASSERT(now_ms() - t0 < 10000);
     /* Nothing was loaded; a good model still loads. */
@@ -3763,6 +3961,7 @@ static const struct tcase cases[] = {
     T(race_destroy_context_vs_reset_device_no_crash),
     T(p4_version_queries_and_recent_error_message),
     T(p5_op_execute_timeout_stops_long_kernels),
+    T(p5_limits_are_capped_at_2176_s_and_longer_kernels_refused),
     T(d7_reset_device_force_releases_every_reference),
     T(d8_device_queries),
     T(s5_stream_query_not_ready_while_kernel_runs),
@@ -3798,6 +3997,10 @@ static const struct tcase cases[] = {
     T(md5_use_after_destroy_is_flagged),
     T(md8_serialised_executions_closing_an_event_cycle_are_diagnosed),
     T(md_model_file_read_never_blocks_other_threads),
+    T(race_large_memset_vs_reset_device_no_crash),
+    T(race_large_memset_vs_finalize_no_crash),
+    T(m_large_copies_do_not_block_other_threads),
+    T(md_synchronous_execute_and_device_reset),
     T(md_bad_model_inputs_return_error_codes),
     T(m_device_memory_is_enforced),
 };
