@@ -699,7 +699,7 @@ impl<'dev> Context<'dev> {
     /// again while the runtime fails; kept and reported if it still cannot be released);
     /// [`try_destroy`](Self::try_destroy) gives it back instead, for a caller who wants to retry.
     pub fn destroy(self) -> Result<()> {
-        self.try_destroy().map_err(crate::Error::from)
+        self.try_destroy().map_err(Failed::into_release_error)
     }
 
     /// `aclrtDestroyContext` (D3). Consumes the context: does not compile while a stream or

@@ -245,7 +245,8 @@ impl<'acl> Device<'acl, DefaultContext> {
     /// again while the runtime fails; kept and reported if it still cannot be released);
     /// [`try_release_default_context`](Self::try_release_default_context) gives it back instead, for a caller who wants to retry.
     pub fn release_default_context(self) -> Result<Device<'acl, Set>> {
-        self.try_release_default_context().map_err(Error::from)
+        self.try_release_default_context()
+            .map_err(Failed::into_release_error)
     }
 
     /// *DefaultContext* → *Set*: gives the default context up (every stream, event and
@@ -410,7 +411,7 @@ impl<'acl, S: SetState> Device<'acl, S> {
     /// again while the runtime fails; kept and reported if it still cannot be released);
     /// [`try_reset`](Self::try_reset) gives it back instead, for a caller who wants to retry.
     pub fn reset(self) -> Result<Device<'acl, Reset>> {
-        self.try_reset().map_err(Error::from)
+        self.try_reset().map_err(Failed::into_release_error)
     }
 
     /// `aclrtResetDevice(id)` (D1, D3): → *Reset*. Consumes the device: does not compile

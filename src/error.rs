@@ -746,20 +746,25 @@ impl fmt::Debug for Error {
 }
 
 impl From<crate::result::CallError> for Error {
+    #[inline]
     fn from(e: crate::result::CallError) -> Error {
         match e {
-            crate::result::CallError::Failed {
-                call,
-                code,
-                message,
-            } => Error::Runtime {
-                call,
-                code,
-                message,
-            },
+            crate::result::CallError::Failed { call, code } => runtime_error(e, call, code),
             crate::result::CallError::Unsupported { symbol } => Error::Unsupported { symbol },
             crate::result::CallError::InsideCallback { .. } => Error::InsideCallback,
         }
+    }
+}
+
+/// [`Error::Runtime`] from a raw failure, with the runtime's explanation kept beside it;
+/// out of line, off the usual path.
+#[cold]
+#[inline(never)]
+fn runtime_error(e: crate::result::CallError, call: &'static str, code: AclError) -> Error {
+    Error::Runtime {
+        call,
+        code,
+        message: e.take_message(),
     }
 }
 

@@ -212,7 +212,7 @@ impl<'ctx> HostFnStream<'ctx> {
     /// again while the runtime fails; kept and reported if it still cannot be released);
     /// [`try_destroy`](Self::try_destroy) gives it back instead, for a caller who wants to retry.
     pub fn destroy(self) -> Result<()> {
-        self.try_destroy().map_err(Error::from)
+        self.try_destroy().map_err(Failed::into_release_error)
     }
 
     /// Synchronises, then destroys the stream (S4). Panics nobody took are reported to the

@@ -420,7 +420,7 @@ impl Acl {
     /// again while the runtime fails; kept and reported if it still cannot be released);
     /// [`try_finalize`](Self::try_finalize) gives it back instead, for a caller who wants to retry.
     pub fn finalize(self) -> Result<()> {
-        self.try_finalize().map_err(Error::from)
+        self.try_finalize().map_err(Failed::into_release_error)
     }
 
     /// `aclFinalize` (P2). Consumes the token: does not compile while a device, context,
@@ -625,29 +625,29 @@ impl<T> std::error::Error for Failed<T> {
     }
 }
 
-/// The error; the value goes to its `Drop` fallback, except after a refusal of the crate's
-/// own that the fallback would only repeat ([`Error::LiveChildren`]: a leaked child keeps
-/// it; [`Error::InsideCallback`]): the value is then kept as the fallback would keep it,
-/// without a second, identical report.
+/// The error; the value goes to its `Drop` fallback (kept inline: the hot paths' values stay
+/// in registers).
 impl<T> From<Failed<T>> for Error {
-    #[inline]
     fn from(failed: Failed<T>) -> Error {
-        failed_into_error(failed)
+        failed.error
     }
 }
 
-/// [`From<Failed<T>>`]'s work, out of line: the usual forms' error path adds one call to
-/// their callers' code, nothing else.
-#[cold]
-#[inline(never)]
-fn failed_into_error<T>(failed: Failed<T>) -> Error {
-    let (error, value) = failed.into_parts();
-    if matches!(error, Error::LiveChildren { .. } | Error::InsideCallback) {
-        std::mem::forget(value);
-    } else {
-        drop(value);
+impl<T> Failed<T> {
+    /// The usual form of a release (`destroy`, `reset`, `finalize`, ...): as [`From`], except
+    /// after a refusal of the crate's own that the `Drop` fallback would only repeat
+    /// ([`Error::LiveChildren`]: a leaked child keeps the value; [`Error::InsideCallback`]):
+    /// the value is then kept as the fallback would keep it, without a second, identical
+    /// report.
+    pub(crate) fn into_release_error(self) -> Error {
+        let (error, value) = self.into_parts();
+        if matches!(error, Error::LiveChildren { .. } | Error::InsideCallback) {
+            std::mem::forget(value);
+        } else {
+            drop(value);
+        }
+        error
     }
-    error
 }
 
 /// Receives errors that happened where no caller can receive them: in `Drop` fallbacks.

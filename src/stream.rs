@@ -4,7 +4,7 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::context::Context;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::runtime::{Failed, Timeout, release_on_drop, retry_cleanup};
 use crate::sys::bindings::aclrtStream;
 
@@ -236,7 +236,7 @@ impl<'ctx> Stream<'ctx> {
     /// again while the runtime fails; kept and reported if it still cannot be released);
     /// [`try_destroy`](Self::try_destroy) gives it back instead, for a caller who wants to retry.
     pub fn destroy(self) -> Result<()> {
-        self.try_destroy().map_err(Error::from)
+        self.try_destroy().map_err(Failed::into_release_error)
     }
 
     /// Synchronises (S4), then `aclrtDestroyStream`. On failure the stream is given back.

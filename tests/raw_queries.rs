@@ -301,6 +301,8 @@ fn call_every_safe_function(
     library: &Path,
 ) -> Vec<(&'static str, Outcome)> {
     let failed = api.get_device_capability(u32::MAX, 0);
+    // Read at once: the next failed call on this thread replaces it.
+    let failed_message = failed.as_ref().err().map(|e| e.message());
     vec![
         ("Api::get_device", api.get_device().into()),
         ("Api::get_device_count", api.get_device_count().into()),
@@ -343,12 +345,16 @@ fn call_every_safe_function(
             },
         ),
         (
+            "CallError::message",
+            match &failed_message {
+                Some(Some(_)) => Outcome::Ok,
+                other => Outcome::Other(format!("{other:?}")),
+            },
+        ),
+        (
             "RuntimeMessage::as_str",
-            match &failed {
-                Err(ascend_typestate::result::CallError::Failed {
-                    message: Some(message),
-                    ..
-                }) if !message.as_str().is_empty() => Outcome::Ok,
+            match failed_message.clone().flatten() {
+                Some(message) if !message.as_str().is_empty() => Outcome::Ok,
                 other => Outcome::Other(format!("{other:?}")),
             },
         ),

@@ -361,7 +361,7 @@ impl<'r, 's> Subscribed<'r, 's> {
     /// again while the runtime fails; kept and reported if it still cannot be released);
     /// [`try_unsubscribe`](Self::try_unsubscribe) gives it back instead, for a caller who wants to retry.
     pub fn unsubscribe(self) -> Result<Stream<'s>> {
-        self.try_unsubscribe().map_err(Error::from)
+        self.try_unsubscribe().map_err(Failed::into_release_error)
     }
 
     /// `aclrtUnSubscribeReport` after the stream's tasks and callbacks are done (C1 step 5,

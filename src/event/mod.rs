@@ -238,7 +238,7 @@ impl<'s, S: EventState> Event<'s, S> {
     /// again while the runtime fails; kept and reported if it still cannot be released);
     /// [`try_destroy`](Self::try_destroy) gives it back instead, for a caller who wants to retry.
     pub fn destroy(self) -> Result<()> {
-        self.try_destroy().map_err(Error::from)
+        self.try_destroy().map_err(Failed::into_release_error)
     }
 
     /// Waits for the tasks that refer to the event (E9), then `aclrtDestroyEvent`. On failure

@@ -24,7 +24,7 @@ macro_rules! buffer_end {
             /// tried again while the runtime fails, kept and reported if it still cannot be freed;
             /// [`try_free`](Self::try_free) gives it back instead.
             pub fn free(self) -> Result<()> {
-                self.try_free().map_err(Error::from)
+                self.try_free().map_err(Failed::into_release_error)
             }
 
             /// As [`free`](Self::free), giving the buffer back with the error on failure.

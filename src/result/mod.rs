@@ -63,19 +63,18 @@ use crate::sys::loader::Api;
 /// runtime lacks. The typed API's [`Error`](crate::Error) has a variant for each
 /// ([`Error::Runtime`](crate::Error::Runtime), [`Error::Unsupported`](crate::Error::Unsupported)),
 /// and `?` converts.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CallError {
-    /// The function returned a non-zero code.
-    #[error("{call} failed: {code}{}", RuntimeMessage::suffix(message))]
+    /// The function returned a non-zero code. The runtime's explanation, read right after
+    /// the failure, is [`CallError::message`] (kept beside the error, on the failing thread,
+    /// so that this stays small and `Copy`: the usual path's cost).
+    #[error("{call} failed: {code}")]
     Failed {
         /// The C function that failed.
         call: &'static str,
         /// What it returned.
         code: AclError,
-        /// The runtime's explanation (`aclGetRecentErrMsg`), read on the failing thread right
-        /// after the failure, when the runtime kept one.
-        message: Option<RuntimeMessage>,
     },
     /// The loaded runtime lacks this optional (newer) function.
     #[error("the loaded runtime does not provide `{symbol}` (a newer AscendCL function)")]
@@ -93,7 +92,49 @@ pub enum CallError {
     },
 }
 
+thread_local! {
+    /// The runtime's explanation of this thread's last failed call of the raw layer, with
+    /// the call and code it explains.
+    static RECENT: std::cell::RefCell<Option<(&'static str, AclError, RuntimeMessage)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
 impl CallError {
+    /// The runtime's explanation of this failure (`aclGetRecentErrMsg`, which the raw layer
+    /// reads at once on the failing thread): on that thread, until its next failed call;
+    /// `None` elsewhere, after, or when the runtime kept none. Converting the error into
+    /// [`Error`](crate::Error) (`?`) moves it into [`Error::Runtime`](crate::Error::Runtime).
+    pub fn message(&self) -> Option<RuntimeMessage> {
+        let CallError::Failed { call, code } = *self else {
+            return None;
+        };
+        RECENT.with(|recent| match &*recent.borrow() {
+            Some((c, k, message)) if *c == call && *k == code => Some(message.clone()),
+            _ => None,
+        })
+    }
+
+    /// [`message`](Self::message), taken.
+    pub(crate) fn take_message(&self) -> Option<RuntimeMessage> {
+        let CallError::Failed { call, code } = *self else {
+            return None;
+        };
+        RECENT.with(|recent| {
+            let mut recent = recent.borrow_mut();
+            match &*recent {
+                Some((c, k, _)) if *c == call && *k == code => recent.take().map(|r| r.2),
+                _ => None,
+            }
+        })
+    }
+
+    /// The error of a failed call: the runtime's explanation, read now, is kept beside it.
+    pub(crate) fn failed(api: &Api, call: &'static str, code: AclError) -> CallError {
+        let message = RuntimeMessage::recent(api);
+        RECENT.with(|recent| *recent.borrow_mut() = message.map(|m| (call, code, m)));
+        CallError::Failed { call, code }
+    }
+
     /// The runtime code, if the function ran and failed.
     pub fn code(&self) -> Option<AclError> {
         match self {
@@ -161,11 +202,7 @@ fn check(api: &Api, call: &'static str, code: aclError) -> Result<()> {
 #[cold]
 #[inline(never)]
 fn runtime_error(api: &Api, call: &'static str, code: aclError) -> CallError {
-    CallError::Failed {
-        call,
-        code: AclError::from_code(code),
-        message: RuntimeMessage::recent(api),
-    }
+    CallError::failed(api, call, AclError::from_code(code))
 }
 
 /// [`CallError::InsideCallback`] for `call` when the calling thread runs a host callback, host

@@ -27,11 +27,7 @@ fn listed_gears(batch: &aclmdlBatch) -> Option<Vec<u64>> {
 #[cold]
 #[inline(never)]
 fn null_handle(api: &Api, call: &'static str) -> CallError {
-    CallError::Failed {
-        call,
-        code: AclError::Failure,
-        message: super::RuntimeMessage::recent(api),
-    }
+    CallError::failed(api, call, AclError::Failure)
 }
 
 impl Api {
@@ -231,7 +227,6 @@ impl Api {
         listed_gears(&gears).ok_or(CallError::Failed {
             call: "aclmdlGetDynamicBatch",
             code: AclError::Failure,
-            message: None,
         })
     }
 
