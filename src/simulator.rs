@@ -37,8 +37,19 @@ use crate::sys::loader::Api;
 /// it.
 pub const MAX_KERNEL_DURATION: std::time::Duration = std::time::Duration::from_secs(2176);
 
+/// [`MAX_KERNEL_DURATION`] in microseconds, what the simulator is given.
+const MAX_KERNEL_MICROS: u64 = 2_176_000_000;
+static_assertions::const_assert_eq!(MAX_KERNEL_MICROS, MAX_KERNEL_DURATION.as_micros() as u64);
+
 /// [`Error::InvalidArgument`] for a kernel longer than [`MAX_KERNEL_DURATION`].
-const TOO_LONG: &str = "a simulated kernel longer than 2176 s (the longest operator execution timeout, P5) could never complete";
+#[cold]
+#[inline(never)]
+fn too_long() -> Error {
+    Error::InvalidArgument(
+        "a simulated kernel longer than 2176 s (the longest operator execution timeout, P5) \
+         could never complete",
+    )
+}
 
 /// One finding of the simulator's protocol checker.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -241,7 +252,7 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
             });
         };
         if duration > MAX_KERNEL_DURATION {
-            return Err(Error::InvalidArgument(TOO_LONG));
+            return Err(too_long());
         }
         if S::LOCATION != Location::Device || D::LOCATION != Location::Device {
             return Err(Error::InvalidArgument(
@@ -315,8 +326,10 @@ impl<I: Pod, O: Pod> crate::pipeline::Launch<'_, '_, I, O> {
                 symbol: "aclsimLaunchKernel",
             });
         };
-        if duration > MAX_KERNEL_DURATION {
-            return Err(Error::InvalidArgument(TOO_LONG));
+        // One compare on the value the launch needs anyway (the pipeline's per-frame path).
+        let micros = u64::try_from(duration.as_micros()).unwrap_or(u64::MAX);
+        if micros > MAX_KERNEL_MICROS {
+            return Err(too_long());
         }
         if self.launched.replace(true) {
             return Err(Error::InvalidArgument(
@@ -342,7 +355,6 @@ impl<I: Pod, O: Pod> crate::pipeline::Launch<'_, '_, I, O> {
             })
         };
         let buffers = [self.input_ptr().cast_mut(), self.output_ptr()];
-        let micros = u64::try_from(duration.as_micros()).unwrap_or(u64::MAX);
         // SAFETY: the stream is live and its context current (bound by `submit`); both
         // buffers are the slot's device memory, which the pipeline hands to nothing else until
         // the frame is proven done (M3); `run_slot_map::<I, O>` matches the job's type and
