@@ -60,6 +60,60 @@ fn s6_wait_scope_after_a_stop_destroys_the_event_even_if_early_tries_failed_othe
     s6_scenario(2);
 }
 
+/// The same misfire on the unwind path: the body stops the context, then panics; the first
+/// two resets fail transiently, every later one with 107023. `reset_on_unwind` decides on
+/// `ResetFailed::error` (the second try's) too: the event is kept after a stop.
+#[test]
+fn s6_unwinding_scope_after_a_stop_destroys_the_event_even_if_early_tries_failed_otherwise() {
+    const CHILD: &str = "RT2_S6_UNWIND_CHILD";
+    if !is_child(CHILD) {
+        return run_in_child(
+            "s6_unwinding_scope_after_a_stop_destroys_the_event_even_if_early_tries_failed_otherwise",
+            CHILD,
+            "s6 unwind ok",
+        );
+    }
+    support::quiet_panics(&["rt2 stopped body panics"]);
+    let session = Session::start();
+    let reports = support::DropErrors::capture();
+    let device = session.acl().set_device(0).unwrap();
+    let ctx = device.create_context().unwrap();
+    let s1 = ctx
+        .create_stream_with(StreamConfig::new().stop_on_failure())
+        .unwrap();
+    let s2 = ctx.create_stream().unwrap();
+    let baseline = session.sim.live_objects();
+    let event = ctx.create_event().unwrap().record(&s1).unwrap();
+    event.synchronize().unwrap();
+    let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = event.try_wait(&s2, |_waited| -> ascend_typestate::Result<_> {
+            session.sim.inject_task_failure(s1.as_raw(), 507_899);
+            session.sim.sleep_kernel(s1.as_raw(), 1_000);
+            std::thread::sleep(Duration::from_millis(100));
+            session.sim.inject_fault("aclrtResetEvent", 507_000, 2);
+            panic!("rt2 stopped body panics")
+        });
+    }));
+    session.sim.clear_faults();
+    assert!(unwound.is_err());
+    assert_eq!(
+        session.sim.live_objects(),
+        baseline,
+        "the event was kept after a stop (S6): reports {:#?}",
+        reports.take()
+    );
+    drop(s1);
+    drop(s2);
+    if let Err(failed) = ctx.try_destroy() {
+        let e = failed.error.to_string();
+        std::mem::forget(failed.value);
+        panic!("the context refused to be destroyed after a stop: {e}");
+    }
+    device.reset().unwrap();
+    support::sim::assert_no_findings(&session.finish());
+    println!("s6 unwind ok");
+}
+
 fn s6_scenario(transient_reset_faults: u32) {
     let session = Session::start();
     let reports = support::DropErrors::capture();
