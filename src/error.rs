@@ -749,7 +749,7 @@ impl From<crate::result::CallError> for Error {
     #[inline]
     fn from(e: crate::result::CallError) -> Error {
         match e {
-            crate::result::CallError::Failed { call, code } => runtime_error(e, call, code),
+            crate::result::CallError::Failed { call, code, .. } => runtime_error(e, call, code),
             crate::result::CallError::Unsupported { symbol } => Error::Unsupported { symbol },
             crate::result::CallError::InsideCallback { .. } => Error::InsideCallback,
         }

@@ -27,25 +27,27 @@ thread_local! {
 /// The calling thread entered runtime function `index` (a `CallId`).
 #[inline(always)]
 pub fn enter(index: usize) {
-    CUR.with(|c| c.set(index));
+    // `try_with` throughout: a call made from another thread-local's destructor at thread
+    // exit finds these gone; it then keeps no message, and never panics.
+    let _ = CUR.try_with(|c| c.set(index));
 }
 
 /// The runtime function this thread entered last (a `CallId` index), for [`failed`].
 #[inline(always)]
 pub fn current() -> usize {
-    CUR.with(|c| c.get())
+    CUR.try_with(|c| c.get()).unwrap_or(NO_CALL)
 }
 
 /// Gives the reason of a failure about to be returned: `return Err(why(code, "..."))`.
 pub fn why(code: i32, reason: impl Into<String>) -> i32 {
     let reason = reason.into();
-    PENDING.with(|p| *p.borrow_mut() = Some((code, reason)));
+    let _ = PENDING.try_with(|p| *p.borrow_mut() = Some((code, reason)));
     code
 }
 
 /// Records the failure of runtime function `index` with `code` (called by `ffi`).
 pub fn failed(index: usize, code: i32) {
-    let pending = PENDING.with(|p| p.borrow_mut().take());
+    let pending = PENDING.try_with(|p| p.borrow_mut().take()).ok().flatten();
     let Some(name) = CALL_NAMES.get(index) else {
         return;
     };
@@ -60,7 +62,7 @@ pub fn failed(index: usize, code: i32) {
 /// CANN, messages not yet read stack up, the latest on top.
 pub fn set(text: String) {
     let text = text.replace('\0', " ");
-    LAST.with(|l| {
+    let _ = LAST.try_with(|l| {
         let mut last = l.borrow_mut();
         let stacked = match last.take() {
             Some(earlier) => format!("{text}\n{}", earlier.to_string_lossy()),
@@ -74,12 +76,14 @@ pub fn set(text: String) {
 /// there are none. The text stays valid until the thread's next `aclGetRecentErrMsg`, as the
 /// docs promise (only the pointer of the latest call is valid).
 pub fn last() -> *const c_char {
-    let taken = LAST.with(|l| l.borrow_mut().take());
-    RETURNED.with(|r| {
-        let mut returned = r.borrow_mut();
-        *returned = taken;
-        returned.as_ref().map_or(std::ptr::null(), |c| c.as_ptr())
-    })
+    let taken = LAST.try_with(|l| l.borrow_mut().take()).ok().flatten();
+    RETURNED
+        .try_with(|r| {
+            let mut returned = r.borrow_mut();
+            *returned = taken;
+            returned.as_ref().map_or(std::ptr::null(), |c| c.as_ptr())
+        })
+        .unwrap_or(std::ptr::null())
 }
 
 /// What an error code means, for failures without a specific reason.

@@ -306,6 +306,8 @@ fn retry_reset<'t>(
     event: Event<'t, Reset>,
     reset_stream: &'t Stream<'t>,
 ) -> WaitError<'t> {
+    // A stop (S6) never goes away: any try that meets one decides (107023).
+    let mut was_stopped = stopped(&error);
     let again = reset_stream.bind().and_then(|()| {
         // SAFETY: as for the first try: both handles are live, the context current (bound),
         // and the stream has waited on the event; the first try issued nothing.
@@ -318,6 +320,7 @@ fn retry_reset<'t>(
         Ok(raw?)
     });
     let again = again.or_else(|second| {
+        was_stopped |= stopped(&second);
         report_drop_error(
             "Event::wait_and_reset (the reset failed twice)",
             Err(second),
@@ -335,7 +338,7 @@ fn retry_reset<'t>(
     match again {
         Ok(()) => WaitError::Reset(Failed::new(error, event)),
         Err(again) => {
-            let stopped = stopped(&again);
+            let stopped = was_stopped || stopped(&again);
             report_drop_error(
                 "Event::wait_and_reset (the reset could not be issued)",
                 Err(again),
@@ -375,13 +378,13 @@ fn finish_unreset<'t>(
     let ResetFailed {
         error: reset_error,
         quiesced,
+        stopped,
     } = match ensured {
         Ok(()) => return WaitError::Reset(Failed::new(error, event)),
         Err(failed) => failed,
     };
     // The reset could not be issued: the event must not be recorded again. The body's error
     // is returned; the reset's is reported (nothing is lost).
-    let stopped = stopped(&reset_error);
     report_drop_error("Waited (reset)", Err(reset_error));
     release_after_failed_reset(error, quiesced, stopped, event)
 }
@@ -524,13 +527,17 @@ impl WaitScope<'_> {
     #[cold]
     #[inline(never)]
     fn reset_now_or_quiesce(&self) -> Result<(), ResetFailed> {
+        // A stop (S6) never goes away: any try that meets one decides (107023).
+        let mut was_stopped = false;
         let Err(error) = self.issue_reset().or_else(|first| {
+            was_stopped |= stopped(&first);
             // Once more (E4): a failed reset issued nothing; the error is not lost.
             report_drop_error("Waited (a reset that failed once)", Err(first));
             self.issue_reset()
         }) else {
             return Ok(());
         };
+        was_stopped |= stopped(&error);
         let others = self.others.get().map(|o| o.borrow());
         let others = others.as_deref().map_or(&[][..], |o| o.as_slice());
         let quiesced = quiesce(std::iter::once(self.reset_stream).chain(others.iter().copied()));
@@ -542,10 +549,17 @@ impl WaitScope<'_> {
                     self.reset_issued.set(true);
                     return Ok(());
                 }
-                Err(alone) => report_drop_error("Waited (a reset issued alone)", Err(alone)),
+                Err(alone) => {
+                    was_stopped |= stopped(&alone);
+                    report_drop_error("Waited (a reset issued alone)", Err(alone));
+                }
             }
         }
-        Err(ResetFailed { error, quiesced })
+        Err(ResetFailed {
+            error,
+            quiesced,
+            stopped: was_stopped,
+        })
     }
 }
 
@@ -555,6 +569,8 @@ struct ResetFailed {
     /// Every stream that waited on the event was then seen done, so the event may be
     /// destroyed (E9); else it must be leaked.
     quiesced: bool,
+    /// A try met a stop on failure (S6): no reset can ever be issued.
+    stopped: bool,
 }
 
 /// Issues the scope's reset if `body` unwinds (E4).
@@ -578,7 +594,7 @@ fn reset_on_unwind(scope: &WaitScope<'_>) {
     if !scope.reset_issued.get()
         && let Err(failed) = scope.reset_now_or_quiesce()
     {
-        let release = stopped(&failed.error) && failed.quiesced;
+        let release = failed.stopped && failed.quiesced;
         report_drop_error("Waited (reset on unwind)", Err(failed.error));
         if !release {
             // Never destroyed after its wait without a reset (E4), nor under a task that

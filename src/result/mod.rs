@@ -75,6 +75,9 @@ pub enum CallError {
         call: &'static str,
         /// What it returned.
         code: AclError,
+        /// Which failure of its thread this is: what ties [`CallError::message`] to this
+        /// error and no other.
+        failure: Failure,
     },
     /// The loaded runtime lacks this optional (newer) function.
     #[error("the loaded runtime does not provide `{symbol}` (a newer AscendCL function)")]
@@ -92,47 +95,71 @@ pub enum CallError {
     },
 }
 
+/// Which failure of its thread a [`CallError::Failed`] is (a per-thread count; 0 for an
+/// error the crate built itself, which has no message).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Failure(u32);
+
 thread_local! {
-    /// The runtime's explanation of this thread's last failed call of the raw layer, with
-    /// the call and code it explains.
-    static RECENT: std::cell::RefCell<Option<(&'static str, AclError, RuntimeMessage)>> =
-        const { std::cell::RefCell::new(None) };
+    /// This thread's failures so far, and the runtime's explanation of the last one.
+    static RECENT: std::cell::RefCell<(u32, Option<RuntimeMessage>)> =
+        const { std::cell::RefCell::new((0, None)) };
 }
 
 impl CallError {
     /// The runtime's explanation of this failure (`aclGetRecentErrMsg`, which the raw layer
     /// reads at once on the failing thread): on that thread, until its next failed call;
-    /// `None` elsewhere, after, or when the runtime kept none. Converting the error into
+    /// `None` elsewhere, after (never another failure's), or when the runtime kept none. Converting the error into
     /// [`Error`](crate::Error) (`?`) moves it into [`Error::Runtime`](crate::Error::Runtime).
     pub fn message(&self) -> Option<RuntimeMessage> {
-        let CallError::Failed { call, code } = *self else {
+        let CallError::Failed { failure, .. } = *self else {
             return None;
         };
-        RECENT.with(|recent| match &*recent.borrow() {
-            Some((c, k, message)) if *c == call && *k == code => Some(message.clone()),
-            _ => None,
-        })
+        // `try_with`: a thread-local destroyed at thread exit (a handle's `Drop` running from
+        // another thread-local's destructor) is "no message", never a panic.
+        RECENT
+            .try_with(|recent| match &*recent.borrow() {
+                (last, message) if failure.0 != 0 && *last == failure.0 => message.clone(),
+                _ => None,
+            })
+            .ok()
+            .flatten()
     }
 
     /// [`message`](Self::message), taken.
     pub(crate) fn take_message(&self) -> Option<RuntimeMessage> {
-        let CallError::Failed { call, code } = *self else {
+        let CallError::Failed { failure, .. } = *self else {
             return None;
         };
-        RECENT.with(|recent| {
-            let mut recent = recent.borrow_mut();
-            match &*recent {
-                Some((c, k, _)) if *c == call && *k == code => recent.take().map(|r| r.2),
-                _ => None,
-            }
-        })
+        RECENT
+            .try_with(|recent| {
+                let mut recent = recent.borrow_mut();
+                match &mut *recent {
+                    (last, message) if failure.0 != 0 && *last == failure.0 => message.take(),
+                    _ => None,
+                }
+            })
+            .ok()
+            .flatten()
     }
 
     /// The error of a failed call: the runtime's explanation, read now, is kept beside it.
     pub(crate) fn failed(api: &Api, call: &'static str, code: AclError) -> CallError {
         let message = RuntimeMessage::recent(api);
-        RECENT.with(|recent| *recent.borrow_mut() = message.map(|m| (call, code, m)));
-        CallError::Failed { call, code }
+        let failure = RECENT
+            .try_with(|recent| {
+                let mut recent = recent.borrow_mut();
+                // Never 0 (the crate's own errors): wraps past it.
+                recent.0 = recent.0.wrapping_add(1).max(1);
+                recent.1 = message;
+                recent.0
+            })
+            .unwrap_or(0);
+        CallError::Failed {
+            call,
+            code,
+            failure: Failure(failure),
+        }
     }
 
     /// The runtime code, if the function ran and failed.

@@ -227,6 +227,7 @@ impl Api {
         listed_gears(&gears).ok_or(CallError::Failed {
             call: "aclmdlGetDynamicBatch",
             code: AclError::Failure,
+            failure: super::Failure::default(),
         })
     }
 
