@@ -143,7 +143,7 @@ fn s6_scenario(transient_reset_faults: u32) {
         Err(Error::InvalidArgument("the body's error"))
     });
     session.sim.clear_faults();
-    match { outcome } {
+    match std::convert::identity(outcome) {
         Err(WaitError::Unreset(e)) => {
             assert!(
                 matches!(e, Error::InvalidArgument("the body's error")),
@@ -262,7 +262,7 @@ fn also_wait_scope_with_failing_resets_counts_every_kept_object() {
         Err(Error::InvalidArgument("the body's error"))
     });
     session.sim.clear_faults();
-    match { outcome } {
+    match std::convert::identity(outcome) {
         Err(WaitError::Unreset(_)) => {}
         Err(other) => panic!("expected Unreset: {other}"),
         Ok(event) => {
