@@ -35,7 +35,7 @@ for profile in debug release; do
     echo "--- cargo run ${flag[*]} --example hello"
     out="$(cargo run "${flag[@]}" --quiet --example hello)"
     echo "$out"
-    grep -q "^runtime library: /.*/$profile/deps/libascendcl.so (version .*aclsim" <<<"$out" \
+    grep -q "^runtime library: /.*/$profile/deps/libascendcl.so (the simulator, version .*aclsim" <<<"$out" \
         || fail "the example did not load the simulator built for it"
     echo "--- $profile/examples/hello, run directly"
     out="$("$target/$profile/examples/hello")"
