@@ -4,7 +4,7 @@
 //! `scripts/bench_summary.sh` tabulates the medians.
 //!
 //! ```sh
-//! cargo bench --bench bandwidth
+//! cargo bench -p ascend-typestate-benches --bench bandwidth
 //! ```
 
 use std::time::Duration;

@@ -5,8 +5,10 @@
 //! spawned thread, alternately, in one process.
 //!
 //! ```sh
-//! cargo bench --bench classify                 # 31 rounds of each, 1,000 frames, 20 µs per execution
-//! cargo bench --bench classify -- 11 1000 0    # rounds, frames, execution µs
+//! # 31 rounds of each, 1,000 frames, 20 µs per execution
+//! cargo bench -p ascend-typestate-benches --bench classify
+//! # rounds, frames, execution µs
+//! cargo bench -p ascend-typestate-benches --bench classify -- 11 1000 0
 //! ```
 //!
 //! Prints each variant's median (ms per 1,000 frames) and the typed/raw ratios;

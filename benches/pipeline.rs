@@ -4,8 +4,10 @@
 //! spawned thread, alternately, in one process (`benches/common/pipeline.rs` has both).
 //!
 //! ```sh
-//! cargo bench --bench pipeline                 # 31 rounds of each, 1,000 frames, 20 µs kernels
-//! cargo bench --bench pipeline -- 11 1000 0    # rounds, frames, kernel µs
+//! # 31 rounds of each, 1,000 frames, 20 µs kernels
+//! cargo bench -p ascend-typestate-benches --bench pipeline
+//! # rounds, frames, kernel µs
+//! cargo bench -p ascend-typestate-benches --bench pipeline -- 11 1000 0
 //! ```
 //!
 //! Prints each variant's median (ms per 1,000 frames) and the typed/raw ratio of the medians;

@@ -9,7 +9,7 @@
 //! * `callback`: launch an empty blocking callback, then synchronize.
 //!
 //! ```sh
-//! cargo bench --bench typed_vs_raw
+//! cargo bench -p ascend-typestate-benches --bench typed_vs_raw
 //! scripts/bench_summary.sh   # medians and typed/raw ratios
 //! ```
 

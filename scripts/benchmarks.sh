@@ -7,14 +7,15 @@
 # Parts and the blocks they write:
 #   callgrind  scripts/callgrind.sh N (CALLGRIND_RUNS=RUNS): blocks callgrind (Ir per cycle),
 #              callgrind-added (typed minus raw against the budgets), callgrind-join
-#   criterion  cargo bench --bench typed_vs_raw and --bench bandwidth, RUNS times, each run
-#              tabulated by scripts/bench_summary.sh: blocks criterion-typed-vs-raw,
-#              criterion-bandwidth
+#   criterion  cargo bench -p ascend-typestate-benches --bench typed_vs_raw and --bench
+#              bandwidth, RUNS times, each run tabulated by scripts/bench_summary.sh: blocks
+#              criterion-typed-vs-raw, criterion-bandwidth
 #   latency    cargo bench -p ascendcl-sim --bench latency, RUNS times: block latency
-#   pipeline   cargo bench --bench pipeline, RUNS times (each 31 interleaved rounds of 1,000
-#              frames typed and raw): block pipeline
-#   classify   cargo bench --bench classify, the same for the model loop of examples/classify.rs
-#              (aclmdlExecuteAsync in a Pipeline): block classify
+#   pipeline   cargo bench -p ascend-typestate-benches --bench pipeline, RUNS times (each 31
+#              interleaved rounds of 1,000 frames typed and raw): block pipeline
+#   classify   cargo bench -p ascend-typestate-benches --bench classify, the same for the model
+#              loop of examples/classify.rs (aclmdlExecuteAsync in a Pipeline): block classify
+# (benches/ is the workspace member ascend-typestate-benches: criterion is built for it alone.)
 # Each block starts with a line recording the date, `rustc -V`, the CPU model and the load
 # average, on which the numbers depend.
 #
@@ -339,10 +340,10 @@ if ((want_criterion)); then
   crit_loads=()
   for r in $(seq 1 "$runs"); do
     crit_loads+=("$(loadavg)")
-    step "cargo bench --bench typed_vs_raw (run $r of $runs)"
-    run "$work/typed_vs_raw-$r.log" cargo bench --bench typed_vs_raw
-    step "cargo bench --bench bandwidth (run $r of $runs)"
-    run "$work/bandwidth-$r.log" cargo bench --bench bandwidth
+    step "cargo bench -p ascend-typestate-benches --bench typed_vs_raw (run $r of $runs)"
+    run "$work/typed_vs_raw-$r.log" cargo bench -p ascend-typestate-benches --bench typed_vs_raw
+    step "cargo bench -p ascend-typestate-benches --bench bandwidth (run $r of $runs)"
+    run "$work/bandwidth-$r.log" cargo bench -p ascend-typestate-benches --bench bandwidth
     step "scripts/bench_summary.sh (run $r of $runs)"
     run "$work/summary-$r.md" scripts/bench_summary.sh "$target"
     # Its two tables, one per file.
@@ -438,16 +439,16 @@ if ((want_latency)); then
 fi
 
 # ---- pipeline, classify: wall clock, typed vs raw -----------------------------------------
-# wall_part NAME: `cargo bench --bench NAME`, RUNS times; its line "NAME: F frames, K µs ...,
-# R rounds: typed T ms ..., raw W ms ... (medians), typed/raw A (medians), B (median of the
-# rounds' ratios; LO to HI)" becomes a row of block NAME.
+# wall_part NAME: `cargo bench -p ascend-typestate-benches --bench NAME`, RUNS times; its line
+# "NAME: F frames, K µs ..., R rounds: typed T ms ..., raw W ms ... (medians), typed/raw A
+# (medians), B (median of the rounds' ratios; LO to HI)" becomes a row of block NAME.
 wall_part() {
   local name="$1" r loads_seen=()
   : >"$work/$name.rows"
   for r in $(seq 1 "$runs"); do
     loads_seen+=("$(loadavg)")
-    step "cargo bench --bench $name (run $r of $runs)"
-    run "$work/$name-$r.log" cargo bench --bench "$name"
+    step "cargo bench -p ascend-typestate-benches --bench $name (run $r of $runs)"
+    run "$work/$name-$r.log" cargo bench -p ascend-typestate-benches --bench "$name"
     awk -v run="$r" -v name="$name" '
       index($0, name ": ") == 1 {
         line = $0
@@ -467,7 +468,7 @@ wall_part() {
         found = 1
       }
       END { exit !found }' "$work/$name-$r.log" >>"$work/$name.rows" \
-      || die "cargo bench --bench $name printed no result line"
+      || die "cargo bench -p ascend-typestate-benches --bench $name printed no result line"
   done
   info="$(machine), $(loads "${loads_seen[@]}")"
   {

@@ -52,7 +52,8 @@ command -v valgrind >/dev/null || { echo "callgrind.sh: valgrind is not installe
 command -v jq >/dev/null || { echo "callgrind.sh: jq is not installed (apt-get install jq)" >&2; exit 1; }
 
 cd "$root"
-artifacts="$(cargo bench --quiet --no-run --bench callgrind_typed --bench callgrind_raw \
+artifacts="$(cargo bench --quiet --no-run -p ascend-typestate-benches \
+  --bench callgrind_typed --bench callgrind_raw \
   --message-format=json 2>/dev/null)"
 exe() {
   jq -r --arg t "$1" 'select(.reason == "compiler-artifact" and .target.name == $t) | .executable' \
