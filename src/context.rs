@@ -444,7 +444,7 @@ impl<'dev> Context<'dev> {
             }
             // After a stop (S6) no reset can ever be issued, and the runtime allows the
             // destroy: destroyed once `to` is synchronised (E9), never reused.
-            Err(error) if error.code() == Some(crate::AclError::RtStreamAbort) => {
+            Err(error) if error.is_stop() => {
                 self.defer_destroy(to, join, false);
                 Err(error)
             }

@@ -775,6 +775,12 @@ impl From<LoadError> for Error {
 }
 
 impl Error {
+    /// The call met a context stopped after a failed task (S6, 107023): no reset can ever be
+    /// issued there, and the runtime lets an event be destroyed unreset (E4).
+    pub(crate) fn is_stop(&self) -> bool {
+        self.code() == Some(AclError::RtStreamAbort)
+    }
+
     /// The runtime code, if this error came from the runtime.
     pub fn code(&self) -> Option<AclError> {
         match self {

@@ -547,7 +547,7 @@ impl<'ctx, I: Pod, O: Pod> Pipeline<'ctx, I, O> {
                     }
                     // After a stop (S6) no reset can ever be issued, and the runtime allows
                     // destroying the event unreset (both streams are done).
-                    Err(error) if error.code() == Some(crate::AclError::RtStreamAbort) => {
+                    Err(error) if error.is_stop() => {
                         event.set = false;
                         errors.push(error);
                     }

@@ -426,15 +426,11 @@ fn a_device_whose_contexts_are_destroyed_resets_d3() {
 /// process: the kept event keeps its context and runtime.
 #[test]
 fn a_reset_that_cannot_be_issued_keeps_the_event_and_loses_no_error_e4_e9() {
-    const CHILD: &str = "ASCEND_TYPESTATE_UNRESET_CHILD";
-    if std::env::var_os(CHILD).is_none() {
-        let (status, out, err) = support::child::in_child(
-            "a_reset_that_cannot_be_issued_keeps_the_event_and_loses_no_error_e4_e9",
-            CHILD,
-            std::time::Duration::from_secs(60),
-        );
-        assert!(status.is_some_and(|s| s.success()), "{out}\n{err}");
-        assert!(out.contains("kept as expected"), "{out}\n{err}");
+    if support::child::ran_in_child(
+        "a_reset_that_cannot_be_issued_keeps_the_event_and_loses_no_error_e4_e9",
+        "ASCEND_TYPESTATE_UNRESET_CHILD",
+        "kept as expected",
+    ) {
         return;
     }
     let session = Session::start();
@@ -585,15 +581,11 @@ fn wait_and_reset_is_the_wait_scope_without_a_body_e1_e3_e4() {
 
 #[test]
 fn wait_and_reset_errors_give_back_or_keep_the_event_e4_e9() {
-    const CHILD: &str = "ASCEND_TYPESTATE_WAIT_AND_RESET_CHILD";
-    if std::env::var_os(CHILD).is_none() {
-        let (status, out, err) = support::child::in_child(
-            "wait_and_reset_errors_give_back_or_keep_the_event_e4_e9",
-            CHILD,
-            std::time::Duration::from_secs(60),
-        );
-        assert!(status.is_some_and(|s| s.success()), "{out}\n{err}");
-        assert!(out.contains("kept as expected"), "{out}\n{err}");
+    if support::child::ran_in_child(
+        "wait_and_reset_errors_give_back_or_keep_the_event_e4_e9",
+        "ASCEND_TYPESTATE_WAIT_AND_RESET_CHILD",
+        "kept as expected",
+    ) {
         return;
     }
     let session = Session::start();

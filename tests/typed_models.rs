@@ -391,15 +391,11 @@ fn md7_a_deferred_unload_runs_on_the_thread_that_proves_the_frames_done() {
 /// runtime stays initialised.
 #[test]
 fn md7_d3_a_model_dropped_behind_a_forgotten_pipeline_stays_loaded() {
-    const CHILD: &str = "ASCEND_TYPESTATE_MODEL_CHILD";
-    if std::env::var_os(CHILD).is_none() {
-        let (status, out, err) = support::child::in_child(
-            "md7_d3_a_model_dropped_behind_a_forgotten_pipeline_stays_loaded",
-            CHILD,
-            Duration::from_secs(60),
-        );
-        assert!(status.is_some_and(|s| s.success()), "{out}\n{err}");
-        assert!(out.contains("kept as expected"), "{out}\n{err}");
+    if support::child::ran_in_child(
+        "md7_d3_a_model_dropped_behind_a_forgotten_pipeline_stays_loaded",
+        "ASCEND_TYPESTATE_MODEL_CHILD",
+        "kept as expected",
+    ) {
         return;
     }
     let rows = 2;
@@ -895,15 +891,11 @@ fn md5_a_failed_dataset_clean_up_is_reported() {
 /// the runtime stays initialised.
 #[test]
 fn md5_d3_a_model_object_that_cannot_be_destroyed_keeps_its_context() {
-    const CHILD: &str = "ASCEND_TYPESTATE_MODEL_DESTROY_CHILD";
-    if std::env::var_os(CHILD).is_none() {
-        let (status, out, err) = support::child::in_child(
-            "md5_d3_a_model_object_that_cannot_be_destroyed_keeps_its_context",
-            CHILD,
-            Duration::from_secs(60),
-        );
-        assert!(status.is_some_and(|s| s.success()), "{out}\n{err}");
-        assert!(out.contains("kept as expected"), "{out}\n{err}");
+    if support::child::ran_in_child(
+        "md5_d3_a_model_object_that_cannot_be_destroyed_keeps_its_context",
+        "ASCEND_TYPESTATE_MODEL_DESTROY_CHILD",
+        "kept as expected",
+    ) {
         return;
     }
     let path = model_file("destroy_twice", &classifier(2, &[]));

@@ -238,15 +238,11 @@ fn m2_e9_a_pipeline_dropped_with_frames_in_flight_waits_for_them() {
 /// process: the leak keeps the runtime, which no later test of this process could start.
 #[test]
 fn m2_d3_a_forgotten_pipeline_leaks_and_keeps_its_context() {
-    const CHILD: &str = "ASCEND_TYPESTATE_PIPELINE_CHILD";
-    if std::env::var_os(CHILD).is_none() {
-        let (status, out, err) = support::child::in_child(
-            "m2_d3_a_forgotten_pipeline_leaks_and_keeps_its_context",
-            CHILD,
-            Duration::from_secs(60),
-        );
-        assert!(status.is_some_and(|s| s.success()), "{out}\n{err}");
-        assert!(out.contains("leaked as expected"), "{out}\n{err}");
+    if support::child::ran_in_child(
+        "m2_d3_a_forgotten_pipeline_leaks_and_keeps_its_context",
+        "ASCEND_TYPESTATE_PIPELINE_CHILD",
+        "leaked as expected",
+    ) {
         return;
     }
     let session = Session::start();
@@ -625,15 +621,11 @@ fn e4_a_failed_reset_in_submit_then_drop_resets_before_destroying() {
 /// released over it (D3). In a child process: the runtime stays initialised.
 #[test]
 fn e4_d3_a_waited_event_whose_reset_keeps_failing_is_kept_not_destroyed() {
-    const CHILD: &str = "ASCEND_TYPESTATE_PIPELINE_RESET_CHILD";
-    if std::env::var_os(CHILD).is_none() {
-        let (status, out, err) = support::child::in_child(
-            "e4_d3_a_waited_event_whose_reset_keeps_failing_is_kept_not_destroyed",
-            CHILD,
-            Duration::from_secs(60),
-        );
-        assert!(status.is_some_and(|s| s.success()), "{out}\n{err}");
-        assert!(out.contains("kept as expected"), "{out}\n{err}");
+    if support::child::ran_in_child(
+        "e4_d3_a_waited_event_whose_reset_keeps_failing_is_kept_not_destroyed",
+        "ASCEND_TYPESTATE_PIPELINE_RESET_CHILD",
+        "kept as expected",
+    ) {
         return;
     }
     let session = Session::start();

@@ -307,7 +307,7 @@ fn retry_reset<'t>(
     reset_stream: &'t Stream<'t>,
 ) -> WaitError<'t> {
     // A stop (S6) never goes away: any try that meets one decides (107023).
-    let mut was_stopped = stopped(&error);
+    let mut was_stopped = error.is_stop();
     let again = reset_stream.bind().and_then(|()| {
         // SAFETY: as for the first try: both handles are live, the context current (bound),
         // and the stream has waited on the event; the first try issued nothing.
@@ -320,7 +320,7 @@ fn retry_reset<'t>(
         Ok(raw?)
     });
     let again = again.or_else(|second| {
-        was_stopped |= stopped(&second);
+        was_stopped |= second.is_stop();
         report_drop_error(
             "Event::wait_and_reset (the reset failed twice)",
             Err(second),
@@ -338,7 +338,7 @@ fn retry_reset<'t>(
     match again {
         Ok(()) => WaitError::Reset(Failed::new(error, event)),
         Err(again) => {
-            let stopped = was_stopped || stopped(&again);
+            let stopped = was_stopped || again.is_stop();
             report_drop_error(
                 "Event::wait_and_reset (the reset could not be issued)",
                 Err(again),
@@ -387,12 +387,6 @@ fn finish_unreset<'t>(
     // is returned; the reset's is reported (nothing is lost).
     report_drop_error("Waited (reset)", Err(reset_error));
     release_after_failed_reset(error, quiesced, stopped, event)
-}
-
-/// Whether a reset failed because its context stopped after a failed task (S6): no reset can
-/// ever be issued there, and the runtime lets such an event be destroyed unreset.
-fn stopped(reset_error: &Error) -> bool {
-    reset_error.code() == Some(crate::AclError::RtStreamAbort)
 }
 
 /// An event whose reset could not be issued (E4) must not be recorded again, nor destroyed
@@ -530,14 +524,14 @@ impl WaitScope<'_> {
         // A stop (S6) never goes away: any try that meets one decides (107023).
         let mut was_stopped = false;
         let Err(error) = self.issue_reset().or_else(|first| {
-            was_stopped |= stopped(&first);
+            was_stopped |= first.is_stop();
             // Once more (E4): a failed reset issued nothing; the error is not lost.
             report_drop_error("Waited (a reset that failed once)", Err(first));
             self.issue_reset()
         }) else {
             return Ok(());
         };
-        was_stopped |= stopped(&error);
+        was_stopped |= error.is_stop();
         let others = self.others.get().map(|o| o.borrow());
         let others = others.as_deref().map_or(&[][..], |o| o.as_slice());
         let quiesced = quiesce(std::iter::once(self.reset_stream).chain(others.iter().copied()));
@@ -550,7 +544,7 @@ impl WaitScope<'_> {
                     return Ok(());
                 }
                 Err(alone) => {
-                    was_stopped |= stopped(&alone);
+                    was_stopped |= alone.is_stop();
                     report_drop_error("Waited (a reset issued alone)", Err(alone));
                 }
             }

@@ -50,3 +50,18 @@ pub fn in_child_with(
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// For a test that must run in a process of its own (it leaves the runtime initialised, a
+/// handle kept, ...): in the test's own process, re-runs `test` in a child with `env_var`
+/// set, asserts that it exited successfully and printed `marker`, and returns `true` (the
+/// test then returns); in the child, returns `false` (the test runs its body, prints
+/// `marker`, and exits).
+pub fn ran_in_child(test: &str, env_var: &str, marker: &str) -> bool {
+    if std::env::var_os(env_var).is_some() {
+        return false;
+    }
+    let (status, out, err) = in_child(test, env_var, Duration::from_secs(60));
+    assert!(status.is_some_and(|s| s.success()), "{out}\n{err}");
+    assert!(out.contains(marker), "{out}\n{err}");
+    true
+}
