@@ -500,6 +500,20 @@ pub enum Error {
         /// The size given, in bytes.
         found: usize,
     },
+    /// An asynchronous execution ([`AsyncScope::execute`](crate::AsyncScope::execute)) was
+    /// given another number of data inputs or outputs than the model has (MD10): one buffer
+    /// per tensor, in the model's order (a dynamic model's batch input excluded).
+    #[error(
+        "the model has {expected} data {what}; {found} were given (MD10: one buffer per tensor)"
+    )]
+    ModelTensorCount {
+        /// `"inputs"` or `"outputs"`.
+        what: &'static str,
+        /// The model's count.
+        expected: u32,
+        /// The count given.
+        found: u32,
+    },
     /// A batch size that is not one of the model's compiled gears (MD11).
     #[error("batch {batch} is not one of the model's gears (MD11: the gears it was compiled with)")]
     NotAGear {
@@ -708,6 +722,16 @@ impl fmt::Debug for Error {
             Error::ModelInUse { pending } => f
                 .debug_struct("ModelInUse")
                 .field("pending", pending)
+                .finish(),
+            Error::ModelTensorCount {
+                what,
+                expected,
+                found,
+            } => f
+                .debug_struct("ModelTensorCount")
+                .field("what", what)
+                .field("expected", expected)
+                .field("found", found)
                 .finish(),
             Error::ModelSizeMismatch { expected, found } => f
                 .debug_struct("ModelSizeMismatch")

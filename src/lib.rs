@@ -256,9 +256,13 @@
 //! gears, from a file, from a file with work and weight memory allocated at start-up
 //! ([`ModelSource::file_with_memory`]: the model owns it until unloaded, MD2) or from bytes
 //! ([`ModelSource::bytes`], MD3). Synchronous execution runs on a [`ModelIo`] (device memory
-//! for every input and output, sized from the description: MD5, MD9, MD10); asynchronous
-//! execution is a pipeline frame's kernel ([`Launch::execute`]), whose buffers come back only
-//! once the frame is proven done (MD6). Element types come from the description too (MD13):
+//! for every input and output, sized from the description: MD5, MD9, MD10). Asynchronous
+//! execution is a pipeline frame's kernel ([`Launch::execute`]: the model's inputs one after
+//! the other in the slot's input, its outputs in the slot's output), whose buffers come back
+//! only once the frame is proven done (MD6); or, for any model on a stream of your choice,
+//! composed with copies, kernels and events, [`AsyncScope::execute`], which borrows the model
+//! and one device buffer per input and output until the scope has synchronised the stream
+//! (M1). Element types come from the description too (MD13):
 //! every read or write of model memory names an [`Element`] type, checked against the
 //! tensor's [`DataType`] before anything runs, so an `int32` output is never read as `f32`
 //! garbage ([`Error::ModelTypeMismatch`]); `float16` models use [`F16`]:
@@ -291,10 +295,41 @@
 //! }
 //! ```
 //!
+//! A model with several inputs and outputs of any types, fed by a kernel on another stream:
+//!
+//! ```no_run
+//! # use ascend_typestate::{Acl, MallocPolicy, Result};
+//! # fn main() -> Result<()> {
+//! # let acl = Acl::init()?;
+//! # let ctx = acl.set_device(0)?.into_default_context()?;
+//! let mut model = ctx.load_model("detector.om")?;       // in: image f32, im_info f32
+//! let (pre, infer) = (ctx.create_stream()?, ctx.create_stream()?); // out: boxes f32, count i32
+//! let (image, info) = (vec![0.5f32; 3 * 640 * 640], [640.0f32, 640.0, 1.0, 1.0]);
+//! let mut d_image = ctx.alloc::<f32>(image.len(), MallocPolicy::HugeFirst)?;
+//! let mut d_info = ctx.alloc::<f32>(info.len(), MallocPolicy::HugeFirst)?;
+//! let mut d_boxes = ctx.alloc::<f32>(100 * 6, MallocPolicy::HugeFirst)?;
+//! let mut d_count = ctx.alloc::<i32>(1, MallocPolicy::HugeFirst)?;
+//! let (mut boxes, mut count) = (vec![0.0f32; 100 * 6], [0i32]);
+//! ctx.async_scope(|scope| {
+//!     let image = scope.copy(&pre, &mut d_image, &image[..])?;   // on `pre`
+//!     let info = scope.copy(&pre, &mut d_info, &info[..])?;
+//!     // On `infer`, after the copies (a join): types and sizes checked first (MD10, MD13).
+//!     let run = scope.execute(&infer, &mut model, [image.into(), info.into()],
+//!                             [(&mut d_boxes).into(), (&mut d_count).into()])?;
+//!     scope.copy(&infer, &mut boxes[..], run.output::<f32>(0)?)?;
+//!     scope.copy(&infer, &mut count[..], run.output::<i32>(1)?)?;
+//!     Ok(())
+//! })?;                                  // synchronised: `boxes` and `count` are complete (M1)
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! What does not compile: a model outliving its context, freeing its work memory, reading
 //! its description after unloading it, sharing it between threads, executing a
-//! dynamic-batch model without naming a gear, or executing a model in a pipeline of
-//! non-[`Element`] types (`ui-tests/fail/md*`). What is a typed error:
+//! dynamic-batch model without naming a gear, executing a model in a pipeline of
+//! non-[`Element`] types, giving a scoped execution host memory, or unloading, executing
+//! again or reading the outputs of a model inside the scope that executes it
+//! (`ui-tests/fail/md*`, `ui-tests/fail/m1_model_*`). What is a typed error:
 //! unloading a model, or executing it synchronously or on another stream, while a pipeline
 //! frame that executes it is not yet proven done ([`Error::ModelInUse`], MD7, MD8); a batch
 //! that is not a gear ([`Error::NotAGear`]); sizes that differ from the description
@@ -406,7 +441,8 @@ pub use memory::{
     Memory, MemoryMut, Pending, PendingDevice, PendingHost, Source,
 };
 pub use model::{
-    DYNAMIC_BATCH_INPUT, Dynamic, Model, ModelIo, ModelKind, ModelSource, Static, TensorDesc,
+    DYNAMIC_BATCH_INPUT, Dynamic, Executed, Model, ModelInput, ModelIo, ModelKind, ModelOutput,
+    ModelSource, Static, TensorDesc,
 };
 pub use pipeline::{Launch, MAX_PIPELINE_SLOTS, Pipeline, PipelineConfig, Slot};
 pub use runtime::{

@@ -873,10 +873,15 @@ impl<'l, 'ctx, I: Pod, O: Pod> Launch<'l, 'ctx, I, O> {
 /// checked against the model's (MD13).
 impl<'l, 'ctx, I: Element, O: Element> Launch<'l, 'ctx, I, O> {
     /// `aclmdlExecuteAsync` of `model` on the compute stream (MD6), from the slot's device
-    /// input to its device output, whose sizes must be the model's (one data input and one
-    /// output: [`Error::ModelSizeMismatch`], MD10) and whose element types must be `I` and
-    /// `O` ([`Error::ModelTypeMismatch`], MD13: a `float16` model is fed through
-    /// [`F16`](crate::F16), an `int32` output read through `i32`). Both are checked at the
+    /// input to its device output. The model's data inputs lie one after the other in the
+    /// slot's input, in the model's order, and its outputs likewise in the slot's output: a
+    /// model with N inputs and M outputs runs when all its inputs are of element type `I`
+    /// and all its outputs of `O` ([`Error::ModelTypeMismatch`], MD13: a `float16` model is
+    /// fed through [`F16`](crate::F16), an `int32` output read through `i32`) and their sizes
+    /// from the description add up to the slot's buffers ([`Error::ModelSizeMismatch`],
+    /// MD10; split [`Slot::input_mut`] with the sizes of [`Model::inputs`]). A model whose
+    /// tensors have mixed types runs in an async scope instead
+    /// ([`AsyncScope::execute`](crate::AsyncScope::execute)). Both are checked at the
     /// slot's first execution of the model, before anything of it is issued; a refused model
     /// leaves the slot as usable as any failed frame does. The model must be of the
     /// pipeline's context (MD1). One execution per frame.

@@ -673,6 +673,99 @@ fn models(path: &Path, fault: Option<&Fault>) -> Result<()> {
     first_error.map_or(Ok(()), Err)
 }
 
+/// A model executed asynchronously in async scopes on streams of the program's choice
+/// (`AsyncScope::execute`): upload and a preprocessing kernel on one stream, the model and the
+/// download on another (a join), the same buffers twice (datasets kept), other buffers once
+/// (datasets rebuilt), a dynamic model's gears; a scope left by an error mid-way; every
+/// model dropped or unloaded with its datasets. Nothing may be lost on any path.
+fn scoped_models(path: &Path, fault: Option<&Fault>) -> Result<()> {
+    fn halve(x: f32) -> f32 {
+        x * 0.5
+    }
+    let file = static_model_file();
+    let acl = init(path, fault)?;
+    let sim = acl.simulator().expect("self-check: the simulator");
+    let device = acl.set_device(0)?;
+    let ctx = device.create_context()?;
+    let (upload, run) = (ctx.create_stream()?, ctx.create_stream()?);
+    let mut model = ctx.load_model(file)?;
+    let mut staged = ctx.alloc::<f32>(ROWS * FEATURES, MallocPolicy::HugeFirst)?;
+    let mut input = ctx.alloc::<f32>(ROWS * FEATURES, MallocPolicy::HugeFirst)?;
+    let mut output = ctx.alloc::<f32>(ROWS * CLASSES, MallocPolicy::HugeFirst)?;
+    let mut other_output = ctx.alloc::<f32>(ROWS * CLASSES, MallocPolicy::NormalOnly)?;
+    for n in 0..3u64 {
+        let host: Vec<f32> = frame_input(n).iter().map(|x| x * 2.0).collect();
+        let mut scores = [f32::NAN; ROWS * CLASSES];
+        let out = if n == 2 {
+            &mut other_output
+        } else {
+            &mut output
+        };
+        ctx.async_scope(|scope| {
+            let up = scope.copy(&upload, &mut staged, &host[..])?;
+            let pre =
+                scope.simulated_map(&upload, Duration::from_micros(200), up, &mut input, halve)?;
+            let done = scope.execute(&run, &mut model, [pre.into()], [out.into()])?;
+            scope.copy(&run, &mut scores[..], done.output::<f32>(0)?)?;
+            Ok(())
+        })?;
+        self_check(
+            close(&scores, &classify(&frame_input(n))),
+            "self-check: a scoped execution after a kernel on another stream",
+        )?;
+    }
+
+    let text = classifier(&[1, 2]).to_text().into_bytes();
+    let mut dynamic = ctx.load_dynamic_model(ModelSource::bytes(text))?;
+    for batch in [2u64, 1] {
+        let host = frame_input(batch + 20);
+        let mut scores = [f32::NAN; ROWS * CLASSES];
+        ctx.async_scope(|scope| {
+            let up = scope.copy(&run, &mut input, &host[..])?;
+            let done = scope.execute_batch(
+                &run,
+                &mut dynamic,
+                batch,
+                [up.into()],
+                [(&mut output).into()],
+            )?;
+            scope.copy(&run, &mut scores[..], done.output::<f32>(0)?)?;
+            Ok(())
+        })?;
+        let rows = batch as usize;
+        self_check(
+            close(
+                &scores[..rows * CLASSES],
+                &classify(&host[..rows * FEATURES]),
+            ),
+            "self-check: a scoped dynamic-batch execution",
+        )?;
+    }
+    // A scope whose body fails after the execution: synchronised all the same (M1).
+    let refused = ctx.async_scope(|scope| {
+        scope.execute(&run, &mut model, [(&input).into()], [(&mut output).into()])?;
+        Err::<(), _>(Error::InvalidArgument("the body's own error"))
+    });
+    match refused {
+        Err(Error::InvalidArgument("the body's own error")) => {}
+        // The injected failure of the execution itself.
+        Err(error) => return Err(error),
+        Ok(()) => self_check(false, "self-check: the body's error comes first")?,
+    }
+
+    drop(dynamic);
+    model.unload()?;
+    for buffer in [staged, input, output, other_output] {
+        buffer.free()?;
+    }
+    upload.destroy()?;
+    run.destroy()?;
+    ctx.destroy()?;
+    expect_nothing_alive(&sim, "Context::destroy");
+    device.reset()?;
+    acl.finalize()
+}
+
 /// Teardown by `Drop` alone: the new handles are built, some with work in flight (pipeline
 /// frames executing a model, a host function, callbacks) or with a failure to report (a
 /// stopped context, S6), and dropped at the end of a block in reverse order; only the `Acl`
@@ -773,6 +866,7 @@ const SWEEP: Sweep = Sweep {
         ("devices", devices),
         ("scopes", scopes),
         ("models", models),
+        ("scoped_models", scoped_models),
         ("drops", drops),
     ],
     functions,

@@ -211,6 +211,26 @@ pub struct Pending<'scope, T: Pod> {
 
 impl<T: Pod> sealed::Sealed for Pending<'_, T> {}
 impl<'scope, T: Pod> Pending<'scope, T> {
+    /// Device memory at `ptr`, `len` elements of `T` on `device`, written by a task issued
+    /// on `writer` (of `writer_ctx`) and borrowed by the caller for `'scope` (M1).
+    pub(crate) fn device(
+        ptr: *const c_void,
+        len: usize,
+        device: Option<i32>,
+        writer: aclrtStream,
+        writer_ctx: &'scope Context<'scope>,
+    ) -> PendingDevice<'scope, T> {
+        PendingDevice(Pending {
+            ptr,
+            len,
+            location: Location::Device,
+            device,
+            writer,
+            writer_ctx,
+            _borrow: PhantomData,
+        })
+    }
+
     /// Where the memory lives.
     pub fn location(&self) -> Location {
         self.location
@@ -352,7 +372,17 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
         source: &S,
         stream: &Stream<'_>,
     ) -> Result<()> {
-        match source.writer() {
+        self.after(source.writer(), stream)
+    }
+
+    /// [`after_writer`](Self::after_writer) for a writer already looked up.
+    #[inline]
+    pub(crate) fn after(
+        &self,
+        writer: Option<(aclrtStream, &'scope Context<'scope>)>,
+        stream: &Stream<'_>,
+    ) -> Result<()> {
+        match writer {
             Some((_, writer_ctx)) if !ptr::addr_eq(writer_ctx, self.ctx) => Err(self
                 .ctx
                 .mismatch(writer_ctx, "a pending result (written in another scope)")),

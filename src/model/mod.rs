@@ -4,7 +4,7 @@
 
 use std::ffi::{CString, c_void};
 use std::marker::PhantomData;
-use std::mem::ManuallyDrop;
+use std::mem::{ManuallyDrop, size_of};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -15,6 +15,10 @@ use crate::error::{Error, ModelFileProblem, ModelTensor, Result};
 use crate::memory::{DeviceBuffer, MallocPolicy};
 use crate::runtime::{Failed, release_on_drop, report_drop_error, retry_cleanup};
 use crate::sys::bindings::{aclDataBuffer, aclmdlDataset, aclmdlDesc, aclrtStream};
+
+mod scoped;
+use scoped::ScopedDatasets;
+pub use scoped::{Executed, ModelInput, ModelOutput};
 
 /// The name of the extra input through which a dynamic-batch model receives its batch
 /// (`ACL_DYNAMIC_TENSOR_NAME`).
@@ -199,6 +203,30 @@ impl TensorDesc {
     }
 }
 
+/// Checks a buffer of `data_type` elements and `byte_len` bytes against `desc` (MD13, MD10).
+#[inline]
+fn check_tensor(
+    tensor: ModelTensor,
+    desc: &TensorDesc,
+    data_type: DataType,
+    byte_len: usize,
+) -> Result<()> {
+    if data_type != desc.data_type {
+        return Err(Error::ModelTypeMismatch {
+            tensor,
+            expected: desc.data_type,
+            found: data_type,
+        });
+    }
+    if byte_len != desc.byte_len {
+        return Err(Error::ModelSizeMismatch {
+            expected: desc.byte_len,
+            found: byte_len,
+        });
+    }
+    Ok(())
+}
+
 /// Checks that `T` is the element type of `tensor` (MD13).
 #[inline]
 fn check_element<T: Element>(tensor: ModelTensor, desc: &TensorDesc) -> Result<()> {
@@ -259,12 +287,19 @@ impl ModelShared {
     /// are pending on another stream (MD8). The caller holds `&mut Model`.
     #[inline]
     pub(crate) fn begin(&self, stream: aclrtStream) -> Result<()> {
+        self.check_stream(stream)?;
+        self.stream.store(stream, Ordering::Release);
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Refuses an execution on `stream` while executions are pending on another (MD8).
+    #[inline]
+    pub(crate) fn check_stream(&self, stream: aclrtStream) -> Result<()> {
         let pending = self.pending();
         if pending > 0 && self.stream.load(Ordering::Acquire) != stream {
             return Err(Error::ModelInUse { pending });
         }
-        self.stream.store(stream, Ordering::Release);
-        self.in_flight.fetch_add(1, Ordering::AcqRel);
         Ok(())
     }
 
@@ -340,6 +375,9 @@ pub struct Model<'ctx, K: ModelKind = Static> {
     info: Box<ModelInfo>,
     /// Released only once the model is unloaded; leaked otherwise (MD2, MD3).
     memory: ManuallyDrop<Box<ModelMemory<'ctx>>>,
+    /// The datasets of its executions in async scopes, kept for the next one
+    /// ([`AsyncScope::execute`](crate::AsyncScope::execute)); destroyed before the unload.
+    scoped: Option<Box<ScopedDatasets<'ctx>>>,
     unloaded: bool,
     _kind: PhantomData<fn() -> K>,
 }
@@ -486,6 +524,7 @@ impl<'ctx, K: ModelKind> Model<'ctx, K> {
             shared: Arc::new(ModelShared::new()),
             info: Box::default(),
             memory: ManuallyDrop::new(Box::new(memory)),
+            scoped: None,
             unloaded: false,
             _kind: PhantomData,
         };
@@ -685,6 +724,11 @@ impl<'ctx, K: ModelKind> Model<'ctx, K> {
         }
         self.ctx.bind()?;
         let api = self.ctx.api();
+        if let Some(scoped) = self.scoped.take() {
+            // No execution uses them: a scoped one borrows the model until its scope
+            // synchronised it (M1, MD6). What cannot be destroyed stays counted (D3).
+            scoped.release(self.ctx);
+        }
         // SAFETY: no execution is pending (checked above; only `&mut self` issues them, and
         // a pipeline counts one until it has seen its frame done); the description is not
         // queried after this (MD4).
@@ -806,6 +850,7 @@ impl<'ctx, K: ModelKind> Model<'ctx, K> {
             // SAFETY: taken once: `self` is marked unloaded below, so nothing takes or drops
             // it again.
             memory: ManuallyDrop::new(unsafe { ManuallyDrop::take(&mut self.memory) }),
+            scoped: self.scoped.take(),
             unloaded: false,
             _kind: PhantomData,
         };
@@ -1110,6 +1155,62 @@ impl std::fmt::Debug for ModelIo<'_> {
     }
 }
 
+impl ModelInfo {
+    /// The data inputs (a dynamic model's batch input excluded, MD11) or the outputs, with
+    /// their indices in the model's order.
+    fn data_tensors(&self, outputs: bool) -> impl Iterator<Item = (ModelTensor, &TensorDesc)> {
+        let (tensors, batch) = if outputs {
+            (&self.outputs, None)
+        } else {
+            (&self.inputs, self.batch_input)
+        };
+        tensors
+            .iter()
+            .enumerate()
+            .filter(move |(index, _)| Some(*index) != batch)
+            .map(move |(index, tensor)| {
+                let id = if outputs {
+                    ModelTensor::output(index)
+                } else {
+                    ModelTensor::input(index)
+                };
+                (id, tensor)
+            })
+    }
+}
+
+/// Splits `buffer` (a pointer and a size in bytes) into the model's data inputs (or its
+/// outputs), one after the other, each of element type `T` (MD13); their sizes must add up
+/// to the buffer's exactly (MD10).
+fn consecutive<T: Element>(
+    info: &ModelInfo,
+    outputs: bool,
+    buffer: (*mut c_void, usize),
+) -> Result<Vec<(*mut c_void, usize)>> {
+    let mut parts = Vec::new();
+    let mut offset = 0usize;
+    for (id, tensor) in info.data_tensors(outputs) {
+        check_element::<T>(id, tensor)?;
+        if tensor.byte_len % size_of::<T>() != 0 {
+            return Err(Error::ModelSizeMismatch {
+                expected: tensor.byte_len,
+                found: tensor.byte_len / size_of::<T>() * size_of::<T>(),
+            });
+        }
+        // `wrapping_add`: only an address; dereferenced by the runtime once the sizes are
+        // proven to fit (below).
+        parts.push((buffer.0.wrapping_byte_add(offset), tensor.byte_len));
+        offset = offset.saturating_add(tensor.byte_len);
+    }
+    if offset != buffer.1 {
+        return Err(Error::ModelSizeMismatch {
+            expected: offset,
+            found: buffer.1,
+        });
+    }
+    Ok(parts)
+}
+
 /// A pipeline slot's datasets for one model: the slot's device input (and a batch buffer for
 /// a dynamic model) and its device output (MD5). Created on the slot's first execution of the
 /// model; destroyed when the slot executes another model, or with the pipeline, never while
@@ -1125,9 +1226,11 @@ pub(crate) struct SlotDatasets<'ctx> {
 }
 
 impl<'ctx> SlotDatasets<'ctx> {
-    /// Builds the datasets of `model` over the slot's buffers, checking the model's shape
-    /// against them (one data input, one output, element types `I` and `O`: MD13, sizes from
-    /// the description: MD10) before anything is created.
+    /// Builds the datasets of `model` over a pipeline slot's device input and output. The
+    /// model's data inputs lie one after the other in the slot's input, its outputs likewise
+    /// in the slot's output, in the model's order; every one of them must be of element type
+    /// `I` (inputs) or `O` (outputs) (MD13), and their sizes from the description (MD10) must
+    /// fill the slot's buffers exactly. Checked before anything is created.
     pub(crate) fn create<I: Element, O: Element, K: ModelKind>(
         ctx: &'ctx Context<'ctx>,
         model: &Model<'_, K>,
@@ -1135,29 +1238,22 @@ impl<'ctx> SlotDatasets<'ctx> {
         output: (*mut c_void, usize),
         policy: MallocPolicy,
     ) -> Result<Self> {
-        let data_inputs = model.info.inputs.len() - usize::from(model.info.batch_input.is_some());
-        if data_inputs != 1 || model.info.outputs.len() != 1 {
-            return Err(Error::InvalidArgument(
-                "a pipeline runs models with one data input and one output",
-            ));
-        }
-        let data_index = usize::from(model.info.batch_input == Some(0));
-        check_element::<I>(
-            ModelTensor::input(data_index),
-            &model.info.inputs[data_index],
-        )?;
-        check_element::<O>(ModelTensor::output(0), &model.info.outputs[0])?;
-        for (tensor, found) in [
-            (&model.info.inputs[data_index], input.1),
-            (&model.info.outputs[0], output.1),
-        ] {
-            if tensor.byte_len != found {
-                return Err(Error::ModelSizeMismatch {
-                    expected: tensor.byte_len,
-                    found,
-                });
-            }
-        }
+        let inputs = consecutive::<I>(&model.info, false, input)?;
+        let outputs = consecutive::<O>(&model.info, true, output)?;
+        Self::bind(ctx, model, &inputs, &outputs, policy)
+    }
+
+    /// Builds the datasets of `model` over `inputs` (its data inputs, in order: a dynamic
+    /// model's batch input gets a buffer of its own, allocated here) and `outputs`. The
+    /// caller checked their element types and sizes against the description (MD10, MD13);
+    /// the memory stays allocated while the datasets exist.
+    pub(crate) fn bind<K: ModelKind>(
+        ctx: &'ctx Context<'ctx>,
+        model: &Model<'_, K>,
+        inputs: &[(*mut c_void, usize)],
+        outputs: &[(*mut c_void, usize)],
+        policy: MallocPolicy,
+    ) -> Result<Self> {
         let batch = match model.info.batch_input {
             Some(index) => Some((
                 index,
@@ -1165,22 +1261,19 @@ impl<'ctx> SlotDatasets<'ctx> {
             )),
             None => None,
         };
-        let mut inputs = vec![input];
+        let mut all_inputs = inputs.to_vec();
         if let Some((index, buffer)) = &batch {
-            inputs.insert(*index, (buffer.as_raw(), buffer.byte_len()));
+            all_inputs.insert(*index, (buffer.as_raw(), buffer.byte_len()));
         }
-        // SAFETY: the context is current (the pipeline bound it); the slot's device buffers
-        // and the batch buffer stay alive until these datasets are destroyed (the pipeline
-        // releases them, buffers first, before its memory: MD5).
-        let input_set = unsafe { Dataset::create(ctx, &inputs)? };
+        // SAFETY: the context is current (the caller bound it); the caller's buffers and the
+        // batch buffer stay alive until these datasets are destroyed (buffers first: MD5).
+        let input_set = unsafe { Dataset::create(ctx, &all_inputs)? };
         // SAFETY: as above.
-        let output_set = match unsafe { Dataset::create(ctx, &[output]) } {
+        let output_set = match unsafe { Dataset::create(ctx, outputs) } {
             Ok(set) => set,
             Err(error) => {
                 // SAFETY: created above, used by nothing.
-                report_drop_error("a pipeline slot's model dataset", unsafe {
-                    input_set.destroy(ctx)
-                });
+                report_drop_error("a model dataset", unsafe { input_set.destroy(ctx) });
                 return Err(error);
             }
         };
