@@ -1,4 +1,4 @@
-//! Copy bandwidth of the typed API on the simulator (issue 6): host-to-device,
+//! Copy bandwidth of the typed API on the simulator: host-to-device,
 //! device-to-host and device-to-device copies of 1, 64 and 256 MiB, each one async scope
 //! (`aclrtMemcpyAsync` + synchronize). Criterion prints the throughput (GiB/s);
 //! `scripts/bench_summary.sh` tabulates the medians.

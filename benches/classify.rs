@@ -1,4 +1,4 @@
-//! Wall time of the classification loop of `examples/classify.rs` (issue 16): 1,000 frames of
+//! Wall time of the classification loop of `examples/classify.rs`: 1,000 frames of
 //! H2D, `aclmdlExecuteAsync` of a simulated classifier and D2H on two streams joined by
 //! events, double-buffered, with [`Pipeline`] and a [`Model`] on a spawned thread, against the
 //! same runtime work in raw calls (a C program's loop, through the result layer) on another

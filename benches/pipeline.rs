@@ -1,4 +1,4 @@
-//! Wall time of the double-buffered inference loop (issue 15): 1,000 frames of H2D, a
+//! Wall time of the double-buffered inference loop: 1,000 frames of H2D, a
 //! simulated kernel and D2H on two streams joined by events, with [`Pipeline`] in a struct
 //! on a `std::thread::spawn`ed thread, against the same loop in raw calls on another
 //! spawned thread, alternately, in one process (`benches/common/pipeline.rs` has both).

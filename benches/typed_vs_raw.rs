@@ -1,4 +1,4 @@
-//! The typed API against raw calls, on the simulator (issue 7). For each sequence the
+//! The typed API against raw calls, on the simulator. For each sequence the
 //! typed version is compared with the result layer (`acl.api()`), and for (a) and (b) also
 //! with the bare function pointers of `api.functions()`:
 //!

@@ -1,4 +1,4 @@
-//! The double-buffered inference loop of issue 15 (H2D, kernel, D2H on two streams joined by
+//! The double-buffered inference loop (H2D, kernel, D2H on two streams joined by
 //! events, per-slot completion events, 1,000 frames), once with [`Pipeline`] and once with
 //! raw calls that issue exactly the same runtime work: per frame, the slot's completion
 //! event synchronised and reset (E10), the input copy and a simulated kernel on `compute`,
