@@ -145,8 +145,12 @@ fn held_faults_on_every_call_of_a_static_scoped_execution_lose_nothing() {
                 let ctx = session.default_device(0);
                 let stream = ctx.create_stream().unwrap();
                 let mut model = ctx.load_model(&path).unwrap();
-                let mut input = ctx.alloc::<f32>(2 * FEATURES, MallocPolicy::HugeFirst).unwrap();
-                let mut output = ctx.alloc::<f32>(2 * CLASSES, MallocPolicy::HugeFirst).unwrap();
+                let mut input = ctx
+                    .alloc::<f32>(2 * FEATURES, MallocPolicy::HugeFirst)
+                    .unwrap();
+                let mut output = ctx
+                    .alloc::<f32>(2 * CLASSES, MallocPolicy::HugeFirst)
+                    .unwrap();
                 let host = frame_input(skip as u64, 2);
                 session.sim.inject_fault_at(call, FAULT, skip, 1);
                 let first = run_once(&ctx, &stream, &mut model, &mut input, &mut output, &host);
@@ -189,8 +193,12 @@ fn held_faults_on_a_dynamic_scoped_execution_lose_nothing() {
             let ctx = session.default_device(0);
             let stream = ctx.create_stream().unwrap();
             let mut model = ctx.load_dynamic_model(&path).unwrap();
-            let mut input = ctx.alloc::<f32>(4 * FEATURES, MallocPolicy::HugeFirst).unwrap();
-            let mut output = ctx.alloc::<f32>(4 * CLASSES, MallocPolicy::HugeFirst).unwrap();
+            let mut input = ctx
+                .alloc::<f32>(4 * FEATURES, MallocPolicy::HugeFirst)
+                .unwrap();
+            let mut output = ctx
+                .alloc::<f32>(4 * CLASSES, MallocPolicy::HugeFirst)
+                .unwrap();
             session.sim.inject_fault_at(call, FAULT, skip, 1);
             let mut outcomes = Vec::new();
             for batch in [2u64, 1, 4] {
@@ -224,7 +232,10 @@ fn held_faults_on_a_dynamic_scoped_execution_lose_nothing() {
                 outcomes.push(done.is_ok());
             }
             assert!(outcomes.iter().any(|ok| !ok), "{call}: the fault was hit");
-            assert!(outcomes.last().copied().unwrap_or(false), "{call}: recovered");
+            assert!(
+                outcomes.last().copied().unwrap_or(false),
+                "{call}: recovered"
+            );
             session.sim.clear_faults();
             drop(model);
         }
@@ -250,9 +261,15 @@ fn held_transient_destroy_faults_of_kept_datasets_are_retried_and_reported() {
                 let ctx = session.default_device(0);
                 let stream = ctx.create_stream().unwrap();
                 let mut model = ctx.load_model(&path).unwrap();
-                let mut a = ctx.alloc::<f32>(2 * FEATURES, MallocPolicy::HugeFirst).unwrap();
-                let mut b = ctx.alloc::<f32>(2 * FEATURES, MallocPolicy::HugeFirst).unwrap();
-                let mut out = ctx.alloc::<f32>(2 * CLASSES, MallocPolicy::HugeFirst).unwrap();
+                let mut a = ctx
+                    .alloc::<f32>(2 * FEATURES, MallocPolicy::HugeFirst)
+                    .unwrap();
+                let mut b = ctx
+                    .alloc::<f32>(2 * FEATURES, MallocPolicy::HugeFirst)
+                    .unwrap();
+                let mut out = ctx
+                    .alloc::<f32>(2 * CLASSES, MallocPolicy::HugeFirst)
+                    .unwrap();
                 let host = frame_input(1, 2);
                 run_once(&ctx, &stream, &mut model, &mut a, &mut out, &host).unwrap();
                 if !at_unload {
@@ -272,7 +289,11 @@ fn held_transient_destroy_faults_of_kept_datasets_are_retried_and_reported() {
                 reported.iter().any(|r| r.contains("507000")),
                 "{call} at_unload {at_unload}: the failure is reported: {reported:?}"
             );
-            assert_eq!(session.sim.live_objects(), 0, "{call} at_unload {at_unload}");
+            assert_eq!(
+                session.sim.live_objects(),
+                0,
+                "{call} at_unload {at_unload}"
+            );
             let findings = session.finish();
             assert!(findings.is_empty(), "{call}: {findings:#?}");
         }
@@ -299,11 +320,15 @@ fn held_every_drop_order_after_scoped_executions() {
             let ctx = session.default_device(0);
             let stream = ctx.create_stream().unwrap();
             let mut model = ctx.load_model(&path).unwrap();
-            let mut input = ctx.alloc::<f32>(2 * FEATURES, MallocPolicy::HugeFirst).unwrap();
-            let mut output = ctx.alloc::<f32>(2 * CLASSES, MallocPolicy::HugeFirst).unwrap();
-            let host = frame_input(3, 2);
-            let scores = run_once(&ctx, &stream, &mut model, &mut input, &mut output, &host)
+            let mut input = ctx
+                .alloc::<f32>(2 * FEATURES, MallocPolicy::HugeFirst)
                 .unwrap();
+            let mut output = ctx
+                .alloc::<f32>(2 * CLASSES, MallocPolicy::HugeFirst)
+                .unwrap();
+            let host = frame_input(3, 2);
+            let scores =
+                run_once(&ctx, &stream, &mut model, &mut input, &mut output, &host).unwrap();
             assert_close(&scores, &expected(&host), "drop orders");
             let (mut m, mut i, mut o, mut st) =
                 (Some(model), Some(input), Some(output), Some(stream));
@@ -325,7 +350,10 @@ fn held_every_drop_order_after_scoped_executions() {
 
 #[test]
 fn held_model_with_kept_datasets_dropped_while_pending_in_a_pipeline() {
-    let path = model_file("deferred", &classifier(2, &[]).time_per_item(Duration::from_millis(5)));
+    let path = model_file(
+        "deferred",
+        &classifier(2, &[]).time_per_item(Duration::from_millis(5)),
+    );
     let session = Session::start();
     {
         let ctx = session.default_device(0);
@@ -334,8 +362,12 @@ fn held_model_with_kept_datasets_dropped_while_pending_in_a_pipeline() {
             .create_pipeline::<f32, f32>(PipelineConfig::new(2 * FEATURES, 2 * CLASSES))
             .unwrap();
         let mut model = ctx.load_model(&path).unwrap();
-        let mut input = ctx.alloc::<f32>(2 * FEATURES, MallocPolicy::HugeFirst).unwrap();
-        let mut output = ctx.alloc::<f32>(2 * CLASSES, MallocPolicy::HugeFirst).unwrap();
+        let mut input = ctx
+            .alloc::<f32>(2 * FEATURES, MallocPolicy::HugeFirst)
+            .unwrap();
+        let mut output = ctx
+            .alloc::<f32>(2 * CLASSES, MallocPolicy::HugeFirst)
+            .unwrap();
         let host = frame_input(5, 2);
         run_once(&ctx, &stream, &mut model, &mut input, &mut output, &host).unwrap();
         // The kept datasets name buffers freed now.
@@ -377,10 +409,13 @@ fn held_a_failed_pipeline_launch_does_not_pin_the_model() {
         session.sim.clear_faults();
         let _ = pipeline.wait_all();
         assert_eq!(model.pending(), 0, "a failed launch is not pending");
-        let mut input = ctx.alloc::<f32>(2 * FEATURES, MallocPolicy::HugeFirst).unwrap();
-        let mut output = ctx.alloc::<f32>(2 * CLASSES, MallocPolicy::HugeFirst).unwrap();
-        let scores =
-            run_once(&ctx, &stream, &mut model, &mut input, &mut output, &host).unwrap();
+        let mut input = ctx
+            .alloc::<f32>(2 * FEATURES, MallocPolicy::HugeFirst)
+            .unwrap();
+        let mut output = ctx
+            .alloc::<f32>(2 * CLASSES, MallocPolicy::HugeFirst)
+            .unwrap();
+        let scores = run_once(&ctx, &stream, &mut model, &mut input, &mut output, &host).unwrap();
         assert_close(&scores, &expected(&host), "after a failed launch");
         let _ = pipeline.destroy();
         model.unload().unwrap();
@@ -448,29 +483,53 @@ fn held_pipeline_slot_sizes_and_types_must_match_the_model() {
 
 #[test]
 fn held_f16_model_in_a_scope_and_type_checks_of_outputs() {
-    let model = SimModel::new(SimDtype::F16, &[2, FEATURES], SimDtype::F16, &[2, FEATURES])
-        .scale(2.0);
+    let model =
+        SimModel::new(SimDtype::F16, &[2, FEATURES], SimDtype::F16, &[2, FEATURES]).scale(2.0);
     let path = model_file("f16", &model);
     let session = Session::start();
     {
         let ctx = session.default_device(0);
         let stream = ctx.create_stream().unwrap();
         let mut model = ctx.load_model(&path).unwrap();
-        let host: Vec<F16> = (0..2 * FEATURES).map(|i| F16::from_f32(i as f32 / 4.0)).collect();
-        let mut input = ctx.alloc::<F16>(2 * FEATURES, MallocPolicy::HugeFirst).unwrap();
-        let mut output = ctx.alloc::<F16>(2 * FEATURES, MallocPolicy::HugeFirst).unwrap();
+        let host: Vec<F16> = (0..2 * FEATURES)
+            .map(|i| F16::from_f32(i as f32 / 4.0))
+            .collect();
+        let mut input = ctx
+            .alloc::<F16>(2 * FEATURES, MallocPolicy::HugeFirst)
+            .unwrap();
+        let mut output = ctx
+            .alloc::<F16>(2 * FEATURES, MallocPolicy::HugeFirst)
+            .unwrap();
         // u16 buffers of the same byte size: refused (MD13), as input and as output.
-        let mut as_u16 = ctx.alloc::<u16>(2 * FEATURES, MallocPolicy::HugeFirst).unwrap();
+        let mut as_u16 = ctx
+            .alloc::<u16>(2 * FEATURES, MallocPolicy::HugeFirst)
+            .unwrap();
         let refused = ctx.async_scope(|scope| {
-            scope.execute(&stream, &mut model, [(&input).into()], [(&mut as_u16).into()])?;
+            scope.execute(
+                &stream,
+                &mut model,
+                [(&input).into()],
+                [(&mut as_u16).into()],
+            )?;
             Ok(())
         });
-        assert!(matches!(refused, Err(Error::ModelTypeMismatch { .. })), "{refused:?}");
+        assert!(
+            matches!(refused, Err(Error::ModelTypeMismatch { .. })),
+            "{refused:?}"
+        );
         let refused = ctx.async_scope(|scope| {
-            scope.execute(&stream, &mut model, [(&as_u16).into()], [(&mut output).into()])?;
+            scope.execute(
+                &stream,
+                &mut model,
+                [(&as_u16).into()],
+                [(&mut output).into()],
+            )?;
             Ok(())
         });
-        assert!(matches!(refused, Err(Error::ModelTypeMismatch { .. })), "{refused:?}");
+        assert!(
+            matches!(refused, Err(Error::ModelTypeMismatch { .. })),
+            "{refused:?}"
+        );
         // A slice of the right byte size but half the elements of a wider type: refused.
         let wide = ctx.alloc::<f32>(FEATURES, MallocPolicy::HugeFirst).unwrap();
         let refused = ctx.async_scope(|scope| {
@@ -482,7 +541,10 @@ fn held_f16_model_in_a_scope_and_type_checks_of_outputs() {
             )?;
             Ok(())
         });
-        assert!(matches!(refused, Err(Error::ModelTypeMismatch { .. })), "{refused:?}");
+        assert!(
+            matches!(refused, Err(Error::ModelTypeMismatch { .. })),
+            "{refused:?}"
+        );
         // Zero-length views: refused by size.
         let refused = ctx.async_scope(|scope| {
             scope.execute(
@@ -493,14 +555,26 @@ fn held_f16_model_in_a_scope_and_type_checks_of_outputs() {
             )?;
             Ok(())
         });
-        assert!(matches!(refused, Err(Error::ModelSizeMismatch { .. })), "{refused:?}");
+        assert!(
+            matches!(refused, Err(Error::ModelSizeMismatch { .. })),
+            "{refused:?}"
+        );
         let mut back = vec![F16::from_f32(0.0); 2 * FEATURES];
         ctx.async_scope(|scope| {
             let up = scope.copy(&stream, &mut input, &host[..])?;
             let run = scope.execute(&stream, &mut model, [up.into()], [(&mut output).into()])?;
-            assert!(matches!(run.output::<u16>(0), Err(Error::ModelTypeMismatch { .. })));
-            assert!(matches!(run.output::<BF16>(0), Err(Error::ModelTypeMismatch { .. })));
-            assert!(matches!(run.output::<F16>(usize::MAX), Err(Error::InvalidArgument(_))));
+            assert!(matches!(
+                run.output::<u16>(0),
+                Err(Error::ModelTypeMismatch { .. })
+            ));
+            assert!(matches!(
+                run.output::<BF16>(0),
+                Err(Error::ModelTypeMismatch { .. })
+            ));
+            assert!(matches!(
+                run.output::<F16>(usize::MAX),
+                Err(Error::InvalidArgument(_))
+            ));
             let out = run.output::<F16>(0)?;
             assert_eq!(ascend_typestate::Source::len(&out), 2 * FEATURES);
             scope.copy(&stream, &mut back[..], out)?;
@@ -542,10 +616,18 @@ fn held_outputs_consumed_on_other_streams_by_a_kernel_and_a_second_model() {
         );
         let mut first = ctx.load_model(&path).unwrap();
         let mut then = ctx.load_model(&path2).unwrap();
-        let mut input = ctx.alloc::<f32>(2 * FEATURES, MallocPolicy::HugeFirst).unwrap();
-        let mut mid = ctx.alloc::<f32>(2 * CLASSES, MallocPolicy::HugeFirst).unwrap();
-        let mut k = ctx.alloc::<f32>(2 * CLASSES, MallocPolicy::HugeFirst).unwrap();
-        let mut last = ctx.alloc::<f32>(2 * CLASSES, MallocPolicy::HugeFirst).unwrap();
+        let mut input = ctx
+            .alloc::<f32>(2 * FEATURES, MallocPolicy::HugeFirst)
+            .unwrap();
+        let mut mid = ctx
+            .alloc::<f32>(2 * CLASSES, MallocPolicy::HugeFirst)
+            .unwrap();
+        let mut k = ctx
+            .alloc::<f32>(2 * CLASSES, MallocPolicy::HugeFirst)
+            .unwrap();
+        let mut last = ctx
+            .alloc::<f32>(2 * CLASSES, MallocPolicy::HugeFirst)
+            .unwrap();
         for n in 0..3 {
             let host = frame_input(n, 2);
             let (mut a, mut b, mut c) = ([0f32; 8], [0f32; 8], [0f32; 8]);
@@ -554,7 +636,8 @@ fn held_outputs_consumed_on_other_streams_by_a_kernel_and_a_second_model() {
                 let run = scope.execute(&s1, &mut first, [up.into()], [(&mut mid).into()])?;
                 let out = run.output::<f32>(0)?;
                 // Read three ways on three other streams, each must be joined after the model.
-                let kernel = scope.simulated_map(&s2, Duration::from_millis(1), out, &mut k, halved)?;
+                let kernel =
+                    scope.simulated_map(&s2, Duration::from_millis(1), out, &mut k, halved)?;
                 let run2 = scope.execute(&s3, &mut then, [out.into()], [(&mut last).into()])?;
                 scope.copy(&s2, &mut a[..], kernel)?;
                 scope.copy(&s1, &mut b[..], run2.output::<f32>(0)?)?;
@@ -563,8 +646,16 @@ fn held_outputs_consumed_on_other_streams_by_a_kernel_and_a_second_model() {
             })
             .unwrap();
             let want = expected(&host);
-            assert_close(&a, &want.iter().map(|x| x / 2.0).collect::<Vec<_>>(), "kernel");
-            assert_close(&b, &want.iter().map(|x| x * 3.0).collect::<Vec<_>>(), "model 2");
+            assert_close(
+                &a,
+                &want.iter().map(|x| x / 2.0).collect::<Vec<_>>(),
+                "kernel",
+            );
+            assert_close(
+                &b,
+                &want.iter().map(|x| x * 3.0).collect::<Vec<_>>(),
+                "model 2",
+            );
             assert_close(&c, &want, "copy");
         }
         drop(first);
@@ -583,8 +674,12 @@ fn held_buffers_of_another_context_on_the_same_device() {
         let other = device.create_context().unwrap();
         let stream = device.create_stream().unwrap();
         let mut model = device.load_model(&path).unwrap();
-        let mut input = other.alloc::<f32>(2 * FEATURES, MallocPolicy::HugeFirst).unwrap();
-        let mut output = other.alloc::<f32>(2 * CLASSES, MallocPolicy::HugeFirst).unwrap();
+        let mut input = other
+            .alloc::<f32>(2 * FEATURES, MallocPolicy::HugeFirst)
+            .unwrap();
+        let mut output = other
+            .alloc::<f32>(2 * CLASSES, MallocPolicy::HugeFirst)
+            .unwrap();
         let host = frame_input(9, 2);
         let scores = run_once(&device, &stream, &mut model, &mut input, &mut output, &host);
         if let Ok(scores) = scores {
@@ -594,6 +689,173 @@ fn held_buffers_of_another_context_on_the_same_device() {
         drop(input);
         drop(output);
         drop(other);
+    }
+    ends_clean(session);
+}
+
+/// A failing synchronisation at the end of the scope (once): the error is returned, the
+/// retry proves the stream done, and the results are complete.
+#[test]
+fn held_a_failing_scope_synchronisation_after_an_execution() {
+    let slow = classifier(2, &[]).time_per_item(Duration::from_millis(10));
+    let path = model_file("sync_fault", &slow);
+    ascend_typestate::set_drop_error_handler(collect);
+    let session = Session::start();
+    session.expect_findings();
+    {
+        let ctx = session.default_device(0);
+        let stream = ctx.create_stream().unwrap();
+        let mut model = ctx.load_model(&path).unwrap();
+        let mut input = ctx
+            .alloc::<f32>(2 * FEATURES, MallocPolicy::HugeFirst)
+            .unwrap();
+        let mut output = ctx
+            .alloc::<f32>(2 * CLASSES, MallocPolicy::HugeFirst)
+            .unwrap();
+        let host = frame_input(4, 2);
+        session.sim.inject_fault("aclrtSynchronizeStream", FAULT, 1);
+        let failed = run_once(&ctx, &stream, &mut model, &mut input, &mut output, &host);
+        assert!(failed.is_err(), "{failed:?}");
+        assert!(stream.is_complete().unwrap());
+        let mut back = vec![0f32; 2 * CLASSES];
+        ctx.copy(&mut back[..], &output).unwrap();
+        assert_close(&back, &expected(&host), "after the failed synchronisation");
+        drop(model);
+    }
+    take_drop_errors();
+    assert_eq!(session.sim.live_objects(), 0);
+    let findings = session.finish();
+    assert!(findings.is_empty(), "{findings:#?}");
+}
+
+/// A kept dataset that cannot be destroyed (persistent fault) is reported, stays counted,
+/// and its context is never destroyed over it (D3): `LiveChildren`.
+#[test]
+fn held_an_undestroyable_kept_dataset_keeps_its_context() {
+    // It leaves objects in the runtime: a process of its own.
+    if support::child::ran_in_child(
+        "held_an_undestroyable_kept_dataset_keeps_its_context",
+        "RED_TEAM_MODEL_SCOPE_CHILD",
+        "STUCK-DATASET-OK",
+    ) {
+        return;
+    }
+    let path = model_file("stuck_dataset", &classifier(2, &[]));
+    ascend_typestate::set_drop_error_handler(collect);
+    take_drop_errors();
+    let session = Session::start();
+    session.expect_findings();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let stream = ctx.create_stream().unwrap();
+        let mut model = ctx.load_model(&path).unwrap();
+        let mut input = ctx
+            .alloc::<f32>(2 * FEATURES, MallocPolicy::HugeFirst)
+            .unwrap();
+        let mut output = ctx
+            .alloc::<f32>(2 * CLASSES, MallocPolicy::HugeFirst)
+            .unwrap();
+        let host = frame_input(4, 2);
+        run_once(&ctx, &stream, &mut model, &mut input, &mut output, &host).unwrap();
+        session
+            .sim
+            .inject_fault("aclmdlDestroyDataset", FAULT, 1000);
+        model.unload().unwrap();
+        let reported = take_drop_errors();
+        assert!(
+            reported.iter().any(|r| r.contains("507000")),
+            "{reported:?}"
+        );
+        drop((input, output));
+        stream.destroy().unwrap();
+        let refused = ctx.destroy();
+        assert!(
+            matches!(&refused, Err(Error::LiveChildren { .. })),
+            "{refused:?}"
+        );
+        session.sim.clear_faults();
+        drop(refused);
+    }
+    take_drop_errors();
+    // The leaked dataset is left, and the checker saw nothing wrong with it.
+    assert!(session.sim.live_objects() > 0);
+    let findings = session.sim.findings();
+    assert!(
+        findings.iter().all(|f| f.rule != "MD5" && f.rule != "MD6"),
+        "{findings:#?}"
+    );
+    println!("STUCK-DATASET-OK");
+    std::mem::forget(session);
+}
+
+#[test]
+fn held_dynamic_gears_out_of_range_are_refused_before_any_call() {
+    let path = model_file("gears", &classifier(4, &[1, 2, 4]));
+    let session = Session::start();
+    session.sim.reset_call_counts();
+    {
+        let ctx = session.default_device(0);
+        let stream = ctx.create_stream().unwrap();
+        let mut model = ctx.load_dynamic_model(&path).unwrap();
+        let input = ctx
+            .alloc::<f32>(4 * FEATURES, MallocPolicy::HugeFirst)
+            .unwrap();
+        let small = ctx
+            .alloc::<f32>(2 * FEATURES, MallocPolicy::HugeFirst)
+            .unwrap();
+        let mut output = ctx
+            .alloc::<f32>(4 * CLASSES, MallocPolicy::HugeFirst)
+            .unwrap();
+        for batch in [0u64, 3, 5, u64::MAX] {
+            let refused = ctx.async_scope(|scope| {
+                scope.execute_batch(
+                    &stream,
+                    &mut model,
+                    batch,
+                    [(&input).into()],
+                    [(&mut output).into()],
+                )?;
+                Ok(())
+            });
+            assert!(
+                matches!(refused, Err(Error::NotAGear { .. })),
+                "{batch}: {refused:?}"
+            );
+        }
+        // Inputs sized for a smaller gear: refused (MD10: the largest gear's size).
+        let refused = ctx.async_scope(|scope| {
+            scope.execute_batch(
+                &stream,
+                &mut model,
+                2,
+                [(&small).into()],
+                [(&mut output).into()],
+            )?;
+            Ok(())
+        });
+        assert!(
+            matches!(refused, Err(Error::ModelSizeMismatch { .. })),
+            "{refused:?}"
+        );
+        // The batch input is the model's own: passing it too is a count error.
+        let refused = ctx.async_scope(|scope| {
+            scope.execute_batch(
+                &stream,
+                &mut model,
+                2,
+                [(&input).into(), (&input).into()],
+                [(&mut output).into()],
+            )?;
+            Ok(())
+        });
+        assert!(
+            matches!(refused, Err(Error::ModelTensorCount { .. })),
+            "{refused:?}"
+        );
+        assert_eq!(session.sim.call_count("aclmdlExecuteAsync"), 0);
+        assert_eq!(session.sim.call_count("aclmdlCreateDataset"), 0);
+        drop(model);
     }
     ends_clean(session);
 }
