@@ -408,47 +408,36 @@
     clippy::multiple_unsafe_ops_per_block
 )]
 
-// The typed API: private modules, one public path per item (the re-exports below).
-mod callback;
-mod context;
-mod device;
-mod dtype;
-mod error;
-mod event;
-mod host_fn;
-mod memory;
-mod model;
-mod pipeline;
-mod runtime;
-mod stream;
+// The typed API: a private module, one public path per item (the re-exports below).
+mod typed;
 
 // The layers below it, and the simulator's extensions: public modules of their own.
 pub mod result;
 pub mod simulator;
 pub mod sys;
 
-pub use callback::{CallbackMode, MAX_REPORT_THREADS, ReportThread, Subscribed};
-pub use context::{Context, MemoryInfo, MemoryKind};
-pub use device::{DefaultContext, Device, DeviceCapability, DeviceState, Set, SetState};
-pub use dtype::{BF16, DataType, Element, F16, Format};
-pub use error::{AclError, Error, LoadError, ModelFileProblem, ModelTensor, Result, TriedPath};
-pub use event::{
+pub use typed::callback::{CallbackMode, MAX_REPORT_THREADS, ReportThread, Subscribed};
+pub use typed::context::{Context, MemoryInfo, MemoryKind};
+pub use typed::device::{DefaultContext, Device, DeviceCapability, DeviceState, Set, SetState};
+pub use typed::dtype::{BF16, DataType, Element, F16, Format};
+pub use typed::error::{AclError, Error, LoadError, ModelFileProblem, ModelTensor, Result, TriedPath};
+pub use typed::event::{
     Created, Event, EventState, Recordable, Recorded, Reset, ResetDone, WaitError, Waited,
 };
-pub use host_fn::HostFnStream;
-pub use memory::{
+pub use typed::host_fn::HostFnStream;
+pub use typed::memory::{
     AsyncScope, DeviceBuffer, DeviceSlice, DeviceSliceMut, HostBuffer, Location, MallocPolicy,
     Memory, MemoryMut, Pending, PendingDevice, PendingHost, Source,
 };
-pub use model::{
+pub use typed::model::{
     DYNAMIC_BATCH_INPUT, Dynamic, Executed, Model, ModelInput, ModelIo, ModelKind, ModelOutput,
     ModelSource, Static, TensorDesc,
 };
-pub use pipeline::{Launch, MAX_PIPELINE_SLOTS, Pipeline, PipelineConfig, Slot};
-pub use runtime::{
+pub use typed::pipeline::{Launch, MAX_PIPELINE_SLOTS, Pipeline, PipelineConfig, Slot};
+pub use typed::runtime::{
     Acl, DropErrorHandler, Failed, InitOptions, RuntimeLibrary, Timeout, set_drop_error_handler,
 };
-pub use stream::{Stream, StreamConfig};
+pub use typed::stream::{Stream, StreamConfig};
 
 /// Sizes and thread-safety, pinned: a change here is a deliberate API change.
 mod assertions {

@@ -196,7 +196,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
 use super::FunctionTable;
-use crate::error::{LoadError, TriedPath};
+use crate::typed::error::{LoadError, TriedPath};
 
 /// The library file name of the AscendCL runtime (and of the simulator).
 pub const LIBRARY_NAME: &str = "libascendcl.so";

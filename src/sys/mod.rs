@@ -112,7 +112,7 @@ macro_rules! function_table {
             pub(crate) unsafe fn resolve(
                 library: &libloading::Library,
                 path: &std::path::Path,
-            ) -> Result<Self, crate::error::LoadError> {
+            ) -> Result<Self, crate::typed::error::LoadError> {
                 Ok(FunctionTable {
                     $(
                         // SAFETY: the caller guarantees the symbol has this prototype.
@@ -121,7 +121,7 @@ macro_rules! function_table {
                                 concat!(stringify!($req), "\0").as_bytes(),
                             ) {
                                 Ok(symbol) => *symbol,
-                                Err(e) => return Err(crate::error::LoadError::MissingSymbol {
+                                Err(e) => return Err(crate::typed::error::LoadError::MissingSymbol {
                                     library: path.to_path_buf(),
                                     symbol: stringify!($req),
                                     reason: e.to_string(),

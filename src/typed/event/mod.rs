@@ -5,10 +5,10 @@ use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::ptr;
 
-use crate::context::Context;
-use crate::error::{Error, Result};
-use crate::runtime::{Failed, Timeout, release_on_drop, report_drop_error};
-use crate::stream::Stream;
+use crate::typed::context::Context;
+use crate::typed::error::{Error, Result};
+use crate::typed::runtime::{Failed, Timeout, release_on_drop, report_drop_error};
+use crate::typed::stream::Stream;
 use crate::sys::bindings::{aclrtEvent, aclrtStream};
 
 mod wait;

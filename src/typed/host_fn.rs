@@ -9,10 +9,10 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::context;
-use crate::error::{Error, Result};
-use crate::runtime::{Failed, report_drop_error};
-use crate::stream::Stream;
+use crate::typed::context;
+use crate::typed::error::{Error, Result};
+use crate::typed::runtime::{Failed, report_drop_error};
+use crate::typed::stream::Stream;
 
 type Body = Box<dyn FnOnce() + Send + 'static>;
 
@@ -243,7 +243,7 @@ impl<'ctx> HostFnStream<'ctx> {
     pub fn destroy_force(self) -> Result<()> {
         match self.try_destroy_force() {
             Ok(()) => Ok(()),
-            Err(failed) => Err(crate::runtime::retry_or_keep(
+            Err(failed) => Err(crate::typed::runtime::retry_or_keep(
                 "HostFnStream::destroy_force (forced again)",
                 failed,
                 Self::try_destroy_force,

@@ -6,9 +6,9 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock, RwLock};
 
-use crate::context;
-use crate::device::Device;
-use crate::error::{Error, ModelFileProblem, Result};
+use crate::typed::context;
+use crate::typed::device::Device;
+use crate::typed::error::{Error, ModelFileProblem, Result};
 use crate::sys::loader::{Api, LoadOptions, load_global};
 
 /// The runtime of [`Acl::shared`], once initialised (never finalized), and the configuration
@@ -405,7 +405,7 @@ impl Acl {
 
     fn release(&self) -> Result<()> {
         let _lifecycle = LIFECYCLE.lock().unwrap_or_else(|p| p.into_inner());
-        context::may_release(crate::device::live_devices())?;
+        context::may_release(crate::typed::device::live_devices())?;
         // SAFETY: no device set through this token is alive (counted above; borrows keep it
         // so unless one was leaked), so no context, stream, event or buffer is either, and
         // the token is consumed or being dropped, so this is the only finalize (P2, D3).

@@ -6,7 +6,7 @@ use super::*;
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
 
-use crate::runtime::retry_cleanup;
+use crate::typed::runtime::retry_cleanup;
 use crate::sys::bindings::aclrtCallback;
 
 /// A stream subscribed to a [`ReportThread`] (C1 step 2): the only place
@@ -148,7 +148,7 @@ fn run_callback(shared: &Shared, body: impl FnOnce()) {
         // Not dropped: a payload whose own `Drop` panics would unwind into C (abort).
         std::mem::forget(panic);
         // Never panics (here it would abort, in an `extern "C"` function).
-        crate::runtime::diagnostic(format_args!("a host callback panicked: {message}"));
+        crate::typed::runtime::diagnostic(format_args!("a host callback panicked: {message}"));
         shared.keep_panic(message);
     }
     context::leave_callback(previous);

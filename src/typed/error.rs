@@ -5,7 +5,7 @@ use std::fmt;
 use crate::result::RuntimeMessage;
 use std::path::PathBuf;
 
-use crate::dtype::DataType;
+use crate::typed::dtype::DataType;
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

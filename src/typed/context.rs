@@ -8,11 +8,11 @@ use std::mem::ManuallyDrop;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 
-use crate::error::Result;
-use crate::event::{Created, Event};
+use crate::typed::error::Result;
+use crate::typed::event::{Created, Event};
 use crate::result::current;
-use crate::runtime::{Failed, release_on_drop, report_drop_error, retry_cleanup};
-use crate::stream::{Stream, StreamConfig};
+use crate::typed::runtime::{Failed, release_on_drop, report_drop_error, retry_cleanup};
+use crate::typed::stream::{Stream, StreamConfig};
 use crate::sys::bindings::{ACL_EVENT_SYNC, ACL_STOP_ON_FAILURE};
 use crate::sys::bindings::{aclrtContext, aclrtEvent, aclrtStream};
 use crate::sys::loader::Api;

@@ -6,16 +6,16 @@ use std::mem::ManuallyDrop;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::context::{self, Context};
-use crate::error::{Error, Result};
-use crate::event::Reset;
-use crate::runtime::{Failed, release_on_drop, report_drop_error};
+use crate::typed::context::{self, Context};
+use crate::typed::error::{Error, Result};
+use crate::typed::event::Reset;
+use crate::typed::runtime::{Failed, release_on_drop, report_drop_error};
 use crate::sys::bindings::aclrtContext;
 use crate::sys::loader::Api;
 
 mod sealed {
-    use crate::context::Context;
-    use crate::error::Result;
+    use crate::typed::context::Context;
+    use crate::typed::error::Result;
 
     pub trait Sealed {
         /// Whether a device in this state is set (holds one `aclrtSetDevice`).

@@ -11,11 +11,11 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::context::{self, Context};
-use crate::error::{AclError, Error, Result};
+use crate::typed::context::{self, Context};
+use crate::typed::error::{AclError, Error, Result};
 use crate::result::CallError;
-use crate::runtime::{Failed, report_drop_error};
-use crate::stream::Stream;
+use crate::typed::runtime::{Failed, report_drop_error};
+use crate::typed::stream::Stream;
 use crate::sys::bindings::{ACL_CALLBACK_BLOCK, ACL_CALLBACK_NO_BLOCK, aclrtCallbackBlockType};
 use crate::sys::loader::Api;
 

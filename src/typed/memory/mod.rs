@@ -11,10 +11,10 @@ use std::io::Write as _;
 
 use bytemuck::Pod;
 
-use crate::context::Context;
-use crate::error::{Error, Result};
-use crate::runtime::{Failed, release_on_drop, report_drop_error};
-use crate::stream::Stream;
+use crate::typed::context::Context;
+use crate::typed::error::{Error, Result};
+use crate::typed::runtime::{Failed, release_on_drop, report_drop_error};
+use crate::typed::stream::Stream;
 use crate::sys::bindings::aclrtStream;
 use crate::sys::bindings::{
     ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEM_MALLOC_HUGE_ONLY, ACL_MEM_MALLOC_NORMAL_ONLY,
