@@ -420,7 +420,9 @@ pub use typed::callback::{CallbackMode, MAX_REPORT_THREADS, ReportThread, Subscr
 pub use typed::context::{Context, MemoryInfo, MemoryKind};
 pub use typed::device::{DefaultContext, Device, DeviceCapability, DeviceState, Set, SetState};
 pub use typed::dtype::{BF16, DataType, Element, F16, Format};
-pub use typed::error::{AclError, Error, LoadError, ModelFileProblem, ModelTensor, Result, TriedPath};
+pub use sys::codes::AclError;
+pub use sys::loader::error::{LoadError, TriedPath};
+pub use typed::error::{Error, ModelFileProblem, ModelTensor, Result};
 pub use typed::event::{
     Created, Event, EventState, Recordable, Recorded, Reset, ResetDone, WaitError, Waited,
 };

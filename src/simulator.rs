@@ -163,7 +163,7 @@ impl Simulator<'_> {
             .map_err(|_| Error::InvalidArgument("a function name contains a NUL byte"))?;
         // SAFETY: a NUL-terminated string that outlives the call.
         let result = unsafe { inject(name.as_ptr(), code, skip, times) };
-        crate::typed::error::check(result).map_err(|code| Error::Runtime {
+        crate::sys::codes::check(result).map_err(|code| Error::Runtime {
             call: SYMBOL,
             code,
             message: None,
@@ -294,7 +294,7 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
                 buffers.len(),
             )
         };
-        if let Err(code) = crate::typed::error::check(code) {
+        if let Err(code) = crate::sys::codes::check(code) {
             // SAFETY: not enqueued, so the job is still ours alone.
             drop(unsafe { Box::from_raw(user_data.cast::<MapJob<T>>()) });
             return Err(Error::Runtime {

@@ -48,7 +48,7 @@
 use std::ffi::{CStr, c_void};
 use std::ptr;
 
-use crate::typed::error::AclError;
+use crate::sys::codes::AclError;
 use crate::sys::bindings::{
     ACL_ERROR_FAILURE, ACL_PKG_VERSION_MAX_SIZE, ACL_STREAM_STATUS_COMPLETE, aclDeviceInfo,
     aclrtCallbackBlockType, aclrtEventRecordedStatus, aclrtMemAttr, aclrtMemMallocPolicy,

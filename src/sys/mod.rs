@@ -26,6 +26,7 @@ pub mod bindings {
     include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
 }
 
+pub(crate) mod codes;
 mod elf;
 pub mod loader;
 pub mod model;
@@ -112,7 +113,7 @@ macro_rules! function_table {
             pub(crate) unsafe fn resolve(
                 library: &libloading::Library,
                 path: &std::path::Path,
-            ) -> Result<Self, crate::typed::error::LoadError> {
+            ) -> Result<Self, crate::sys::loader::error::LoadError> {
                 Ok(FunctionTable {
                     $(
                         // SAFETY: the caller guarantees the symbol has this prototype.
@@ -121,7 +122,7 @@ macro_rules! function_table {
                                 concat!(stringify!($req), "\0").as_bytes(),
                             ) {
                                 Ok(symbol) => *symbol,
-                                Err(e) => return Err(crate::typed::error::LoadError::MissingSymbol {
+                                Err(e) => return Err(crate::sys::loader::error::LoadError::MissingSymbol {
                                     library: path.to_path_buf(),
                                     symbol: stringify!($req),
                                     reason: e.to_string(),

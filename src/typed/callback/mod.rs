@@ -12,7 +12,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::typed::context::{self, Context};
-use crate::typed::error::{AclError, Error, Result};
+use crate::sys::codes::AclError;
+use crate::typed::error::{Error, Result};
 use crate::result::CallError;
 use crate::typed::runtime::{Failed, report_drop_error};
 use crate::typed::stream::Stream;
