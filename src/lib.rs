@@ -436,9 +436,8 @@ pub use typed::model::{
     ModelSource, Static, TensorDesc,
 };
 pub use typed::pipeline::{Launch, MAX_PIPELINE_SLOTS, Pipeline, PipelineConfig, Slot};
-pub use typed::runtime::{
-    Acl, DropErrorHandler, Failed, InitOptions, RuntimeLibrary, Timeout, set_drop_error_handler,
-};
+pub use typed::handle::{DropErrorHandler, Failed, Timeout, set_drop_error_handler};
+pub use typed::runtime::{Acl, InitOptions, RuntimeLibrary};
 pub use typed::stream::{Stream, StreamConfig};
 
 /// Sizes and thread-safety, pinned: a change here is a deliberate API change.

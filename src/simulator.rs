@@ -26,7 +26,7 @@ use std::marker::PhantomData;
 use bytemuck::Pod;
 
 use crate::typed::memory::{AsyncScope, Location, MemoryMut, PendingDevice, Source};
-use crate::typed::runtime::report_drop_error;
+use crate::typed::handle::report_drop_error;
 use crate::typed::stream::Stream;
 use crate::sys::bindings::{aclError, aclrtStream};
 use crate::sys::loader::Api;
@@ -440,7 +440,7 @@ fn run_elementwise<I: Pod, O: Pod>(
 ) -> bool {
     // The function runs on the runtime's own thread, like a callback: C8 for every entry
     // point of the crate it might reach through a `static`.
-    let previous = crate::typed::context::enter_callback();
+    let previous = crate::typed::handle::enter_callback();
     let run = || {
         for i in 0..len {
             // SAFETY: see above: both ranges are valid for `len` elements and used by this
@@ -471,7 +471,7 @@ fn run_elementwise<I: Pod, O: Pod>(
             }),
         );
     }
-    crate::typed::context::leave_callback(previous);
+    crate::typed::handle::leave_callback(previous);
     panicked
 }
 

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use crate::typed::error::Result;
 use crate::typed::event::{Created, Event};
 use crate::result::current;
-use crate::typed::runtime::{Failed, release_on_drop, report_drop_error, retry_cleanup};
+use crate::typed::handle::{Failed, may_release, refuse_inside_callback, release_on_drop, report_drop_error, retry_cleanup};
 use crate::typed::stream::{Stream, StreamConfig};
 use crate::sys::bindings::{ACL_EVENT_SYNC, ACL_STOP_ON_FAILURE};
 use crate::sys::bindings::{aclrtContext, aclrtEvent, aclrtStream};
@@ -28,37 +28,6 @@ static_assertions::const_assert!(JOINS_WAITING != 0 && JOINS_WAITING != current:
 pub(crate) const USES_CALLBACKS: u8 = 1;
 /// [`Context::claim`]: a stream of the context stops it on failure (S6).
 pub(crate) const STOPS_ON_FAILURE: u8 = 2;
-
-/// Marks the calling thread as running a host callback, until `leave_callback` (C8).
-pub(crate) fn enter_callback() -> u64 {
-    current::replace(current::INSIDE_CALLBACK)
-}
-
-/// Ends `enter_callback`, restoring the cache value it returned.
-pub(crate) fn leave_callback(previous: u64) {
-    current::replace(previous);
-}
-
-/// [`Error::InsideCallback`](crate::Error::InsideCallback) when called from a host callback
-/// (C8), for the typed calls that do not bind a context first.
-pub(crate) fn refuse_inside_callback() -> Result<()> {
-    if current::get() == current::INSIDE_CALLBACK {
-        Err(crate::Error::InsideCallback)
-    } else {
-        Ok(())
-    }
-}
-
-/// Whether a parent (runtime, device, context) may be released now: not from a callback
-/// (C8), and not while `children` handles created from it live (D3: only a leak can leave
-/// any; the parent is then kept, never released under them).
-pub(crate) fn may_release(children: usize) -> Result<()> {
-    refuse_inside_callback()?;
-    if children != 0 {
-        return Err(crate::Error::LiveChildren { count: children });
-    }
-    Ok(())
-}
 
 /// A join event to release once the stream that waited on it is synchronised (E9).
 #[derive(Clone, Copy)]

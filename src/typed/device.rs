@@ -6,10 +6,10 @@ use std::mem::ManuallyDrop;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::typed::context::{self, Context};
+use crate::typed::context::Context;
 use crate::typed::error::{Error, Result};
 use crate::typed::event::Reset;
-use crate::typed::runtime::{Failed, release_on_drop, report_drop_error};
+use crate::typed::handle::{Failed, release_on_drop, report_drop_error};
 use crate::sys::bindings::aclrtContext;
 use crate::sys::loader::Api;
 
@@ -229,7 +229,7 @@ impl<'acl> Device<'acl, Set> {
     }
 
     fn take_default_context(&self) -> Result<Context<'static>> {
-        context::refuse_inside_callback()?;
+        crate::typed::handle::refuse_inside_callback()?;
         let mut taken = default_contexts();
         if taken.contains(&self.id) {
             return Err(Error::DefaultContextInUse { device: self.id });
@@ -299,7 +299,7 @@ impl<'acl> Device<'acl, Reset> {
 /// `aclrtSetDevice(id)`, counted in [`LIVE_DEVICES`], then the default context it made
 /// current (D1), read at once on this thread. If it cannot be read, the set is undone.
 fn set_device(api: &'static Api, id: i32) -> Result<aclrtContext> {
-    context::refuse_inside_callback()?;
+    crate::typed::handle::refuse_inside_callback()?;
     // SAFETY: paired with the reset of `Device::release`, or below (D1); not inside a
     // callback (checked above, C8).
     unsafe { api.set_device(id)? };
@@ -363,7 +363,7 @@ impl<'acl, S: DeviceState> Device<'acl, S> {
         if !S::SET {
             return Ok(());
         }
-        context::may_release(self.contexts.load(Ordering::Acquire))?;
+        crate::typed::handle::may_release(self.contexts.load(Ordering::Acquire))?;
         self.held.release()?;
         // SAFETY: no context created on the device is alive (counted above; borrows keep it
         // so unless one was leaked), so no stream, event or buffer on it is either; the

@@ -5,6 +5,7 @@ pub(crate) mod context;
 pub(crate) mod device;
 pub(crate) mod dtype;
 pub(crate) mod error;
+pub(crate) mod handle;
 pub(crate) mod event;
 pub(crate) mod host_fn;
 pub(crate) mod memory;

@@ -16,7 +16,7 @@ use crate::typed::error::{Error, Result};
 use crate::typed::memory::memcpy_kind;
 use crate::typed::memory::{DeviceBuffer, HostBuffer, Location, MallocPolicy, Memory, MemoryMut};
 use crate::typed::model::{Dynamic, Model, ModelKind, SlotDatasets, Static};
-use crate::typed::runtime::{release_on_drop, report_drop_error, retry_cleanup};
+use crate::typed::handle::{release_on_drop, report_drop_error, retry_cleanup};
 use crate::typed::stream::Stream;
 use crate::sys::bindings::{ACL_EVENT_SYNC, aclrtEvent, aclrtStream};
 

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::typed::context::Context;
 use crate::typed::error::Result;
-use crate::typed::runtime::{Failed, Timeout, release_on_drop, retry_cleanup};
+use crate::typed::handle::{Failed, Timeout, release_on_drop, retry_cleanup};
 use crate::sys::bindings::aclrtStream;
 
 /// What [`Stream::synchronized`] needs to know about the start of a synchronisation.
@@ -284,7 +284,7 @@ impl<'ctx> Stream<'ctx> {
     pub fn destroy_force(self) -> Result<()> {
         match self.try_destroy_force() {
             Ok(()) => Ok(()),
-            Err(failed) => Err(crate::typed::runtime::retry_or_keep(
+            Err(failed) => Err(crate::typed::handle::retry_or_keep(
                 "Stream::destroy_force (forced again)",
                 failed,
                 Self::try_destroy_force,

@@ -7,7 +7,7 @@ use std::ptr;
 
 use crate::typed::context::Context;
 use crate::typed::error::{Error, Result};
-use crate::typed::runtime::{Failed, Timeout, release_on_drop, report_drop_error};
+use crate::typed::handle::{Failed, Timeout, release_on_drop, report_drop_error};
 use crate::typed::stream::Stream;
 use crate::sys::bindings::{aclrtEvent, aclrtStream};
 

@@ -13,7 +13,7 @@ use bytemuck::Pod;
 
 use crate::typed::context::Context;
 use crate::typed::error::{Error, Result};
-use crate::typed::runtime::{Failed, release_on_drop, report_drop_error};
+use crate::typed::handle::{Failed, release_on_drop, report_drop_error};
 use crate::typed::stream::Stream;
 use crate::sys::bindings::aclrtStream;
 use crate::sys::bindings::{

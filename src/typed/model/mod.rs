@@ -13,7 +13,7 @@ use crate::typed::context::Context;
 use crate::typed::dtype::{DataType, Element, Format};
 use crate::typed::error::{Error, ModelFileProblem, ModelTensor, Result};
 use crate::typed::memory::{DeviceBuffer, MallocPolicy};
-use crate::typed::runtime::{Failed, release_on_drop, report_drop_error, retry_cleanup};
+use crate::typed::handle::{Failed, release_on_drop, report_drop_error, retry_cleanup};
 use crate::sys::bindings::{aclDataBuffer, aclmdlDataset, aclmdlDesc, aclrtStream};
 
 mod scoped;

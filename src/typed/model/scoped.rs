@@ -14,7 +14,7 @@ use crate::typed::memory::{
     AsyncScope, DeviceBuffer, DeviceSlice, DeviceSliceMut, MallocPolicy, Memory, Pending,
     PendingDevice,
 };
-use crate::typed::runtime::report_drop_error;
+use crate::typed::handle::report_drop_error;
 use crate::typed::stream::Stream;
 use crate::sys::bindings::aclrtStream;
 
