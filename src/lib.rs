@@ -416,16 +416,17 @@ pub mod result;
 pub mod simulator;
 pub mod sys;
 
+pub use sys::codes::AclError;
+pub use sys::loader::error::{LoadError, TriedPath};
 pub use typed::callback::{CallbackMode, MAX_REPORT_THREADS, ReportThread, Subscribed};
 pub use typed::context::{Context, MemoryInfo, MemoryKind};
 pub use typed::device::{DefaultContext, Device, DeviceCapability, DeviceState, Set, SetState};
 pub use typed::dtype::{BF16, DataType, Element, F16, Format};
-pub use sys::codes::AclError;
-pub use sys::loader::error::{LoadError, TriedPath};
 pub use typed::error::{Error, ModelFileProblem, ModelTensor, Result};
 pub use typed::event::{
     Created, Event, EventState, Recordable, Recorded, Reset, ResetDone, WaitError, Waited,
 };
+pub use typed::handle::{DropErrorHandler, Failed, Timeout, set_drop_error_handler};
 pub use typed::host_fn::HostFnStream;
 pub use typed::memory::{
     AsyncScope, DeviceBuffer, DeviceSlice, DeviceSliceMut, HostBuffer, Location, MallocPolicy,
@@ -436,7 +437,6 @@ pub use typed::model::{
     ModelSource, Static, TensorDesc,
 };
 pub use typed::pipeline::{Launch, MAX_PIPELINE_SLOTS, Pipeline, PipelineConfig, Slot};
-pub use typed::handle::{DropErrorHandler, Failed, Timeout, set_drop_error_handler};
 pub use typed::runtime::{Acl, InitOptions, RuntimeLibrary};
 pub use typed::stream::{Stream, StreamConfig};
 

@@ -25,11 +25,11 @@ use std::marker::PhantomData;
 
 use bytemuck::Pod;
 
-use crate::typed::memory::{AsyncScope, Location, MemoryMut, PendingDevice, Source};
-use crate::typed::handle::report_drop_error;
-use crate::typed::stream::Stream;
 use crate::sys::bindings::{aclError, aclrtStream};
 use crate::sys::loader::Api;
+use crate::typed::handle::report_drop_error;
+use crate::typed::memory::{AsyncScope, Location, MemoryMut, PendingDevice, Source};
+use crate::typed::stream::Stream;
 
 /// The longest simulated kernel: 2176 s, the longest operator execution timeout CANN
 /// documents (P5). A longer one could never complete (nor fail by a timeout when none is

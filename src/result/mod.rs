@@ -48,7 +48,6 @@
 use std::ffi::{CStr, c_void};
 use std::ptr;
 
-use crate::sys::codes::AclError;
 use crate::sys::bindings::{
     ACL_ERROR_FAILURE, ACL_PKG_VERSION_MAX_SIZE, ACL_STREAM_STATUS_COMPLETE, aclDeviceInfo,
     aclrtCallbackBlockType, aclrtEventRecordedStatus, aclrtMemAttr, aclrtMemMallocPolicy,
@@ -57,6 +56,7 @@ use crate::sys::bindings::{
 use crate::sys::bindings::{
     aclError, aclrtCallback, aclrtContext, aclrtEvent, aclrtHostFunc, aclrtStream,
 };
+use crate::sys::codes::AclError;
 use crate::sys::loader::Api;
 
 /// What a call of the raw layer can fail with: the runtime's code, or a function the loaded

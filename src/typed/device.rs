@@ -6,12 +6,14 @@ use std::mem::ManuallyDrop;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::sys::bindings::aclrtContext;
+use crate::sys::loader::Api;
 use crate::typed::context::Context;
 use crate::typed::error::{Error, Result};
 use crate::typed::event::Reset;
+use crate::typed::handle::LIVE_DEVICES;
 use crate::typed::handle::{Failed, release_on_drop, report_drop_error};
-use crate::sys::bindings::aclrtContext;
-use crate::sys::loader::Api;
+use crate::typed::runtime::Acl;
 
 mod sealed {
     use crate::typed::context::Context;
@@ -173,15 +175,6 @@ unsafe impl<S: DeviceState> Send for Device<'_, S> where S::Held: Send {}
 // SAFETY: as above; shared references only read the id and the raw handle, and use the
 // `Context`, which is `Sync`.
 unsafe impl<S: DeviceState> Sync for Device<'_, S> where S::Held: Sync {}
-
-/// Devices set through the typed API and not reset yet. One per process is enough: only one
-/// [`Acl`](crate::Acl) lives at a time (P2), and every device borrows it.
-static LIVE_DEVICES: AtomicUsize = AtomicUsize::new(0);
-
-/// How many devices set through the typed API are not reset (a leak, at `finalize`).
-pub(crate) fn live_devices() -> usize {
-    LIVE_DEVICES.load(Ordering::Acquire)
-}
 
 /// Device ids whose default context a [`Device<DefaultContext>`] holds. One value at a time
 /// per device: two would be two [`Context`]s of one runtime context, whose exclusive uses
@@ -463,5 +456,13 @@ impl<S: DeviceState> std::fmt::Debug for Device<'_, S> {
             .field("id", &self.id)
             .field("state", &std::any::type_name::<S>())
             .finish()
+    }
+}
+
+/// Setting a device (D1).
+impl Acl {
+    /// `aclrtSetDevice(id)` (D1): a [`Device`] in the *Set* state, borrowing this token.
+    pub fn set_device(&self, id: i32) -> Result<Device<'_, crate::Set>> {
+        Device::set_new(self.api_static(), id)
     }
 }

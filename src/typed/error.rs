@@ -11,7 +11,6 @@ use crate::typed::dtype::DataType;
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-
 /// Every failure of this crate.
 ///
 /// ```

@@ -41,8 +41,6 @@ pub(crate) fn may_release(children: usize) -> Result<()> {
     Ok(())
 }
 
-
-
 /// A timeout in the runtime's convention: forever (`-1`) or a positive number of milliseconds
 /// (S3, E6, C6). `0` and values below `-1` cannot be written.
 ///
@@ -324,4 +322,14 @@ pub(crate) fn report_drop_error<E: Into<Error>>(what: &'static str, result: Resu
             ));
         }
     }
+}
+
+/// Devices set through the typed API and not reset yet. One per process is enough: only one
+/// [`Acl`](crate::Acl) lives at a time (P2), and every device borrows it.
+pub(crate) static LIVE_DEVICES: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(0);
+
+/// How many devices set through the typed API are not reset (a leak, at `finalize`).
+pub(crate) fn live_devices() -> usize {
+    LIVE_DEVICES.load(std::sync::atomic::Ordering::Acquire)
 }

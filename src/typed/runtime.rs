@@ -6,10 +6,9 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use crate::typed::handle::{Failed, release_on_drop, report_all};
-use crate::typed::device::Device;
-use crate::typed::error::{Error, ModelFileProblem, Result};
 use crate::sys::loader::{Api, LoadOptions, load_global};
+use crate::typed::error::{Error, ModelFileProblem, Result};
+use crate::typed::handle::{Failed, release_on_drop, report_all};
 
 /// The runtime of [`Acl::shared`], once initialised (never finalized), and the configuration
 /// file it was initialised with.
@@ -319,11 +318,6 @@ impl Acl {
         }
     }
 
-    /// `aclrtSetDevice(id)` (D1): a [`Device`] in the *Set* state, borrowing this token.
-    pub fn set_device(&self, id: i32) -> Result<Device<'_, crate::Set>> {
-        Device::set_new(self.api, id)
-    }
-
     /// `aclrtGetDeviceCount`.
     pub fn device_count(&self) -> Result<u32> {
         Ok(self.api.get_device_count()?)
@@ -405,7 +399,7 @@ impl Acl {
 
     fn release(&self) -> Result<()> {
         let _lifecycle = LIFECYCLE.lock().unwrap_or_else(|p| p.into_inner());
-        crate::typed::handle::may_release(crate::typed::device::live_devices())?;
+        crate::typed::handle::may_release(crate::typed::handle::live_devices())?;
         // SAFETY: no device set through this token is alive (counted above; borrows keep it
         // so unless one was leaked), so no context, stream, event or buffer is either, and
         // the token is consumed or being dropped, so this is the only finalize (P2, D3).

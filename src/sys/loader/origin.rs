@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::sys::FunctionTable;
 use super::error::LoadError;
+use crate::sys::FunctionTable;
 
 /// A file's identity: device and inode.
 pub(super) type FileId = (u64, u64);
@@ -57,7 +57,11 @@ impl Origin {
 
     /// Strict loading: every function defined in the file `requested` (resolved), which
     /// is the file `checked` (device and inode) that passed the pre-checks.
-    pub(super) fn check_strict(&self, requested: &Path, checked: Option<FileId>) -> Result<(), LoadError> {
+    pub(super) fn check_strict(
+        &self,
+        requested: &Path,
+        checked: Option<FileId>,
+    ) -> Result<(), LoadError> {
         let resolved_elsewhere = |symbol: &'static str, resolved: PathBuf| {
             Err(LoadError::ResolvedElsewhere {
                 requested: requested.to_path_buf(),

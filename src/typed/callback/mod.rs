@@ -11,14 +11,14 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::typed::context::{self, Context};
-use crate::sys::codes::AclError;
-use crate::typed::error::{Error, Result};
 use crate::result::CallError;
+use crate::sys::bindings::{ACL_CALLBACK_BLOCK, ACL_CALLBACK_NO_BLOCK, aclrtCallbackBlockType};
+use crate::sys::codes::AclError;
+use crate::sys::loader::Api;
+use crate::typed::context::{self, Context};
+use crate::typed::error::{Error, Result};
 use crate::typed::handle::{Failed, report_drop_error};
 use crate::typed::stream::Stream;
-use crate::sys::bindings::{ACL_CALLBACK_BLOCK, ACL_CALLBACK_NO_BLOCK, aclrtCallbackBlockType};
-use crate::sys::loader::Api;
 
 /// The most report threads a process may have (C4, Atlas 200/500 A2).
 pub const MAX_REPORT_THREADS: usize = 1024;

@@ -6,8 +6,8 @@ use super::*;
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
 
-use crate::typed::handle::retry_cleanup;
 use crate::sys::bindings::aclrtCallback;
+use crate::typed::handle::retry_cleanup;
 
 /// A stream subscribed to a [`ReportThread`] (C1 step 2): the only place
 /// [`launch`](Subscribed::launch) exists (C5). Derefs to the [`Stream`] for every other use.

@@ -7,16 +7,16 @@ use std::marker::PhantomData;
 use std::mem::size_of;
 
 use super::{Dynamic, Model, ModelKind, SlotDatasets, Static, check_tensor};
+use crate::sys::bindings::aclrtStream;
 use crate::typed::context::Context;
 use crate::typed::dtype::{DataType, Element};
 use crate::typed::error::{Error, ModelTensor, Result};
+use crate::typed::handle::report_drop_error;
 use crate::typed::memory::{
     AsyncScope, DeviceBuffer, DeviceSlice, DeviceSliceMut, MallocPolicy, Memory, Pending,
     PendingDevice,
 };
-use crate::typed::handle::report_drop_error;
 use crate::typed::stream::Stream;
-use crate::sys::bindings::aclrtStream;
 
 /// One input of an asynchronous model execution ([`AsyncScope::execute`]): device memory of
 /// an [`Element`] type (MD9, MD13), borrowed for the whole scope (M1). Made with `.into()`
