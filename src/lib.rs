@@ -29,19 +29,23 @@
 //!
 //! ## Layers
 //!
-//! Each layer uses only the one below it, as in `cudarc`:
+//! Each layer uses only the ones below it, as in `cudarc` (`tests/layers.rs` checks the
+//! imports, and that no two files import each other but a module and its child):
 //!
-//! * [`sys`] (`src/sys/`): the C declarations (bindgen output, checked in) and the function
-//!   table, loaded at run time with `libloading` ([`sys::loader`] documents the search order).
+//! * [`sys`] (`src/sys/`): the C declarations (bindgen output, checked in), the runtime's
+//!   error codes ([`AclError`]) and the function table, loaded at run time with `libloading`
+//!   ([`sys::loader`] documents the search order; its failures are [`LoadError`]).
 //! * [`result`] (`src/result/`, one file per area): one method per C function on
 //!   [`sys::loader::Api`], returning [`result::CallError`]; the calls that change runtime
 //!   state are `unsafe`.
-//! * The typestate API, at the crate root (private modules, one file per handle: `runtime`,
-//!   `device`, `context`, `stream`, `event/`, `memory/`, `callback/`, `host_fn`):
-//!   [`Acl`] → [`Device`] → [`Context`] → [`Stream`] / [`Event`] / buffers, callbacks and
-//!   host functions.
-//! * [`simulator`]: what only the CPU simulator offers (checker findings, fault injection,
-//!   a simulated kernel); nothing else in the crate depends on it.
+//! * The typestate API (`src/typed/`, a private module re-exported at the crate root; one
+//!   file or folder per handle: `runtime`, `device`, `context`, `stream`, `event/`,
+//!   `memory/`, `callback/`, `host_fn`, `model/`, `pipeline`, with what they share in
+//!   `handle` and the errors in `error`): [`Acl`] → [`Device`] → [`Context`] → [`Stream`] /
+//!   [`Event`] / buffers, callbacks, host functions, models and pipelines.
+//! * [`simulator`] (`src/simulator.rs`): what only the CPU simulator offers (checker
+//!   findings, fault injection, a simulated kernel); it may use every layer, and nothing
+//!   else in the crate depends on it.
 //!
 //! ## How rules are enforced
 //!

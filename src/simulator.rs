@@ -3,6 +3,9 @@
 //! when the loaded library is the CPU simulator built from `sim/` ([`Acl::simulator`] is
 //! `None` on the vendor runtime).
 //!
+//! The top layer: it may import the typed API and the layers below it; only `src/lib.rs`
+//! names it, nothing else in the crate depends on it.
+//!
 //! ```no_run
 //! # use ascend_typestate::Acl;
 //! let acl = Acl::init()?;

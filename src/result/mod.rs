@@ -1,4 +1,6 @@
 //! The thin result layer: one method on [`Api`] per C function, returning [`Result`].
+//! It imports only [`sys`](crate::sys), the layer below: its errors ([`CallError`], with the
+//! runtime's codes from `sys`) are its own, and the typed API converts them.
 //!
 //! Each method does exactly one runtime call and turns its `aclError` into
 //! [`CallError::Failed`] naming the call. Every method that creates, changes or releases

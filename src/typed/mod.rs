@@ -1,4 +1,11 @@
-//! The typestate API: one module per handle, every public item re-exported at the crate root.
+//! The typestate API: one module per handle (`runtime`, `device`, `context`, `stream`,
+//! `event`, `memory`, `callback`, `host_fn`, `model`, `pipeline`), the element types
+//! (`dtype`), the errors (`error`) and what every handle shares (`handle`: timeouts, the
+//! `Failed` error, drop-error reporting, the clean-up policy, the callback marks). Every
+//! public item is re-exported at the crate root, its one path. It may import the layers
+//! below ([`result`](crate::result), [`sys`](crate::sys)), never the simulator; `handle`
+//! and `error` import nothing of their siblings but `error` (and `dtype`), and a handle's
+//! module imports its owners' (a stream's, its context's), never its children's.
 
 pub(crate) mod callback;
 pub(crate) mod context;

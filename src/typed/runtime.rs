@@ -28,7 +28,7 @@ static INITIALISED_WITHOUT_TOKEN: AtomicBool = AtomicBool::new(false);
 
 /// The initialised runtime: proof that `aclInit` succeeded and `aclFinalize` has not run.
 ///
-/// Everything else in this crate borrows from an `Acl` (a [`Device`] borrows it, a
+/// Everything else in this crate borrows from an `Acl` (a [`Device`](crate::Device) borrows it, a
 /// [`Context`](crate::Context) borrows the device, and so on), so:
 ///
 /// * no runtime call can be written without one (P1): there is no other way to get a handle;
@@ -37,7 +37,7 @@ static INITIALISED_WITHOUT_TOKEN: AtomicBool = AtomicBool::new(false);
 /// * a second live `Acl` in the process is [`Error::AlreadyInitialized`] (P2).
 ///
 /// States: *initialised* (a value exists) → *finalized* (consumed by [`finalize`](Acl::finalize),
-/// or by `Drop` as a fallback, whose error goes to the [drop-error handler](set_drop_error_handler)).
+/// or by `Drop` as a fallback, whose error goes to the [drop-error handler](crate::set_drop_error_handler)).
 ///
 /// `Send + Sync`: the runtime's process state is not tied to a thread.
 ///
