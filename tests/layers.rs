@@ -182,10 +182,10 @@ fn tree() -> Tree {
     let reexports = root_reexports(lib);
     let resolve = |segments: &[String]| -> Option<PathBuf> {
         let mut segments = segments.to_vec();
-        if let Some(module) = segments.first().and_then(|s| reexports.get(s)) {
-            if !files.contains_key(&segments[..1]) {
-                segments = module.iter().chain(&segments[1..]).cloned().collect();
-            }
+        if let Some(module) = segments.first().and_then(|s| reexports.get(s))
+            && !files.contains_key(&segments[..1])
+        {
+            segments = module.iter().chain(&segments[1..]).cloned().collect();
         }
         (0..=segments.len())
             .rev()
@@ -206,10 +206,10 @@ fn tree() -> Tree {
                     base.iter().chain(&segments[ups..]).cloned().collect()
                 }
             };
-            if let Some(target) = resolve(&absolute) {
-                if &target != path {
-                    named.insert(target);
-                }
+            if let Some(target) = resolve(&absolute)
+                && &target != path
+            {
+                named.insert(target);
             }
         }
         edges.insert(path.clone(), named);
