@@ -36,7 +36,7 @@
 # callback runs on the report thread, counted in the whole-program rows only).
 # Variants: typed = the typed API; raw = what a C programmer writes; raw+join = raw calls
 # that also issue the join event the typed API inserts before re-recording an event whose
-# last reset on another stream may be pending (src/event.rs; skipped once that stream has
+# last reset on another stream may be pending (src/typed/event/mod.rs; skipped once that stream has
 # been synchronised, as in this loop).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

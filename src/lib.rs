@@ -29,19 +29,23 @@
 //!
 //! ## Layers
 //!
-//! Each layer uses only the one below it, as in `cudarc`:
+//! Each layer uses only the ones below it, as in `cudarc` (`tests/layers.rs` checks the
+//! imports, and that no two files import each other but a module and its child):
 //!
-//! * [`sys`] (`src/sys/`): the C declarations (bindgen output, checked in) and the function
-//!   table, loaded at run time with `libloading` ([`sys::loader`] documents the search order).
+//! * [`sys`] (`src/sys/`): the C declarations (bindgen output, checked in), the runtime's
+//!   error codes ([`AclError`]) and the function table, loaded at run time with `libloading`
+//!   ([`sys::loader`] documents the search order; its failures are [`LoadError`]).
 //! * [`result`] (`src/result/`, one file per area): one method per C function on
 //!   [`sys::loader::Api`], returning [`result::CallError`]; the calls that change runtime
 //!   state are `unsafe`.
-//! * The typestate API, at the crate root (private modules, one file per handle: `runtime`,
-//!   `device`, `context`, `stream`, `event/`, `memory/`, `callback/`, `host_fn`):
-//!   [`Acl`] → [`Device`] → [`Context`] → [`Stream`] / [`Event`] / buffers, callbacks and
-//!   host functions.
-//! * [`simulator`]: what only the CPU simulator offers (checker findings, fault injection,
-//!   a simulated kernel); nothing else in the crate depends on it.
+//! * The typestate API (`src/typed/`, a private module re-exported at the crate root; one
+//!   file or folder per handle: `runtime`, `device`, `context`, `stream`, `event/`,
+//!   `memory/`, `callback/`, `host_fn`, `model/`, `pipeline`, with what they share in
+//!   `handle` and the errors in `error`): [`Acl`] → [`Device`] → [`Context`] → [`Stream`] /
+//!   [`Event`] / buffers, callbacks, host functions, models and pipelines.
+//! * [`simulator`] (`src/simulator.rs`): what only the CPU simulator offers (checker
+//!   findings, fault injection, a simulated kernel); it may use every layer, and nothing
+//!   else in the crate depends on it.
 //!
 //! ## How rules are enforced
 //!
@@ -408,47 +412,37 @@
     clippy::multiple_unsafe_ops_per_block
 )]
 
-// The typed API: private modules, one public path per item (the re-exports below).
-mod callback;
-mod context;
-mod device;
-mod dtype;
-mod error;
-mod event;
-mod host_fn;
-mod memory;
-mod model;
-mod pipeline;
-mod runtime;
-mod stream;
+// The typed API: a private module, one public path per item (the re-exports below).
+mod typed;
 
 // The layers below it, and the simulator's extensions: public modules of their own.
 pub mod result;
 pub mod simulator;
 pub mod sys;
 
-pub use callback::{CallbackMode, MAX_REPORT_THREADS, ReportThread, Subscribed};
-pub use context::{Context, MemoryInfo, MemoryKind};
-pub use device::{DefaultContext, Device, DeviceCapability, DeviceState, Set, SetState};
-pub use dtype::{BF16, DataType, Element, F16, Format};
-pub use error::{AclError, Error, LoadError, ModelFileProblem, ModelTensor, Result, TriedPath};
-pub use event::{
+pub use sys::codes::AclError;
+pub use sys::loader::error::{LoadError, TriedPath};
+pub use typed::callback::{CallbackMode, MAX_REPORT_THREADS, ReportThread, Subscribed};
+pub use typed::context::{Context, MemoryInfo, MemoryKind};
+pub use typed::device::{DefaultContext, Device, DeviceCapability, DeviceState, Set, SetState};
+pub use typed::dtype::{BF16, DataType, Element, F16, Format};
+pub use typed::error::{Error, ModelFileProblem, ModelTensor, Result};
+pub use typed::event::{
     Created, Event, EventState, Recordable, Recorded, Reset, ResetDone, WaitError, Waited,
 };
-pub use host_fn::HostFnStream;
-pub use memory::{
+pub use typed::handle::{DropErrorHandler, Failed, Timeout, set_drop_error_handler};
+pub use typed::host_fn::HostFnStream;
+pub use typed::memory::{
     AsyncScope, DeviceBuffer, DeviceSlice, DeviceSliceMut, HostBuffer, Location, MallocPolicy,
     Memory, MemoryMut, Pending, PendingDevice, PendingHost, Source,
 };
-pub use model::{
+pub use typed::model::{
     DYNAMIC_BATCH_INPUT, Dynamic, Executed, Model, ModelInput, ModelIo, ModelKind, ModelOutput,
     ModelSource, Static, TensorDesc,
 };
-pub use pipeline::{Launch, MAX_PIPELINE_SLOTS, Pipeline, PipelineConfig, Slot};
-pub use runtime::{
-    Acl, DropErrorHandler, Failed, InitOptions, RuntimeLibrary, Timeout, set_drop_error_handler,
-};
-pub use stream::{Stream, StreamConfig};
+pub use typed::pipeline::{Launch, MAX_PIPELINE_SLOTS, Pipeline, PipelineConfig, Slot};
+pub use typed::runtime::{Acl, InitOptions, RuntimeLibrary};
+pub use typed::stream::{Stream, StreamConfig};
 
 /// Sizes and thread-safety, pinned: a change here is a deliberate API change.
 mod assertions {

@@ -3,6 +3,9 @@
 //! when the loaded library is the CPU simulator built from `sim/` ([`Acl::simulator`] is
 //! `None` on the vendor runtime).
 //!
+//! The top layer: it may import the typed API and the layers below it; only `src/lib.rs`
+//! names it, nothing else in the crate depends on it.
+//!
 //! ```no_run
 //! # use ascend_typestate::Acl;
 //! let acl = Acl::init()?;
@@ -18,18 +21,18 @@
 
 use std::ffi::{CString, c_char};
 
-use crate::error::{Error, Result};
-use crate::runtime::Acl;
+use crate::typed::error::{Error, Result};
+use crate::typed::runtime::Acl;
 use std::ffi::c_void;
 use std::marker::PhantomData;
 
 use bytemuck::Pod;
 
-use crate::memory::{AsyncScope, Location, MemoryMut, PendingDevice, Source};
-use crate::runtime::report_drop_error;
-use crate::stream::Stream;
 use crate::sys::bindings::{aclError, aclrtStream};
 use crate::sys::loader::Api;
+use crate::typed::handle::report_drop_error;
+use crate::typed::memory::{AsyncScope, Location, MemoryMut, PendingDevice, Source};
+use crate::typed::stream::Stream;
 
 /// The longest simulated kernel: 2176 s, the longest operator execution timeout CANN
 /// documents (P5). A longer one could never complete (nor fail by a timeout when none is
@@ -163,7 +166,7 @@ impl Simulator<'_> {
             .map_err(|_| Error::InvalidArgument("a function name contains a NUL byte"))?;
         // SAFETY: a NUL-terminated string that outlives the call.
         let result = unsafe { inject(name.as_ptr(), code, skip, times) };
-        crate::error::check(result).map_err(|code| Error::Runtime {
+        crate::sys::codes::check(result).map_err(|code| Error::Runtime {
             call: SYMBOL,
             code,
             message: None,
@@ -221,7 +224,7 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
     /// A synthetic kernel, on the simulator only (`aclsimLaunchKernel`): after `duration`,
     /// `output[i] = f(input[i])` for each element of `input`, run by `stream` in order with its
     /// other tasks. Both must be device memory of this context's device; `input` may be the
-    /// [`Pending`](crate::memory::Pending) result of an earlier copy of the scope. The returned [`Pending`](crate::memory::Pending) is
+    /// [`Pending`](crate::typed::memory::Pending) result of an earlier copy of the scope. The returned [`Pending`](crate::typed::memory::Pending) is
     /// `output`, for later copies.
     ///
     /// `f` is a plain function (it captures nothing), applied element by element to device
@@ -294,7 +297,7 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
                 buffers.len(),
             )
         };
-        if let Err(code) = crate::error::check(code) {
+        if let Err(code) = crate::sys::codes::check(code) {
             // SAFETY: not enqueued, so the job is still ours alone.
             drop(unsafe { Box::from_raw(user_data.cast::<MapJob<T>>()) });
             return Err(Error::Runtime {
@@ -307,7 +310,7 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
     }
 }
 
-impl<I: Pod, O: Pod> crate::pipeline::Launch<'_, '_, I, O> {
+impl<I: Pod, O: Pod> crate::typed::pipeline::Launch<'_, '_, I, O> {
     /// The frame's kernel, synthetic, on the simulator only (`aclsimLaunchKernel`): after
     /// `duration`, `output[i] = f(input[i])` for the first `min(input_len, output_len)`
     /// elements of the slot's device buffers, on the compute stream. Once per frame (a second
@@ -346,7 +349,7 @@ impl<I: Pod, O: Pod> crate::pipeline::Launch<'_, '_, I, O> {
         // (the slot's previous frame is proven done, and this is the frame's only launch), and
         // no Rust reference to it exists. Written through the raw pointer only.
         unsafe {
-            job.write(crate::pipeline::KernelJob {
+            job.write(crate::typed::pipeline::KernelJob {
                 input: self.input_ptr().cast(),
                 output: self.output_ptr().cast(),
                 len: self.input_len().min(self.output_len()),
@@ -394,10 +397,10 @@ unsafe extern "C" fn run_slot_map<I: Pod, O: Pod>(
     _b: *const *mut c_void,
     _n: usize,
 ) {
-    let job = user_data.cast::<crate::pipeline::KernelJob<I, O>>();
+    let job = user_data.cast::<crate::typed::pipeline::KernelJob<I, O>>();
     // SAFETY: `user_data` is the slot's `KernelJob<I, O>`, written before the launch and not
     // again before the frame is proven done; copied out, not referenced.
-    let crate::pipeline::KernelJob {
+    let crate::typed::pipeline::KernelJob {
         input,
         output,
         len,
@@ -440,7 +443,7 @@ fn run_elementwise<I: Pod, O: Pod>(
 ) -> bool {
     // The function runs on the runtime's own thread, like a callback: C8 for every entry
     // point of the crate it might reach through a `static`.
-    let previous = crate::context::enter_callback();
+    let previous = crate::typed::handle::enter_callback();
     let run = || {
         for i in 0..len {
             // SAFETY: see above: both ranges are valid for `len` elements and used by this
@@ -458,7 +461,7 @@ fn run_elementwise<I: Pod, O: Pod>(
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run));
     let panicked = outcome.is_err();
     if let Err(panic) = outcome {
-        let first = crate::callback::panic_message(panic.as_ref());
+        let first = crate::typed::callback::panic_message(panic.as_ref());
         // Not dropped: a payload whose own `Drop` panics would unwind into C (abort).
         std::mem::forget(panic);
         // Reported, never lost (the output is then partly written); still marked as a
@@ -471,7 +474,7 @@ fn run_elementwise<I: Pod, O: Pod>(
             }),
         );
     }
-    crate::context::leave_callback(previous);
+    crate::typed::handle::leave_callback(previous);
     panicked
 }
 

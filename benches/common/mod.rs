@@ -29,7 +29,7 @@ pub const COPY_BYTES: usize = 4096;
 ///
 /// From the second cycle on, `record` first joins `producer` after the previous reset on
 /// `consumer` (one extra event: create, record on `consumer`, wait and reset on `producer`;
-/// destroyed by `producer.synchronize()`), see `src/event.rs`.
+/// destroyed by `producer.synchronize()`), see `src/typed/event/mod.rs`.
 #[inline(always)]
 pub fn typed_event_cycle<'t>(
     event: Event<'t, Reset>,

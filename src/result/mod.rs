@@ -1,4 +1,6 @@
 //! The thin result layer: one method on [`Api`] per C function, returning [`Result`].
+//! It imports only [`sys`](crate::sys), the layer below: its errors ([`CallError`], with the
+//! runtime's codes from `sys`) are its own, and the typed API converts them.
 //!
 //! Each method does exactly one runtime call and turns its `aclError` into
 //! [`CallError::Failed`] naming the call. Every method that creates, changes or releases
@@ -48,7 +50,6 @@
 use std::ffi::{CStr, c_void};
 use std::ptr;
 
-use crate::error::AclError;
 use crate::sys::bindings::{
     ACL_ERROR_FAILURE, ACL_PKG_VERSION_MAX_SIZE, ACL_STREAM_STATUS_COMPLETE, aclDeviceInfo,
     aclrtCallbackBlockType, aclrtEventRecordedStatus, aclrtMemAttr, aclrtMemMallocPolicy,
@@ -57,6 +58,7 @@ use crate::sys::bindings::{
 use crate::sys::bindings::{
     aclError, aclrtCallback, aclrtContext, aclrtEvent, aclrtHostFunc, aclrtStream,
 };
+use crate::sys::codes::AclError;
 use crate::sys::loader::Api;
 
 /// What a call of the raw layer can fail with: the runtime's code, or a function the loaded

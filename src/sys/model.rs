@@ -173,10 +173,10 @@ pub(crate) unsafe fn find_model_table(
                 }
             }
         } else {
-            match super::loader::search_library_path(&candidate) {
+            match super::loader::library_path::search_library_path(&candidate) {
                 Ok(file) => file,
                 Err((file, reason)) => {
-                    let reason = super::loader::library_path_refusal(&file, &reason);
+                    let reason = super::loader::library_path::library_path_refusal(&file, &reason);
                     tried.push((candidate, Some(reason)));
                     continue;
                 }

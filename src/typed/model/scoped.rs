@@ -7,16 +7,16 @@ use std::marker::PhantomData;
 use std::mem::size_of;
 
 use super::{Dynamic, Model, ModelKind, SlotDatasets, Static, check_tensor};
-use crate::context::Context;
-use crate::dtype::{DataType, Element};
-use crate::error::{Error, ModelTensor, Result};
-use crate::memory::{
+use crate::sys::bindings::aclrtStream;
+use crate::typed::context::Context;
+use crate::typed::dtype::{DataType, Element};
+use crate::typed::error::{Error, ModelTensor, Result};
+use crate::typed::handle::report_drop_error;
+use crate::typed::memory::{
     AsyncScope, DeviceBuffer, DeviceSlice, DeviceSliceMut, MallocPolicy, Memory, Pending,
     PendingDevice,
 };
-use crate::runtime::report_drop_error;
-use crate::stream::Stream;
-use crate::sys::bindings::aclrtStream;
+use crate::typed::stream::Stream;
 
 /// One input of an asynchronous model execution ([`AsyncScope::execute`]): device memory of
 /// an [`Element`] type (MD9, MD13), borrowed for the whole scope (M1). Made with `.into()`
@@ -83,7 +83,7 @@ impl<'scope, 'a: 'scope, T: Element> From<&'scope DeviceSliceMut<'a, T>> for Mod
 
 impl<'scope, T: Element> From<PendingDevice<'scope, T>> for ModelInput<'scope> {
     fn from(pending: PendingDevice<'scope, T>) -> Self {
-        use crate::memory::Source;
+        use crate::typed::memory::Source;
         ModelInput {
             ptr: pending.as_ptr(),
             byte_len: pending.len() * size_of::<T>(),
@@ -111,7 +111,7 @@ impl<'scope, 'ctx: 'scope, T: Element> From<&'scope mut DeviceBuffer<'ctx, T>>
 
 impl<'scope, T: Element> From<DeviceSliceMut<'scope, T>> for ModelOutput<'scope> {
     fn from(mut slice: DeviceSliceMut<'scope, T>) -> Self {
-        use crate::memory::MemoryMut;
+        use crate::typed::memory::MemoryMut;
         ModelOutput {
             ptr: slice.as_mut_ptr(),
             byte_len: Memory::len(&slice) * size_of::<T>(),

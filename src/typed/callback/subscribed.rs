@@ -6,8 +6,8 @@ use super::*;
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
 
-use crate::runtime::retry_cleanup;
 use crate::sys::bindings::aclrtCallback;
+use crate::typed::handle::retry_cleanup;
 
 /// A stream subscribed to a [`ReportThread`] (C1 step 2): the only place
 /// [`launch`](Subscribed::launch) exists (C5). Derefs to the [`Stream`] for every other use.
@@ -141,17 +141,17 @@ pub(crate) fn panic_message(panic: &(dyn Any + Send)) -> String {
 fn run_callback(shared: &Shared, body: impl FnOnce()) {
     // Marked for the body and for the report of its panic (which may reach the drop-error
     // handler): no call of the crate from either reaches the runtime (C8).
-    let previous = context::enter_callback();
+    let previous = crate::typed::handle::enter_callback();
     let outcome = catch_unwind(AssertUnwindSafe(body));
     if let Err(panic) = outcome {
         let message = panic_message(panic.as_ref());
         // Not dropped: a payload whose own `Drop` panics would unwind into C (abort).
         std::mem::forget(panic);
         // Never panics (here it would abort, in an `extern "C"` function).
-        crate::runtime::diagnostic(format_args!("a host callback panicked: {message}"));
+        crate::typed::handle::diagnostic(format_args!("a host callback panicked: {message}"));
         shared.keep_panic(message);
     }
-    context::leave_callback(previous);
+    crate::typed::handle::leave_callback(previous);
 }
 
 /// A callback has run: the counters, `pending` last, since its reaching zero lets the

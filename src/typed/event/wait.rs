@@ -2,7 +2,7 @@
 //! `wait_and_reset`, the reset recovery paths, and `Waited`/`ResetDone`/`WaitError`.
 
 use super::*;
-use crate::runtime::retry_cleanup;
+use crate::typed::handle::retry_cleanup;
 
 impl<'s> Event<'s, Recorded> {
     /// `aclrtSynchronizeEvent` (E2): blocks the host until the event completes.

@@ -9,10 +9,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::context;
-use crate::error::{Error, Result};
-use crate::runtime::{Failed, report_drop_error};
-use crate::stream::Stream;
+use crate::typed::error::{Error, Result};
+use crate::typed::handle::{Failed, report_drop_error};
+use crate::typed::stream::Stream;
 
 type Body = Box<dyn FnOnce() + Send + 'static>;
 
@@ -120,9 +119,9 @@ unsafe extern "C" fn trampoline(args: *mut c_void) {
     let Some(Launched { body, stream }) = take(args as usize as u64) else {
         return;
     };
-    let previous = context::enter_callback();
+    let previous = crate::typed::handle::enter_callback();
     let outcome = catch_unwind(AssertUnwindSafe(body));
-    context::leave_callback(previous);
+    crate::typed::handle::leave_callback(previous);
     if let Err(payload) = outcome {
         let message = panic_message(payload.as_ref());
         // The payload's own `Drop` could panic: it is forgotten, never dropped here.
@@ -243,7 +242,7 @@ impl<'ctx> HostFnStream<'ctx> {
     pub fn destroy_force(self) -> Result<()> {
         match self.try_destroy_force() {
             Ok(()) => Ok(()),
-            Err(failed) => Err(crate::runtime::retry_or_keep(
+            Err(failed) => Err(crate::typed::handle::retry_or_keep(
                 "HostFnStream::destroy_force (forced again)",
                 failed,
                 Self::try_destroy_force,

@@ -8,14 +8,14 @@ use std::mem::ManuallyDrop;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 
-use crate::error::Result;
-use crate::event::{Created, Event};
 use crate::result::current;
-use crate::runtime::{Failed, release_on_drop, report_drop_error, retry_cleanup};
-use crate::stream::{Stream, StreamConfig};
-use crate::sys::bindings::{ACL_EVENT_SYNC, ACL_STOP_ON_FAILURE};
+use crate::sys::bindings::ACL_EVENT_SYNC;
 use crate::sys::bindings::{aclrtContext, aclrtEvent, aclrtStream};
 use crate::sys::loader::Api;
+use crate::typed::error::Result;
+use crate::typed::handle::{
+    Failed, may_release, refuse_inside_callback, release_on_drop, report_drop_error, retry_cleanup,
+};
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -28,37 +28,6 @@ static_assertions::const_assert!(JOINS_WAITING != 0 && JOINS_WAITING != current:
 pub(crate) const USES_CALLBACKS: u8 = 1;
 /// [`Context::claim`]: a stream of the context stops it on failure (S6).
 pub(crate) const STOPS_ON_FAILURE: u8 = 2;
-
-/// Marks the calling thread as running a host callback, until `leave_callback` (C8).
-pub(crate) fn enter_callback() -> u64 {
-    current::replace(current::INSIDE_CALLBACK)
-}
-
-/// Ends `enter_callback`, restoring the cache value it returned.
-pub(crate) fn leave_callback(previous: u64) {
-    current::replace(previous);
-}
-
-/// [`Error::InsideCallback`](crate::Error::InsideCallback) when called from a host callback
-/// (C8), for the typed calls that do not bind a context first.
-pub(crate) fn refuse_inside_callback() -> Result<()> {
-    if current::get() == current::INSIDE_CALLBACK {
-        Err(crate::Error::InsideCallback)
-    } else {
-        Ok(())
-    }
-}
-
-/// Whether a parent (runtime, device, context) may be released now: not from a callback
-/// (C8), and not while `children` handles created from it live (D3: only a leak can leave
-/// any; the parent is then kept, never released under them).
-pub(crate) fn may_release(children: usize) -> Result<()> {
-    refuse_inside_callback()?;
-    if children != 0 {
-        return Err(crate::Error::LiveChildren { count: children });
-    }
-    Ok(())
-}
 
 /// A join event to release once the stream that waited on it is synchronised (E9).
 #[derive(Clone, Copy)]
@@ -251,48 +220,6 @@ impl<'dev> Context<'dev> {
         self.raw
     }
 
-    /// `aclrtCreateStream` in this context: a [`Stream`] borrowing it.
-    pub fn create_stream(&self) -> Result<Stream<'_>> {
-        self.bind()?;
-        // SAFETY: a new stream in this (bound) context, owned by the returned value (D3).
-        let raw = unsafe { self.api.create_stream()? };
-        // SAFETY: `raw` was just created in this context and is owned by the new value only.
-        Ok(unsafe { Stream::from_raw(raw, self) })
-    }
-
-    /// A stream created as `config` says (S6, S7): `aclrtCreateStreamWithConfig`, then
-    /// `aclrtSetStreamFailureMode` if it stops on failure. With the default configuration
-    /// this is [`create_stream`](Self::create_stream) (and works on runtimes that lack the
-    /// newer functions; others return [`Error::Unsupported`](crate::Error::Unsupported)).
-    pub fn create_stream_with(&self, config: StreamConfig) -> Result<Stream<'_>> {
-        if config.raw_priority() > 7 {
-            return Err(crate::Error::InvalidArgument(
-                "a stream priority is 0 to 7 (S7)",
-            ));
-        }
-        if config == StreamConfig::new() {
-            return self.create_stream();
-        }
-        if config.stops_on_failure() {
-            self.claim(STOPS_ON_FAILURE)?;
-        }
-        self.bind()?;
-        let (priority, flags) = (u32::from(config.raw_priority()), config.raw_flags());
-        // SAFETY: a new stream in this (bound) context, owned by the returned value (D3).
-        let raw = unsafe { self.api.create_stream_with_config(priority, flags)? };
-        // SAFETY: `raw` was just created in this context and is owned by the new value only.
-        let stream = unsafe { Stream::from_raw(raw, self) };
-        if config.stops_on_failure() {
-            // SAFETY: the stream is live, created just now with no task issued, and this is
-            // its only failure-mode call (S6). On failure it is destroyed by its `Drop`.
-            unsafe {
-                self.api
-                    .set_stream_failure_mode(raw, u64::from(ACL_STOP_ON_FAILURE))?
-            };
-        }
-        Ok(stream)
-    }
-
     /// The one diagnosis of a handle of context `found` used where this context is required
     /// (D6): [`Error::DeviceMismatch`](crate::Error::DeviceMismatch) when the devices
     /// differ, else [`Error::ContextMismatch`](crate::Error::ContextMismatch).
@@ -307,17 +234,6 @@ impl<'dev> Context<'dev> {
             }
         } else {
             crate::Error::ContextMismatch { what }
-        }
-    }
-
-    /// [`mismatch`](Self::mismatch) unless `stream` is of this context.
-    #[inline(always)]
-    pub(crate) fn check_stream(&self, stream: &Stream<'_>, what: &'static str) -> Result<()> {
-        // Contexts cannot move while borrowed, so the same object means the same context.
-        if std::ptr::addr_eq(self, stream.context()) {
-            Ok(())
-        } else {
-            Err(self.mismatch(stream.context(), what))
         }
     }
 
@@ -344,17 +260,6 @@ impl<'dev> Context<'dev> {
         self.bind()?;
         let (free, total) = self.api.get_mem_info(kind.raw())?;
         Ok(MemoryInfo { free, total })
-    }
-
-    /// `aclrtCreateEventWithFlag(&e, ACL_EVENT_SYNC)`: an [`Event`] in the *Created* state.
-    ///
-    /// Every event of the typed API carries `ACL_EVENT_SYNC`, so the E7 error (wait or reset
-    /// on an event without it) cannot happen.
-    pub fn create_event(&self) -> Result<Event<'_, Created>> {
-        self.bind()?;
-        // SAFETY: a new event in this (bound) context, owned by the returned value (D3).
-        let raw = unsafe { self.api.create_event_with_flag(ACL_EVENT_SYNC)? };
-        Ok(Event::created(raw, self))
     }
 
     /// `aclrtSynchronizeDevice` (D4): blocks until all work on this context's device is done.

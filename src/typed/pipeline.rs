@@ -10,15 +10,15 @@ use std::sync::Arc;
 
 use bytemuck::Pod;
 
-use crate::context::Context;
-use crate::dtype::Element;
-use crate::error::{Error, Result};
-use crate::memory::memcpy_kind;
-use crate::memory::{DeviceBuffer, HostBuffer, Location, MallocPolicy, Memory, MemoryMut};
-use crate::model::{Dynamic, Model, ModelKind, SlotDatasets, Static};
-use crate::runtime::{release_on_drop, report_drop_error, retry_cleanup};
-use crate::stream::Stream;
 use crate::sys::bindings::{ACL_EVENT_SYNC, aclrtEvent, aclrtStream};
+use crate::typed::context::Context;
+use crate::typed::dtype::Element;
+use crate::typed::error::{Error, Result};
+use crate::typed::handle::{release_on_drop, report_drop_error, retry_cleanup};
+use crate::typed::memory::memcpy_kind;
+use crate::typed::memory::{DeviceBuffer, HostBuffer, Location, MallocPolicy, Memory, MemoryMut};
+use crate::typed::model::{Dynamic, Model, ModelKind, SlotDatasets, Static};
+use crate::typed::stream::Stream;
 
 /// The most slots a pipeline may have.
 pub const MAX_PIPELINE_SLOTS: usize = 64;

@@ -6,16 +6,18 @@ use std::mem::ManuallyDrop;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::context::{self, Context};
-use crate::error::{Error, Result};
-use crate::event::Reset;
-use crate::runtime::{Failed, release_on_drop, report_drop_error};
 use crate::sys::bindings::aclrtContext;
 use crate::sys::loader::Api;
+use crate::typed::context::Context;
+use crate::typed::error::{Error, Result};
+use crate::typed::event::Reset;
+use crate::typed::handle::LIVE_DEVICES;
+use crate::typed::handle::{Failed, release_on_drop, report_drop_error};
+use crate::typed::runtime::Acl;
 
 mod sealed {
-    use crate::context::Context;
-    use crate::error::Result;
+    use crate::typed::context::Context;
+    use crate::typed::error::Result;
 
     pub trait Sealed {
         /// Whether a device in this state is set (holds one `aclrtSetDevice`).
@@ -174,15 +176,6 @@ unsafe impl<S: DeviceState> Send for Device<'_, S> where S::Held: Send {}
 // `Context`, which is `Sync`.
 unsafe impl<S: DeviceState> Sync for Device<'_, S> where S::Held: Sync {}
 
-/// Devices set through the typed API and not reset yet. One per process is enough: only one
-/// [`Acl`](crate::Acl) lives at a time (P2), and every device borrows it.
-static LIVE_DEVICES: AtomicUsize = AtomicUsize::new(0);
-
-/// How many devices set through the typed API are not reset (a leak, at `finalize`).
-pub(crate) fn live_devices() -> usize {
-    LIVE_DEVICES.load(Ordering::Acquire)
-}
-
 /// Device ids whose default context a [`Device<DefaultContext>`] holds. One value at a time
 /// per device: two would be two [`Context`]s of one runtime context, whose exclusive uses
 /// (S6: stop on failure, or callbacks) could then be combined.
@@ -229,7 +222,7 @@ impl<'acl> Device<'acl, Set> {
     }
 
     fn take_default_context(&self) -> Result<Context<'static>> {
-        context::refuse_inside_callback()?;
+        crate::typed::handle::refuse_inside_callback()?;
         let mut taken = default_contexts();
         if taken.contains(&self.id) {
             return Err(Error::DefaultContextInUse { device: self.id });
@@ -299,7 +292,7 @@ impl<'acl> Device<'acl, Reset> {
 /// `aclrtSetDevice(id)`, counted in [`LIVE_DEVICES`], then the default context it made
 /// current (D1), read at once on this thread. If it cannot be read, the set is undone.
 fn set_device(api: &'static Api, id: i32) -> Result<aclrtContext> {
-    context::refuse_inside_callback()?;
+    crate::typed::handle::refuse_inside_callback()?;
     // SAFETY: paired with the reset of `Device::release`, or below (D1); not inside a
     // callback (checked above, C8).
     unsafe { api.set_device(id)? };
@@ -363,7 +356,7 @@ impl<'acl, S: DeviceState> Device<'acl, S> {
         if !S::SET {
             return Ok(());
         }
-        context::may_release(self.contexts.load(Ordering::Acquire))?;
+        crate::typed::handle::may_release(self.contexts.load(Ordering::Acquire))?;
         self.held.release()?;
         // SAFETY: no context created on the device is alive (counted above; borrows keep it
         // so unless one was leaked), so no stream, event or buffer on it is either; the
@@ -463,5 +456,13 @@ impl<S: DeviceState> std::fmt::Debug for Device<'_, S> {
             .field("id", &self.id)
             .field("state", &std::any::type_name::<S>())
             .finish()
+    }
+}
+
+/// Setting a device (D1).
+impl Acl {
+    /// `aclrtSetDevice(id)` (D1): a [`Device`] in the *Set* state, borrowing this token.
+    pub fn set_device(&self, id: i32) -> Result<Device<'_, crate::Set>> {
+        Device::set_new(self.api_static(), id)
     }
 }

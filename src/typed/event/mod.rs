@@ -5,11 +5,12 @@ use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::ptr;
 
-use crate::context::Context;
-use crate::error::{Error, Result};
-use crate::runtime::{Failed, Timeout, release_on_drop, report_drop_error};
-use crate::stream::Stream;
+use crate::sys::bindings::ACL_EVENT_SYNC;
 use crate::sys::bindings::{aclrtEvent, aclrtStream};
+use crate::typed::context::Context;
+use crate::typed::error::{Error, Result};
+use crate::typed::handle::{Failed, Timeout, release_on_drop, report_drop_error};
+use crate::typed::stream::Stream;
 
 mod wait;
 
@@ -430,5 +431,19 @@ fn needs_join(reset_stream: Option<&Stream<'_>>, stream: &Stream<'_>) -> bool {
     match reset_stream {
         Some(r) => r.as_raw() != stream.as_raw() && r.has_reset_pending(),
         None => false,
+    }
+}
+
+/// Creating events (E7).
+impl<'dev> Context<'dev> {
+    /// `aclrtCreateEventWithFlag(&e, ACL_EVENT_SYNC)`: an [`Event`] in the *Created* state.
+    ///
+    /// Every event of the typed API carries `ACL_EVENT_SYNC`, so the E7 error (wait or reset
+    /// on an event without it) cannot happen.
+    pub fn create_event(&self) -> Result<Event<'_, Created>> {
+        self.bind()?;
+        // SAFETY: a new event in this (bound) context, owned by the returned value (D3).
+        let raw = unsafe { self.api().create_event_with_flag(ACL_EVENT_SYNC)? };
+        Ok(Event::created(raw, self))
     }
 }

@@ -9,12 +9,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::context::Context;
-use crate::dtype::{DataType, Element, Format};
-use crate::error::{Error, ModelFileProblem, ModelTensor, Result};
-use crate::memory::{DeviceBuffer, MallocPolicy};
-use crate::runtime::{Failed, release_on_drop, report_drop_error, retry_cleanup};
 use crate::sys::bindings::{aclDataBuffer, aclmdlDataset, aclmdlDesc, aclrtStream};
+use crate::typed::context::Context;
+use crate::typed::dtype::{DataType, Element, Format};
+use crate::typed::error::{Error, ModelFileProblem, ModelTensor, Result};
+use crate::typed::handle::{Failed, release_on_drop, report_drop_error, retry_cleanup};
+use crate::typed::memory::{DeviceBuffer, MallocPolicy};
 
 mod scoped;
 use scoped::ScopedDatasets;

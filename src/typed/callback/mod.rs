@@ -11,13 +11,14 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::context::{self, Context};
-use crate::error::{AclError, Error, Result};
 use crate::result::CallError;
-use crate::runtime::{Failed, report_drop_error};
-use crate::stream::Stream;
 use crate::sys::bindings::{ACL_CALLBACK_BLOCK, ACL_CALLBACK_NO_BLOCK, aclrtCallbackBlockType};
+use crate::sys::codes::AclError;
 use crate::sys::loader::Api;
+use crate::typed::context::{self, Context};
+use crate::typed::error::{Error, Result};
+use crate::typed::handle::{Failed, report_drop_error};
+use crate::typed::stream::Stream;
 
 /// The most report threads a process may have (C4, Atlas 200/500 A2).
 pub const MAX_REPORT_THREADS: usize = 1024;
@@ -255,7 +256,7 @@ pub struct ReportThread<'ctx> {
 impl<'ctx> ReportThread<'ctx> {
     /// Starts a report thread for `ctx`'s device.
     pub fn spawn(ctx: &'ctx Context<'ctx>) -> Result<ReportThread<'ctx>> {
-        context::refuse_inside_callback()?;
+        crate::typed::handle::refuse_inside_callback()?;
         let reserved = REPORT_THREADS.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
             (n < MAX_REPORT_THREADS).then_some(n + 1)
         });
@@ -284,7 +285,7 @@ impl<'ctx> ReportThread<'ctx> {
                 // The runtime's thread for as long as it lives: the drop-error handler may
                 // run here (a report thread left running reports as things happen), and no
                 // call of the crate may reach the runtime from it (C8).
-                context::enter_callback();
+                crate::typed::handle::enter_callback();
                 if ok {
                     serve(api, &thread_shared);
                 }

@@ -384,7 +384,7 @@ mod tests {
 
     /// The `NAME = VALUE` lines of the C enum `name` of `include/ascendcl.h`.
     fn header_enum(name: &str) -> Vec<(String, i32)> {
-        let header = include_str!("../include/ascendcl.h");
+        let header = include_str!("../../include/ascendcl.h");
         let start = header
             .find(&format!("typedef enum {name} {{"))
             .expect("the enum is in the header");

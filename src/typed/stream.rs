@@ -3,10 +3,11 @@
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::context::Context;
-use crate::error::Result;
-use crate::runtime::{Failed, Timeout, release_on_drop, retry_cleanup};
+use crate::sys::bindings::ACL_STOP_ON_FAILURE;
 use crate::sys::bindings::aclrtStream;
+use crate::typed::context::{Context, STOPS_ON_FAILURE};
+use crate::typed::error::Result;
+use crate::typed::handle::{Failed, Timeout, release_on_drop, retry_cleanup};
 
 /// What [`Stream::synchronized`] needs to know about the start of a synchronisation.
 #[derive(Clone, Copy)]
@@ -284,7 +285,7 @@ impl<'ctx> Stream<'ctx> {
     pub fn destroy_force(self) -> Result<()> {
         match self.try_destroy_force() {
             Ok(()) => Ok(()),
-            Err(failed) => Err(crate::runtime::retry_or_keep(
+            Err(failed) => Err(crate::typed::handle::retry_or_keep(
                 "Stream::destroy_force (forced again)",
                 failed,
                 Self::try_destroy_force,
@@ -396,5 +397,61 @@ impl Drop for Stream<'_> {
 impl std::fmt::Debug for Stream<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Stream").field("raw", &self.raw).finish()
+    }
+}
+
+/// Creating streams (D2, S6) and checking a stream's context (D6).
+impl<'dev> Context<'dev> {
+    /// `aclrtCreateStream` in this context: a [`Stream`] borrowing it.
+    pub fn create_stream(&self) -> Result<Stream<'_>> {
+        self.bind()?;
+        // SAFETY: a new stream in this (bound) context, owned by the returned value (D3).
+        let raw = unsafe { self.api().create_stream()? };
+        // SAFETY: `raw` was just created in this context and is owned by the new value only.
+        Ok(unsafe { Stream::from_raw(raw, self) })
+    }
+
+    /// A stream created as `config` says (S6, S7): `aclrtCreateStreamWithConfig`, then
+    /// `aclrtSetStreamFailureMode` if it stops on failure. With the default configuration
+    /// this is [`create_stream`](Self::create_stream) (and works on runtimes that lack the
+    /// newer functions; others return [`Error::Unsupported`](crate::Error::Unsupported)).
+    pub fn create_stream_with(&self, config: StreamConfig) -> Result<Stream<'_>> {
+        if config.raw_priority() > 7 {
+            return Err(crate::Error::InvalidArgument(
+                "a stream priority is 0 to 7 (S7)",
+            ));
+        }
+        if config == StreamConfig::new() {
+            return self.create_stream();
+        }
+        if config.stops_on_failure() {
+            self.claim(STOPS_ON_FAILURE)?;
+        }
+        self.bind()?;
+        let (priority, flags) = (u32::from(config.raw_priority()), config.raw_flags());
+        // SAFETY: a new stream in this (bound) context, owned by the returned value (D3).
+        let raw = unsafe { self.api().create_stream_with_config(priority, flags)? };
+        // SAFETY: `raw` was just created in this context and is owned by the new value only.
+        let stream = unsafe { Stream::from_raw(raw, self) };
+        if config.stops_on_failure() {
+            // SAFETY: the stream is live, created just now with no task issued, and this is
+            // its only failure-mode call (S6). On failure it is destroyed by its `Drop`.
+            unsafe {
+                self.api()
+                    .set_stream_failure_mode(raw, u64::from(ACL_STOP_ON_FAILURE))?
+            };
+        }
+        Ok(stream)
+    }
+
+    /// [`mismatch`](Self::mismatch) unless `stream` is of this context.
+    #[inline(always)]
+    pub(crate) fn check_stream(&self, stream: &Stream<'_>, what: &'static str) -> Result<()> {
+        // Contexts cannot move while borrowed, so the same object means the same context.
+        if std::ptr::addr_eq(self, stream.context()) {
+            Ok(())
+        } else {
+            Err(self.mismatch(stream.context(), what))
+        }
     }
 }

@@ -11,16 +11,16 @@ use std::io::Write as _;
 
 use bytemuck::Pod;
 
-use crate::context::Context;
-use crate::error::{Error, Result};
-use crate::runtime::{Failed, release_on_drop, report_drop_error};
-use crate::stream::Stream;
 use crate::sys::bindings::aclrtStream;
 use crate::sys::bindings::{
     ACL_MEM_MALLOC_HUGE_FIRST, ACL_MEM_MALLOC_HUGE_ONLY, ACL_MEM_MALLOC_NORMAL_ONLY,
     ACL_MEMCPY_DEVICE_TO_DEVICE, ACL_MEMCPY_DEVICE_TO_HOST, ACL_MEMCPY_HOST_TO_DEVICE,
     ACL_MEMCPY_HOST_TO_HOST, aclrtMemMallocPolicy, aclrtMemcpyKind,
 };
+use crate::typed::context::Context;
+use crate::typed::error::{Error, Result};
+use crate::typed::handle::{Failed, release_on_drop, report_drop_error};
+use crate::typed::stream::Stream;
 
 mod buffer;
 mod scope;

@@ -4,12 +4,11 @@ use std::ffi::CString;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, OnceLock, RwLock};
+use std::sync::{Mutex, OnceLock};
 
-use crate::context;
-use crate::device::Device;
-use crate::error::{Error, ModelFileProblem, Result};
 use crate::sys::loader::{Api, LoadOptions, load_global};
+use crate::typed::error::{Error, ModelFileProblem, Result};
+use crate::typed::handle::{Failed, release_on_drop, report_all};
 
 /// The runtime of [`Acl::shared`], once initialised (never finalized), and the configuration
 /// file it was initialised with.
@@ -29,7 +28,7 @@ static INITIALISED_WITHOUT_TOKEN: AtomicBool = AtomicBool::new(false);
 
 /// The initialised runtime: proof that `aclInit` succeeded and `aclFinalize` has not run.
 ///
-/// Everything else in this crate borrows from an `Acl` (a [`Device`] borrows it, a
+/// Everything else in this crate borrows from an `Acl` (a [`Device`](crate::Device) borrows it, a
 /// [`Context`](crate::Context) borrows the device, and so on), so:
 ///
 /// * no runtime call can be written without one (P1): there is no other way to get a handle;
@@ -38,7 +37,7 @@ static INITIALISED_WITHOUT_TOKEN: AtomicBool = AtomicBool::new(false);
 /// * a second live `Acl` in the process is [`Error::AlreadyInitialized`] (P2).
 ///
 /// States: *initialised* (a value exists) → *finalized* (consumed by [`finalize`](Acl::finalize),
-/// or by `Drop` as a fallback, whose error goes to the [drop-error handler](set_drop_error_handler)).
+/// or by `Drop` as a fallback, whose error goes to the [drop-error handler](crate::set_drop_error_handler)).
 ///
 /// `Send + Sync`: the runtime's process state is not tied to a thread.
 ///
@@ -183,7 +182,7 @@ impl Acl {
         config: Option<&std::ffi::CStr>,
         cleanup_errors: &mut Vec<(&'static str, Error)>,
     ) -> Result<()> {
-        context::refuse_inside_callback()?;
+        crate::typed::handle::refuse_inside_callback()?;
         if let Some(config) = config {
             check_config(config)?;
         }
@@ -319,11 +318,6 @@ impl Acl {
         }
     }
 
-    /// `aclrtSetDevice(id)` (D1): a [`Device`] in the *Set* state, borrowing this token.
-    pub fn set_device(&self, id: i32) -> Result<Device<'_, crate::Set>> {
-        Device::set_new(self.api, id)
-    }
-
     /// `aclrtGetDeviceCount`.
     pub fn device_count(&self) -> Result<u32> {
         Ok(self.api.get_device_count()?)
@@ -375,7 +369,7 @@ impl Acl {
         &self,
         limit: std::time::Duration,
     ) -> Result<std::time::Duration> {
-        context::refuse_inside_callback()?;
+        crate::typed::handle::refuse_inside_callback()?;
         let us = u64::try_from(limit.as_micros())
             .map_err(|_| Error::InvalidArgument("operator timeout too long"))?;
         // SAFETY: a process-wide setting that breaks no typed guarantee (see above); not
@@ -405,7 +399,7 @@ impl Acl {
 
     fn release(&self) -> Result<()> {
         let _lifecycle = LIFECYCLE.lock().unwrap_or_else(|p| p.into_inner());
-        context::may_release(crate::device::live_devices())?;
+        crate::typed::handle::may_release(crate::typed::handle::live_devices())?;
         // SAFETY: no device set through this token is alive (counted above; borrows keep it
         // so unless one was leaked), so no context, stream, event or buffer is either, and
         // the token is consumed or being dropped, so this is the only finalize (P2, D3).
@@ -498,288 +492,5 @@ impl fmt::Display for RuntimeLibrary {
             self.version,
             self.source
         )
-    }
-}
-
-/// A timeout in the runtime's convention: forever (`-1`) or a positive number of milliseconds
-/// (S3, E6, C6). `0` and values below `-1` cannot be written.
-///
-/// Literals are checked at compile time by [`timeout!`](crate::timeout); run-time values go
-/// through [`Timeout::from_millis`], which returns `None` for `0`.
-///
-/// ```
-/// use ascend_typestate::{timeout, Timeout};
-/// let t = timeout!(250);
-/// assert_eq!(t.as_raw(), 250);
-/// assert_eq!(timeout!(forever), Timeout::FOREVER);
-/// assert_eq!(Timeout::from_millis(0), None);
-/// ```
-///
-/// ```compile_fail
-/// let t = ascend_typestate::timeout!(0); // S3: 0 is not a timeout
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Timeout(i32);
-
-impl Timeout {
-    /// Wait forever (`-1`).
-    pub const FOREVER: Timeout = Timeout(-1);
-
-    /// A timeout of `ms` milliseconds; `None` for `0` or more than `i32::MAX`.
-    pub const fn from_millis(ms: u32) -> Option<Timeout> {
-        if ms == 0 || ms > i32::MAX as u32 {
-            None
-        } else {
-            Some(Timeout(ms as i32))
-        }
-    }
-
-    /// A timeout from a duration, rounded up to whole milliseconds; `None` for zero or a
-    /// duration above `i32::MAX` ms.
-    pub fn from_duration(duration: std::time::Duration) -> Option<Timeout> {
-        let ms = duration.as_nanos().div_ceil(1_000_000);
-        u32::try_from(ms).ok().and_then(Timeout::from_millis)
-    }
-
-    /// The raw value passed to the runtime: `-1` or `> 0`.
-    pub const fn as_raw(self) -> i32 {
-        self.0
-    }
-}
-
-/// A [`Timeout`] checked at compile time: `timeout!(forever)` or `timeout!(MS)` with
-/// `1 <= MS <= i32::MAX`. `timeout!(0)` does not compile (S3, E6, C6).
-#[macro_export]
-macro_rules! timeout {
-    (forever) => {
-        $crate::Timeout::FOREVER
-    };
-    ($ms:expr) => {{
-        const TIMEOUT: $crate::Timeout = match $crate::Timeout::from_millis($ms) {
-            Some(t) => t,
-            None => panic!("a timeout is `forever` or 1..=i32::MAX milliseconds (S3, E6, C6)"),
-        };
-        TIMEOUT
-    }};
-}
-
-/// A failed transition: the error, and the value it was applied to, unchanged, so that
-/// nothing is lost (a failed `record` gives the event back in its previous state).
-///
-/// `?` converts it into [`Error`], dropping the value (whose `Drop` releases it).
-pub struct Failed<T> {
-    /// What went wrong.
-    pub error: Error,
-    /// The value, in the state it had before the failed call.
-    pub value: T,
-}
-
-impl<T> Failed<T> {
-    pub(crate) fn new(error: Error, value: T) -> Self {
-        Failed { error, value }
-    }
-
-    /// The explicit, fallible end of a handle: runs `release`; on success the value is
-    /// consumed without running its `Drop` fallback (which would release it again), on
-    /// failure it is given back with the error. For values owning no heap memory.
-    pub(crate) fn release_or_give_back(
-        value: T,
-        release: impl FnOnce(&T) -> Result<()>,
-    ) -> Result<(), Failed<T>> {
-        match release(&value) {
-            Ok(()) => {
-                std::mem::forget(value);
-                Ok(())
-            }
-            Err(error) => Err(Failed::new(error, value)),
-        }
-    }
-
-    /// Splits into the error and the value (a moved-out field pattern on a `let ... else`
-    /// binding keeps the borrow checker treating the whole value as live; this does not).
-    pub fn into_parts(self) -> (Error, T) {
-        (self.error, self.value)
-    }
-}
-
-impl<T> fmt::Debug for Failed<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Failed")
-            .field("error", &self.error)
-            .field("value", &std::any::type_name::<T>())
-            .finish()
-    }
-}
-
-impl<T> fmt::Display for Failed<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.error, f)
-    }
-}
-
-/// Transparent: it displays as its error and has that error's source, so an error chain
-/// does not repeat the message.
-impl<T> std::error::Error for Failed<T> {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        std::error::Error::source(&self.error)
-    }
-}
-
-/// The error; the value goes to its `Drop` fallback (kept inline: the hot paths' values stay
-/// in registers).
-impl<T> From<Failed<T>> for Error {
-    fn from(failed: Failed<T>) -> Error {
-        failed.error
-    }
-}
-
-impl<T> Failed<T> {
-    /// The usual form of a release (`destroy`, `reset`, `finalize`, ...): as [`From`], except
-    /// after a refusal of the crate's own that the `Drop` fallback would only repeat
-    /// ([`Error::LiveChildren`]: a leaked child keeps the value; [`Error::InsideCallback`]):
-    /// the value is then kept as the fallback would keep it, without a second, identical
-    /// report.
-    pub(crate) fn into_release_error(self) -> Error {
-        let (error, value) = self.into_parts();
-        if matches!(error, Error::LiveChildren { .. } | Error::InsideCallback) {
-            std::mem::forget(value);
-        } else {
-            drop(value);
-        }
-        error
-    }
-}
-
-/// Receives errors that happened where no caller can receive them: in `Drop` fallbacks.
-pub type DropErrorHandler = fn(what: &'static str, error: &Error);
-
-fn default_drop_error_handler(what: &'static str, error: &Error) {
-    diagnostic(format_args!("error while dropping {what}: {error}"));
-}
-
-/// Says what no caller can receive (a drop error with the default handler, a panicking
-/// callback or handler): with the feature `log`, to the `log` facade at level `error`,
-/// target `ascend_typestate`, when a logger takes it; else (and if the logger panics) to
-/// stderr, prefixed `ascend-typestate: `.
-pub(crate) fn diagnostic(args: fmt::Arguments<'_>) {
-    #[cfg(feature = "log")]
-    {
-        let logged = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let enabled = log::log_enabled!(target: "ascend_typestate", log::Level::Error);
-            if enabled {
-                log::error!(target: "ascend_typestate", "{args}");
-            }
-            enabled
-        }));
-        match logged {
-            Ok(true) => return,
-            Ok(false) => {}
-            // Not dropped: a payload whose own `Drop` panics would unwind from here.
-            Err(payload) => std::mem::forget(payload),
-        }
-    }
-    // Not `eprintln!`, which panics when stderr cannot be written.
-    use std::io::Write as _;
-    let _ = writeln!(std::io::stderr(), "ascend-typestate: {args}");
-}
-
-static DROP_ERROR_HANDLER: RwLock<DropErrorHandler> = RwLock::new(default_drop_error_handler);
-
-/// Sets what happens to an error raised where no caller can receive it: a `Drop` fallback
-/// (a stream dropped without `destroy`, ...), or an async scope's synchronisation after its
-/// body already returned an error. The default prints it to stderr; it is never silently
-/// discarded. Prefer the explicit, fallible `destroy`/`finalize` methods, which return the
-/// error. Returns the previous handler, so that it can be put back.
-///
-/// ```
-/// fn count(_what: &'static str, _error: &ascend_typestate::Error) { /* e.g. a metric */ }
-/// let previous = ascend_typestate::set_drop_error_handler(count);
-/// // ...
-/// ascend_typestate::set_drop_error_handler(previous);
-/// ```
-pub fn set_drop_error_handler(handler: DropErrorHandler) -> DropErrorHandler {
-    let mut slot = DROP_ERROR_HANDLER
-        .write()
-        .unwrap_or_else(|p| p.into_inner());
-    std::mem::replace(&mut *slot, handler)
-}
-
-/// How many times a clean-up step is tried while the runtime fails it: enough to see
-/// through two transient failures in a row and a stream's one-time asynchronous error (P3b:
-/// one synchronisation reports it, the next does not). Every failure is reported.
-pub(crate) const CLEANUP_TRIES: usize = 4;
-
-/// Runs the clean-up `step` until it succeeds, at most [`CLEANUP_TRIES`] times while the
-/// runtime fails it; each failure but the last is reported as `what`, the last returned.
-/// The crate's own refusals (a leaked child, a call from a callback) are final at once.
-pub(crate) fn retry_cleanup<T, E: Into<Error>>(
-    what: &'static str,
-    mut step: impl FnMut() -> std::result::Result<T, E>,
-) -> Result<T> {
-    let mut tries = 1;
-    loop {
-        match step().map_err(Into::into) {
-            Err(error @ Error::Runtime { .. }) if tries < CLEANUP_TRIES => {
-                report_drop_error(what, Err(error));
-                tries += 1;
-            }
-            outcome => return outcome,
-        }
-    }
-}
-
-/// The usual form of a release that must not fall back on the waiting `Drop` (a forced
-/// destroy exists not to wait): `again` is tried while the runtime fails it, each failure
-/// reported; a value still not released is kept, leaked and still counted in its parent
-/// (D3). Returns the first error.
-pub(crate) fn retry_or_keep<T>(
-    what: &'static str,
-    failed: Failed<T>,
-    mut again: impl FnMut(T) -> Result<(), Failed<T>>,
-) -> Error {
-    let (first, mut value) = failed.into_parts();
-    if matches!(first, Error::Runtime { .. }) {
-        for _ in 1..CLEANUP_TRIES {
-            match again(value) {
-                Ok(()) => return first,
-                Err(failed) => {
-                    let (error, kept) = failed.into_parts();
-                    report_drop_error(what, Err(error));
-                    value = kept;
-                }
-            }
-        }
-    }
-    std::mem::forget(value);
-    first
-}
-
-/// The `Drop` fallback of a handle: `release`, tried again while the runtime fails it
-/// ([`retry_cleanup`]). Every error is reported; a handle whose release still fails is
-/// leaked, still counted in its parent, never released under work that may still use it.
-pub(crate) fn release_on_drop(what: &'static str, release: impl FnMut() -> Result<()>) {
-    report_drop_error(what, retry_cleanup(what, release));
-}
-
-fn report_all(errors: Vec<(&'static str, Error)>) {
-    for (what, error) in errors {
-        report_drop_error(what, Err(error));
-    }
-}
-
-pub(crate) fn report_drop_error<E: Into<Error>>(what: &'static str, result: Result<(), E>) {
-    if let Err(error) = result {
-        let error: Error = error.into();
-        let handler = *DROP_ERROR_HANDLER.read().unwrap_or_else(|p| p.into_inner());
-        // A panicking handler must not unwind out of a `Drop` or a synchronisation that
-        // keeps buffers borrowed (M1): catch it and say so.
-        let outcome = std::panic::catch_unwind(|| handler(what, &error));
-        if let Err(payload) = outcome {
-            // Not dropped: a payload whose own `Drop` panics would unwind from here.
-            std::mem::forget(payload);
-            diagnostic(format_args!(
-                "the drop-error handler panicked on: {what}: {error}"
-            ));
-        }
     }
 }
