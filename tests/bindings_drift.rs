@@ -1,6 +1,8 @@
-//! Issue 2: the checked-in FFI bindings (`src/sys/bindings.rs`) must be exactly what bindgen
-//! generates from `include/ascendcl.h` (feature `bindgen`, which `build.rs` uses to write
-//! `$OUT_DIR/bindings.rs`).
+//! The checked-in FFI bindings must be exactly what bindgen generates from
+//! `include/ascendcl.h` (feature `bindgen`, which `build.rs` uses to write `$OUT_DIR/`):
+//! `src/sys/bindings.rs` (the public types and constants) and `src/sys/functions.rs` (the
+//! private function prototypes, never linked). No function is public: a declaration one could
+//! call would be a link error.
 //!
 //! Run with `cargo test --features bindgen --test bindings_drift` (needs libclang).
 //! Skipped when `build.rs` generated the bindings from an installed CANN toolkit
@@ -9,6 +11,8 @@
 
 const GENERATED: &str = include_str!(concat!(env!("OUT_DIR"), "/bindings.rs"));
 const CHECKED_IN: &str = include_str!("../src/sys/bindings.rs");
+const GENERATED_FUNCTIONS: &str = include_str!(concat!(env!("OUT_DIR"), "/functions.rs"));
+const CHECKED_IN_FUNCTIONS: &str = include_str!("../src/sys/functions.rs");
 
 /// A short report of the first difference, with a few lines of context.
 fn first_difference(expected: &str, actual: &str) -> String {
@@ -31,8 +35,8 @@ fn first_difference(expected: &str, actual: &str) -> String {
     };
     format!(
         "first difference at line {} ({} lines generated, {} checked in)\n\
-         --- generated ($OUT_DIR/bindings.rs)\n{}\
-         --- checked in (src/sys/bindings.rs)\n{}",
+         --- generated ($OUT_DIR)\n{}\
+         --- checked in (src/sys)\n{}",
         line + 1,
         expected.len(),
         actual.len(),
@@ -41,22 +45,38 @@ fn first_difference(expected: &str, actual: &str) -> String {
     )
 }
 
+/// Panics with a report if the checked-in `file` differs from what bindgen generated.
+fn same(file: &str, generated: &str, checked_in: &str) {
+    if generated == checked_in {
+        return;
+    }
+    panic!(
+        "src/sys/{file} is out of date with include/ascendcl.h.\n{}\n\
+         Regenerate it: this test build has just generated the bindings from the current \
+         header, so from the repository root:\n\
+         \n    cp {}/{file} src/sys/{file}\n\
+         \nthen review `git diff src/sys/{file}` and commit it with the header change.",
+        first_difference(generated, checked_in),
+        env!("OUT_DIR"),
+    );
+}
+
 #[test]
 #[cfg_attr(
     ascend_bindings_from_toolkit,
     ignore = "bindings were generated from an installed CANN toolkit, not include/ascendcl.h"
 )]
 fn checked_in_bindings_match_the_header() {
-    if GENERATED == CHECKED_IN {
-        return;
-    }
-    panic!(
-        "src/sys/bindings.rs is out of date with include/ascendcl.h.\n{}\n\
-         Regenerate it: this test build has just generated the bindings from the current \
-         header, so from the repository root:\n\
-         \n    cp {}/bindings.rs src/sys/bindings.rs\n\
-         \nthen review `git diff src/sys/bindings.rs` and commit it with the header change.",
-        first_difference(GENERATED, CHECKED_IN),
-        env!("OUT_DIR"),
+    same("bindings.rs", GENERATED, CHECKED_IN);
+    same("functions.rs", GENERATED_FUNCTIONS, CHECKED_IN_FUNCTIONS);
+}
+
+#[test]
+fn no_function_is_public() {
+    // A declaration in the public module could be called, and would fail to link.
+    assert!(
+        !CHECKED_IN.contains("pub fn "),
+        "src/sys/bindings.rs declares a function"
     );
+    assert!(CHECKED_IN_FUNCTIONS.contains("pub fn aclInit("));
 }

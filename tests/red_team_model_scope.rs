@@ -559,7 +559,7 @@ fn held_f16_model_in_a_scope_and_type_checks_of_outputs() {
             matches!(refused, Err(Error::ModelSizeMismatch { .. })),
             "{refused:?}"
         );
-        let mut back = vec![F16::from_f32(0.0); 2 * FEATURES];
+        let mut back = [F16::from_f32(0.0); 2 * FEATURES];
         ctx.async_scope(|scope| {
             let up = scope.copy(&stream, &mut input, &host[..])?;
             let run = scope.execute(&stream, &mut model, [up.into()], [(&mut output).into()])?;

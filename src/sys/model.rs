@@ -6,7 +6,6 @@
 use std::ffi::{c_char, c_void};
 use std::path::{Path, PathBuf};
 
-use super::bindings;
 use super::bindings::aclrtStream;
 use super::bindings::{
     aclDataBuffer, aclDataType, aclError, aclFormat, aclmdlBatch, aclmdlDataset, aclmdlDesc,
@@ -29,7 +28,7 @@ macro_rules! model_table {
             )*
         }
 
-        $(const _: unsafe extern "C" fn($($arg),*) -> $ret = bindings::$name;)*
+        $(const _: unsafe extern "C" fn($($arg),*) -> $ret = super::functions::$name;)*
 
         /// Every symbol of the model table.
         pub const MODEL_SYMBOLS: &[&str] = &[$(stringify!($name)),*];
