@@ -78,6 +78,14 @@ pub struct Simulator<'a> {
     _acl: PhantomData<&'a Acl>,
 }
 
+impl std::fmt::Debug for Simulator<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Simulator")
+            .field("api_version", &self.api_version())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Acl {
     /// The simulator's extension API, when the loaded runtime is the simulator.
     pub fn simulator(&self) -> Option<Simulator<'static>> {

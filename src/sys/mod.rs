@@ -112,6 +112,16 @@ macro_rules! function_table {
         /// The symbols that are used when present ([`CallError::Unsupported`](crate::result::CallError::Unsupported) otherwise).
         pub const OPTIONAL_SYMBOLS: &[&str] = &[$(stringify!($opt)),*];
 
+        impl std::fmt::Debug for FunctionTable {
+            /// The functions by name and address (`None`: an optional one the runtime lacks).
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_map()
+                    $(.entry(&stringify!($req), &Some(self.$req as *const ())))*
+                    $(.entry(&stringify!($opt), &self.$opt.map(|p| p as *const ())))*
+                    .finish()
+            }
+        }
+
         impl FunctionTable {
             /// Whether `symbol` was resolved (required symbols always are).
             pub fn provides(&self, symbol: &str) -> bool {

@@ -33,6 +33,15 @@ macro_rules! model_table {
         /// Every symbol of the model table.
         pub const MODEL_SYMBOLS: &[&str] = &[$(stringify!($name)),*];
 
+        impl std::fmt::Debug for ModelTable {
+            /// The functions by name and address.
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_map()
+                    $(.entry(&stringify!($name), &(self.$name as *const ())))*
+                    .finish()
+            }
+        }
+
         impl ModelTable {
             /// Resolves every function from the first of `libraries` that exports it.
             ///
@@ -115,6 +124,8 @@ pub struct ModelApiError {
     /// (a pre-check's, see [the loader's](super::loader#pre-checks), or the loader's answer).
     pub tried: Vec<(PathBuf, Option<String>)>,
 }
+
+impl std::error::Error for ModelApiError {}
 
 impl std::fmt::Display for ModelApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
