@@ -2,8 +2,8 @@
 //! its evaluator. Pure code: no runtime state, no FFI (the entry points are in
 //! `api/model.rs`).
 
-use crate::extra::MAX_OP_EXEC_TIMEOUT_US;
 use crate::state::code;
+use crate::state::extra::MAX_OP_EXEC_TIMEOUT_US;
 
 /// The name of the dynamic-batch input (`ACL_DYNAMIC_TENSOR_NAME`).
 pub const DYNAMIC_INPUT: &str = "ascend_mbatch_shape_data";
@@ -752,7 +752,10 @@ fn apply(op: &Op, mut x: Vec<f32>) -> Vec<f32> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{
+        MAX_GEARS, MAX_OP_EXEC_TIMEOUT_US, NOT_ACLSIM, bf16_to_f32, code, f16_to_f32, f32_to_bf16,
+        f32_to_f16, may_be_ours, parse,
+    };
 
     fn f32s(v: &[f32]) -> Vec<u8> {
         v.iter().flat_map(|f| f.to_ne_bytes()).collect()

@@ -5,8 +5,10 @@
 //! the longest one CANN documents (2176 s) is capped there, as the runtime caps the
 //! hardware's timeout count (`actualTimeout` reports the capped value).
 
-use super::*;
+use crate::calls::CallId;
 use crate::extra::{MAX_OP_EXEC_TIMEOUT_US, OP_TIMEOUT_INTERVAL_US, round_timeout};
+use crate::state::code;
+use crate::{Call, R, calls, enter, errmsg, ffi, non_null, out, rt_of};
 
 fn set_timeout(name: &str, us: u64, actual: *mut u64) -> R {
     let mut g = enter(name, Call::Action)?;

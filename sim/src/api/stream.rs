@@ -1,6 +1,15 @@
 //! Streams (S1-S4).
 
-use super::*;
+use std::ffi::c_void;
+use std::time::{Duration, Instant};
+
+use crate::calls::CallId;
+use crate::exec::{WaitEnd, teardown_streams};
+use crate::state::{ACL_EVENT_SYNC, TaskKind, code};
+use crate::{
+    Call, R, calls, check_out, enter, errmsg, exec, ffi, non_null, out, rt_of, sh, stream_for,
+    timeout_ms,
+};
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtCreateStream(stream: *mut *mut c_void) -> i32 {

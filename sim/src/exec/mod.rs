@@ -4,12 +4,15 @@
 //! Longer than the other files because `step`, one match over the task kinds, is the
 //! simulator's whole task state machine: it reads best in one place.
 
-use std::collections::{HashMap, HashSet};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
-use crate::pt::{PCond, PGuard, PThread, self_id, spawn};
-use crate::state::*;
+use crate::pt::{PCond, PGuard, PThread, spawn};
+use crate::rules::task::{complete_front, complete_front_from, release_task};
+use crate::state::{
+    CUR_CTX, CbFn, CbItem, EVENT_BASE, G, Global, HOST_CV, IN_CALLBACK, KernelFn, Rt, STREAM_BASE,
+    Stream, Task, TaskKind, TaskState, code, handle,
+};
 
 /// What a worker found at the head of its queue.
 enum Step {
@@ -44,7 +47,7 @@ enum Job {
         ctx: u64,
     },
     /// `aclmdlExecuteAsync` (MD6): the model's time, then its evaluation.
-    Model(crate::api::model::Run),
+    Model(crate::state::models::Run),
 }
 
 /// Creates a stream with its worker thread. Caller holds the lock.
@@ -151,127 +154,6 @@ pub fn enqueue(rt: &mut Rt, sid: u64, kind: TaskKind, allocs: Vec<usize>) -> u64
         let _ = step(rt, sid);
     }
     id
-}
-
-/// Releases what an issued task holds (event references, allocation uses). `executed` is
-/// false for a task discarded without running.
-pub(crate) fn release_task(rt: &mut Rt, sid: u64, t: &Task, executed: bool) {
-    for a in &t.allocs {
-        let mut free_now = false;
-        if let Some(al) = rt.allocs.get_mut(a) {
-            al.uses = al.uses.saturating_sub(1);
-            free_now = al.uses == 0 && al.freed;
-        }
-        if free_now {
-            // SAFETY: its deferred free (M2) happens now that no task uses it.
-            unsafe { rt.release_alloc(*a) };
-        }
-    }
-    let ev = match &t.kind {
-        TaskKind::Record { ev } => {
-            // P3: the record captures an unreported error of a task before it (on its stream,
-            // or on a stream its stream waited for): synchronising the event reports it.
-            let captured = rt
-                .streams
-                .get(&sid)
-                .and_then(|s| s.async_error.or(s.inherited_error));
-            if let Some(e) = rt.events.get_mut(ev) {
-                if executed {
-                    e.record_error = captured;
-                    e.record_error_reported = false;
-                    e.records_finished += 1;
-                } else {
-                    // A dropped record (S6, S8, teardown) never completes its event: the
-                    // event is as if it had never been issued.
-                    e.records_issued = e.records_issued.saturating_sub(1);
-                }
-                // aclrtSynchronizeEvent waiters count finished (and issued) records (E2).
-                for w in &e.waiters {
-                    wake(*w);
-                }
-            }
-            Some(*ev)
-        }
-        TaskKind::Wait { ev, .. } => {
-            let mut inherited = None;
-            if let Some(e) = rt.events.get_mut(ev) {
-                e.pending_waits.remove(&t.id);
-                inherited = e.record_error.filter(|_| executed);
-            }
-            // P3: a wait that passed on a record capturing an error carries it on.
-            if let Some(code) = inherited
-                && let Some(s) = rt.streams.get_mut(&sid)
-            {
-                s.inherited_error.get_or_insert(code);
-            }
-            Some(*ev)
-        }
-        TaskKind::Reset { ev } => Some(*ev),
-        TaskKind::Model(x) => {
-            crate::api::model::release(rt, t.id, x);
-            None
-        }
-        TaskKind::Callback { thread, .. } => {
-            if !executed {
-                // Drop a delivered-but-not-run item too (only possible for blocking ones).
-                if let Some(sub) = rt.subs.get_mut(thread) {
-                    sub.queue.retain(|i| i.task != t.id);
-                }
-                if let Some(s) = rt.streams.get_mut(&sid) {
-                    s.cb_outstanding = s.cb_outstanding.saturating_sub(1);
-                }
-            }
-            None
-        }
-        _ => None,
-    };
-    if let Some(ev) = ev {
-        let mut remove = false;
-        if let Some(e) = rt.events.get_mut(&ev) {
-            e.refs = e.refs.saturating_sub(1);
-            remove = e.destroyed && e.refs == 0;
-        }
-        if remove && let Some(e) = rt.events.remove(&ev) {
-            // An event synchronize whose event is gone returns.
-            for w in &e.waiters {
-                wake(*w);
-            }
-        }
-    }
-}
-
-/// Pops the head task of `sid` after it ran, releases it and wakes host waiters.
-pub(crate) fn complete_front(rt: &mut Rt, sid: u64) {
-    complete_front_from(rt, sid, None);
-}
-
-/// [`complete_front`] of a wait released by the record task `released_by` (the trace draws
-/// an arrow from that record to the end of the wait).
-fn complete_front_from(rt: &mut Rt, sid: u64, released_by: Option<u64>) {
-    let Some(t) = rt.streams.get_mut(&sid).and_then(|s| s.tasks.pop_front()) else {
-        return;
-    };
-    if rt.trace.is_some() {
-        let name = task_name(rt, &t);
-        let now = Instant::now();
-        let start = t.started.unwrap_or(now);
-        let flow_from = released_by;
-        let t0 = rt.t0;
-        if let Some(tr) = rt.trace.as_mut() {
-            tr.span(
-                sid,
-                t.id,
-                name,
-                start.duration_since(t0),
-                now.duration_since(start),
-                flow_from,
-                matches!(t.kind, TaskKind::Record { .. }),
-            );
-        }
-    }
-    release_task(rt, sid, &t, true);
-    rt.progress += 1;
-    rt.wake_if_idle(sid);
 }
 
 /// Worker loop of stream `sid`. `cv_addr` is the address of the stream's boxed condvar,
@@ -404,7 +286,7 @@ fn step(rt: &mut Rt, sid: u64) -> Step {
                 let (tid, dst, src, count) = (t.id, *dst, *src, *count);
                 // MD6: a model execution running on another stream uses this memory.
                 if !rt.models.execs.is_empty() {
-                    crate::api::model::async_access_starts(
+                    crate::rules::model::async_access_starts(
                         rt,
                         sid,
                         tid,
@@ -421,7 +303,7 @@ fn step(rt: &mut Rt, sid: u64) -> Step {
                 t.state = TaskState::Running;
                 let (tid, ptr, value, count) = (t.id, *ptr, *value, *count);
                 if !rt.models.execs.is_empty() {
-                    crate::api::model::async_access_starts(
+                    crate::rules::model::async_access_starts(
                         rt,
                         sid,
                         tid,
@@ -527,13 +409,13 @@ fn step(rt: &mut Rt, sid: u64) -> Step {
     }
     if let Some((model_id, tid, run)) = model_run {
         // MD8: an execution of the same model issued earlier on another stream runs first.
-        if crate::api::model::must_wait(rt, model_id, tid) {
+        if crate::rules::model::must_wait(rt, model_id, tid) {
             return Step::Idle;
         }
         if let Some(t) = rt.streams.get_mut(&sid).and_then(|s| s.tasks.front_mut()) {
             t.state = TaskState::Running;
         }
-        crate::api::model::exec_starts(rt, tid); // MD2, MD6
+        crate::rules::model::exec_starts(rt, tid); // MD2, MD6
         return Step::Run(Job::Model(run));
     }
     // Event tasks (E1-E5).
@@ -885,4 +767,5 @@ pub fn teardown_streams(g: &mut PGuard<'_, Global>, ids: Vec<u64>) {
 }
 
 mod wait;
-pub use wait::*;
+pub use crate::state::wake;
+pub use wait::{WaitEnd, Watch, host_wait, wait_streams_idle, with_wait_cv};

@@ -1,7 +1,11 @@
 //! Host-side waiting (synchronize, destroy, process report): each waiter parks on its own
 //! condvar and is woken only by the change it waits for; and the deadlock watchdog.
 
-use super::*;
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use crate::pt::{PCond, PGuard, self_id};
+use crate::state::{EVENT_BASE, Global, Rt, STREAM_BASE, TaskKind, TaskState, handle};
 
 pub enum WaitEnd {
     Timeout,
@@ -19,15 +23,6 @@ thread_local! {
 /// Runs `f` with this thread's host-wait condvar and its address (for waiter lists).
 pub fn with_wait_cv<R>(f: impl FnOnce(&PCond, usize) -> R) -> R {
     WAIT_CV.with(|cv| f(cv, cv as *const PCond as usize))
-}
-
-/// Signals a host waiter's condvar, registered by address. Caller holds the lock.
-pub fn wake(addr: usize) {
-    // SAFETY: waiter lists only hold the address of the WAIT_CV of a thread blocked in a
-    // host wait; it removes it under the lock (held by our caller) before leaving the
-    // wait, so that thread and its thread-local are alive.
-    let cv = unsafe { &*(addr as *const PCond) };
-    cv.signal();
 }
 
 /// What a host wait waits for: who must wake it.

@@ -9,6 +9,9 @@ use std::time::{Duration, Instant};
 use crate::pt::{PCond, PMutex, PThread};
 use crate::trace::Trace;
 
+pub(crate) mod extra;
+pub(crate) mod models;
+
 /// Error codes (protocol.md, "Error codes").
 pub mod code {
     pub const SUCCESS: i32 = 0;
@@ -218,7 +221,7 @@ pub enum TaskKind {
         ud: usize,
     },
     /// `aclmdlExecuteAsync` (MD6-MD8): runs the model when the stream reaches it.
-    Model(Box<crate::api::model::Exec>),
+    Model(Box<models::Exec>),
 }
 
 pub struct Task {
@@ -252,7 +255,7 @@ pub struct Stream {
     /// Callbacks launched and not yet run (delivered or not).
     pub cb_outstanding: u32,
     pub subscriber: Option<u64>,
-    /// Host waiters (condvar addresses, [`crate::exec::wake`]) waiting for this stream to
+    /// Host waiters (condvar addresses, [`wake`]) waiting for this stream to
     /// become idle or to die: a completion wakes only them.
     pub waiters: Vec<usize>,
 }
@@ -349,12 +352,12 @@ pub struct Rt {
     /// use(s), in the order they were armed.
     pub faults: Vec<Fault>,
     /// The functions beyond the seeds (P5, D8, S5-S8, C10): see `crate::extra`.
-    pub extra: crate::extra::Extra,
+    pub extra: extra::Extra,
     /// Every thread blocked in a host wait (synchronize, destroy stream): woken on rare
     /// changes (teardown, unsubscribe, event removal) that the targeted wakes do not cover.
     pub sync_waiters: Vec<usize>,
     /// Loaded models, descriptions, datasets and data buffers (MD1-MD13).
-    pub models: crate::api::model::Models,
+    pub models: models::Models,
 }
 
 /// An injected failure: after `skip` more calls of `call`, the next `remaining` calls return
@@ -395,11 +398,20 @@ impl Rt {
     }
 }
 
+/// Signals a host waiter's condvar, registered by address. Caller holds the lock.
+pub fn wake(addr: usize) {
+    // SAFETY: waiter lists only hold the address of the WAIT_CV of a thread blocked in a
+    // host wait; it removes it under the lock (held by our caller) before leaving the
+    // wait, so that thread and its thread-local are alive.
+    let cv = unsafe { &*(addr as *const PCond) };
+    cv.signal();
+}
+
 impl Rt {
     /// Wakes every thread blocked in a host wait (not the report threads).
     pub fn wake_sync_waiters(&self) {
         for w in &self.sync_waiters {
-            crate::exec::wake(*w);
+            wake(*w);
         }
     }
 
@@ -410,7 +422,7 @@ impl Rt {
             && s.cb_outstanding == 0
         {
             for w in &s.waiters {
-                crate::exec::wake(*w);
+                wake(*w);
             }
         }
     }
@@ -418,7 +430,7 @@ impl Rt {
     /// Wakes the report thread `thread` if it is parked in aclrtProcessReport.
     pub fn wake_reporter(&self, thread: u64) {
         if let Some(w) = self.subs.get(&thread).and_then(|s| s.waiter) {
-            crate::exec::wake(w);
+            wake(w);
         }
     }
 
