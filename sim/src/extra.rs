@@ -10,6 +10,8 @@
 //! Layer: rules; imports the plain data (`state`, `errmsg`) and `rules::task`, nothing above
 //! (the data types and constants live in `state::extra` and are re-exported here).
 
+use crate::state::{Rt, TaskKind, TaskState, code};
+
 pub use crate::state::extra::{
     DEFAULT_DEVICE_MEMORY, DEFAULT_SOC_NAME, Extra, MAX_OP_EXEC_TIMEOUT_US, OP_TIMEOUT_INTERVAL_US,
     STOP_ON_FAILURE, StreamExtra, round_timeout,
@@ -17,7 +19,6 @@ pub use crate::state::extra::{
 
 /// S6: a task issued on a stream of a stopped context would never run: the issuing call
 /// fails with 107023 (`ACL_ERROR_RT_STREAM_ABORT`) instead of queueing it silently.
-use crate::state::{Rt, TaskKind, TaskState, code};
 pub fn refuse_if_stopped(rt: &Rt, sid: u64) -> Result<(), i32> {
     if rt.extra.stopped.is_empty() {
         return Ok(());

@@ -1,5 +1,11 @@
 //! Host functions (C10): `aclrtLaunchHostFunc`.
 
+use std::ffi::c_void;
+
+use crate::calls::CallId;
+use crate::state::{CbFn, Rt, TaskKind, code};
+use crate::{Call, R, calls, enter, errmsg, exec, ffi, rt_of, sh, stream_for};
+
 /// C10: host functions and callbacks are never mixed on one stream. A stream on which a host
 /// function was ever launched cannot be subscribed (decision: "ever", not "while one is
 /// pending", so the answer never depends on timing; the runtime binds such a stream to its
@@ -24,12 +30,6 @@ pub(super) fn reject_subscription(rt: &mut Rt, sid: u64, thread: u64) -> R {
 
 /// Enqueues `fn(args)`: the stream's worker runs it once the earlier tasks of the stream
 /// are done, and the later tasks wait for it (C10). NULL stream: the default stream.
-use std::ffi::c_void;
-
-use crate::calls::CallId;
-use crate::state::{CbFn, Rt, TaskKind, code};
-use crate::{Call, R, calls, enter, errmsg, exec, ffi, rt_of, sh, stream_for};
-
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtLaunchHostFunc(
     stream: *mut c_void,

@@ -1,8 +1,6 @@
 //! Versions and diagnostics (P4) and device queries (D8). All of them are queries (allowed
 //! inside callbacks, C8) and change no state.
 
-/// `aclrtGetVersion` (deprecated interface version): the AscendCL interface the simulator
-/// implements.
 use std::ffi::{CStr, c_char};
 use std::panic::catch_unwind;
 
@@ -10,6 +8,8 @@ use crate::calls::CallId;
 use crate::state::code;
 use crate::{Call, R, calls, enter, errmsg, ffi, non_null, out, pt, rt_of};
 
+/// `aclrtGetVersion` (deprecated interface version): the AscendCL interface the simulator
+/// implements.
 pub const INTERFACE_VERSION: (i32, i32, i32) = (1, 16, 0);
 /// `aclsysGetVersionStr` of every known package: says it is the simulator.
 pub const PACKAGE_VERSION: &str = "8.3.RC1-aclsim";

@@ -1,5 +1,12 @@
 //! Memory: allocation, copies, memsets (M1, M2).
 
+use std::ffi::c_void;
+
+use crate::calls::CallId;
+use crate::pt::PGuard;
+use crate::state::{Alloc, Global, Rt, TaskKind, code, next_alloc_generation};
+use crate::{Call, R, calls, check_out, enter, exec, ffi, non_null, out, rt_of, sh, stream_for};
+
 pub(super) enum Loc {
     Device(usize),
     Host(usize),
@@ -70,13 +77,6 @@ pub(super) fn check_stream_device(rt: &mut Rt, call: &str, sid: u64, allocs: &[u
 }
 
 /// Validates a copy (M1); returns the tracked allocations it uses.
-use std::ffi::c_void;
-
-use crate::calls::CallId;
-use crate::pt::PGuard;
-use crate::state::{Alloc, Global, Rt, TaskKind, code, next_alloc_generation};
-use crate::{Call, R, calls, check_out, enter, exec, ffi, non_null, out, rt_of, sh, stream_for};
-
 fn check_copy(
     rt: &mut Rt,
     call: &str,

@@ -4,9 +4,11 @@
 //!
 //! Layer: plain data (part of `state`); imports `errmsg` and `state::code`, nothing above.
 
-/// `ACL_STOP_ON_FAILURE` (S6).
-use crate::state::{HashMap, VecDeque, code};
+use std::collections::{HashMap, VecDeque};
 
+use crate::state::code;
+
+/// `ACL_STOP_ON_FAILURE` (S6).
 pub const STOP_ON_FAILURE: u64 = 1;
 /// `aclrtGetOpTimeOutInterval` (P5): the granularity of operator execution timeouts, in µs.
 pub const OP_TIMEOUT_INTERVAL_US: u64 = 4096;

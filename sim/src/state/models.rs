@@ -5,13 +5,14 @@
 //! nothing above. The rules that change these objects are in `rules::model`, the entry
 //! points in `api::model`.
 
-/// Everything the runtime knows about models.
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::model::Model;
-use crate::state::{BTreeMap, DATABUF_BASE, DATASET_BASE, DESC_BASE, HashMap, handle};
+use crate::state::{DATABUF_BASE, DATASET_BASE, DESC_BASE, handle};
 
+/// Everything the runtime knows about models.
 #[derive(Default)]
 pub struct Models {
     pub loaded: BTreeMap<u32, Loaded>,

@@ -2,8 +2,6 @@
 //!
 //! Layer: C entry points; imports its parent (`api::model`) and the layers below.
 
-// ---- Datasets and data buffers -------------------------------------------------------
-
 use std::ffi::c_void;
 
 use super::desc::no_index;
@@ -12,6 +10,8 @@ use crate::calls::CallId;
 use crate::state::models::{DataBuf, Dataset};
 use crate::state::{DATABUF_BASE, DATASET_BASE, Rt, handle};
 use crate::{Call, calls, enter, ffi, non_null, rt_of};
+
+// ---- Datasets and data buffers -------------------------------------------------------
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclmdlCreateDataset() -> *mut c_void {

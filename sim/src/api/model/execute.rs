@@ -4,8 +4,6 @@
 //! Layer: C entry points; imports its parent (`api::model`), `api::memory` and the layers
 //! below.
 
-/// The checks of an execution (MD1, MD6, MD8-MD11, sizes); returns it and the tracked
-/// allocations it uses.
 use std::ffi::c_void;
 
 use super::{dataset_id, held_buf, loaded, same_context};
@@ -19,6 +17,8 @@ use crate::state::models::Exec;
 use crate::state::{DATABUF_BASE, DATASET_BASE, Rt, TaskKind, code, handle};
 use crate::{Call, calls, enter, errmsg, exec, ffi, non_null, rt_of, stream_for};
 
+/// The checks of an execution (MD1, MD6, MD8-MD11, sizes); returns it and the tracked
+/// allocations it uses.
 fn prepare(
     rt: &mut Rt,
     call: &str,

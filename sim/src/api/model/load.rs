@@ -17,10 +17,10 @@ use crate::rules::model::unuse;
 use crate::state::models::{Loaded, Region};
 use crate::state::{Rt, code};
 use crate::{Call, R, calls, enter, errmsg, exec, ffi, non_null, out, rt_of};
+
 /// How many bytes of a model file are read first: a file whose first bytes cannot start a
 /// model of this format (`crate::model::may_be_ours`: a real .om, a file of zeros) is
 /// refused without reading the rest.
-
 const HEAD: u64 = 4096;
 
 /// Reads a model file, without the global lock (a slow file must not block the other
