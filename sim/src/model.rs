@@ -339,7 +339,8 @@ pub fn may_be_ours(head: &[u8]) -> bool {
     }
 }
 
-/// Parses a model file's bytes.
+/// Parses a model file's bytes: the header line, the directives ([`Directives::read`]),
+/// then the checks across lines (gears, P5 time, shapes, evaluation cost).
 pub fn parse(bytes: &[u8]) -> Result<Model, ParseError> {
     let not_ours = || ParseError {
         code: code::PARSE_MODEL,
@@ -353,160 +354,266 @@ pub fn parse(bytes: &[u8]) -> Result<Model, ParseError> {
         .filter(|(_, l)| !l.is_empty());
     match lines.next() {
         Some((_, first)) if first.split_whitespace().next() == Some("aclsim-model") => {
-            let mut words = first.split_whitespace().skip(1);
-            let version = words.next();
-            if version != Some("1") || words.next().is_some() {
-                let mut shown_words: Vec<String> = first
-                    .split_whitespace()
-                    .skip(1)
-                    .take(4)
-                    .map(|w| shown(w).into_owned())
-                    .collect();
-                if first.split_whitespace().nth(5).is_some() {
-                    shown_words.push("...".into());
-                }
-                return Err(ParseError {
-                    code: code::PARSE_MODEL,
-                    message: format!(
-                        "unsupported aclsim model version `{}` (this simulator reads aclsim-model 1)",
-                        shown_words.join(" ")
-                    ),
-                });
-            }
+            check_version(first)?;
         }
         _ => return Err(not_ours()),
     }
-    let (mut input, mut output, mut gears) = (None, None, None);
-    let (mut time_us, mut time_line, mut work, mut weight) = (0u64, 0, None, None);
-    let mut ops = Vec::new();
-    // (line, op) for the shape check.
-    let mut op_lines = Vec::new();
-    for (line, l) in lines {
-        let mut rest = l.split_whitespace();
-        // A line left non-empty by the trim has a first word.
-        let Some(directive) = rest.next() else {
-            continue;
-        };
-        let once = |set: bool| {
-            if set {
-                Err(syntax(line, format!("second `{directive}` directive")))
-            } else {
-                Ok(())
-            }
-        };
-        match directive {
-            "input" => {
-                once(input.is_some())?;
-                input = Some((line, tensor(line, rest)?));
-            }
-            "output" => {
-                once(output.is_some())?;
-                output = Some((line, tensor(line, rest)?));
-            }
-            "batch" => {
-                once(gears.is_some())?;
-                let mut g: Vec<u64> = Vec::new();
-                for w in rest {
-                    if g.len() == MAX_GEARS {
-                        return Err(syntax(
-                            line,
-                            format!(
-                                "more than {MAX_GEARS} gears (ACL_MAX_BATCH_NUM, what aclmdlBatch holds)"
-                            ),
-                        ));
-                    }
-                    g.push(num(line, "gear", Some(w))?);
-                }
-                if g.is_empty() || g[0] == 0 || g.windows(2).any(|p| p[0] >= p[1]) {
-                    return Err(syntax(line, "gears must be ascending integers >= 1"));
-                }
-                gears = Some((line, g));
-            }
-            "time" => {
-                time_us = num(line, "time", rest.next())?;
-                time_line = line;
-            }
-            "work" => work = Some(num(line, "work size", rest.next())?),
-            "weight" => weight = Some(num(line, "weight size", rest.next())?),
-            "op" => {
-                let op = match rest.next() {
-                    Some("scale") => Op::Scale(num(line, "scale factor", rest.next())?),
-                    Some("add") => Op::Add(num(line, "addend", rest.next())?),
-                    Some("relu") => Op::Relu,
-                    Some("matmul") => {
-                        let r: usize = num(line, "matmul R", rest.next())?;
-                        let c: usize = num(line, "matmul C", rest.next())?;
-                        if r == 0 || c == 0 || r.saturating_mul(c) > 1 << 24 {
-                            return Err(syntax(line, "matmul: R and C must be >= 1"));
-                        }
-                        let w = floats(line, "matmul weights", &mut rest, r * c)?;
-                        Op::Matmul {
-                            rows: r,
-                            cols: c,
-                            w,
-                        }
-                    }
-                    Some("bias") => {
-                        let c: usize = num(line, "bias C", rest.next())?;
-                        if c == 0 {
-                            return Err(syntax(line, "bias: C must be >= 1"));
-                        }
-                        Op::Bias(floats(line, "bias values", &mut rest, c)?)
-                    }
-                    Some("argmax") => {
-                        let c: usize = num(line, "argmax C", rest.next())?;
-                        if c == 0 {
-                            return Err(syntax(line, "argmax: C must be >= 1"));
-                        }
-                        Op::Argmax(c)
-                    }
-                    Some(other) => {
-                        return Err(syntax(line, format!("unknown op `{}`", shown(other))));
-                    }
-                    None => return Err(syntax(line, "missing op name")),
-                };
-                // Matmul and bias took exactly their values; the others take no more.
-                if rest.next().is_some() {
-                    return Err(syntax(line, "too many values"));
-                }
-                op_lines.push(line);
-                ops.push(op);
-            }
-            "aclsim-model" => return Err(syntax(line, "second `aclsim-model` directive")),
-            other => {
-                return Err(syntax(
-                    line,
-                    format!("unknown directive `{}`", shown(other)),
-                ));
-            }
-        }
-    }
+    let d = Directives::read(lines)?;
     let missing = |what: &str| ParseError {
         code: code::MODEL_MISSING_ATTR,
         message: format!("the model has no `{what}` directive"),
     };
-    let (in_line, input) = input.ok_or_else(|| missing("input"))?;
-    let (out_line, output) = output.ok_or_else(|| missing("output"))?;
-    let gears = match gears {
+    let (in_line, input) = d.input.ok_or_else(|| missing("input"))?;
+    let (out_line, output) = d.output.ok_or_else(|| missing("output"))?;
+    let gears = match d.gears {
         Some((line, g)) => {
-            let max = *g.last().unwrap_or(&1) as i64;
-            for (l, t) in [(in_line, &input), (out_line, &output)] {
-                if t.dims[0] != max {
-                    return Err(syntax(
-                        l,
-                        format!(
-                            "the first dim of `{}` ({}) must be the largest gear ({max}, line {line})",
-                            t.name, t.dims[0]
-                        ),
-                    ));
-                }
-            }
+            check_gears_fit(line, &g, [(in_line, &input), (out_line, &output)])?;
             g
         }
         None => Vec::new(),
     };
     let max_batch = gears.last().copied().unwrap_or(1);
-    // P5: an execution longer than any operator execution timeout could never complete.
+    check_time(d.time_us, d.time_line, max_batch)?;
+    // At most 2^31: the first dim of the input (checked above).
+    let max_batch = max_batch as usize;
+    let shape = Shape::check(&input, &d.ops, &d.op_lines, max_batch)?;
+    let out_item = output.elements() / max_batch;
+    let n = shape.values;
+    if n > out_item {
+        return Err(syntax(
+            out_line,
+            format!("the ops produce {n} values per batch item, the output holds {out_item}"),
+        ));
+    }
+    let peak_values = u64::try_from(shape.peak)
+        .ok()
+        .and_then(|p| p.checked_mul(max_batch as u64))
+        .ok_or_else(|| too_many(out_line))?;
+    let eval_ops = shape
+        .item_ops
+        .saturating_add(out_item as u64)
+        .saturating_mul(max_batch as u64);
+    if eval_ops > MAX_EVAL_OPS {
+        return Err(ParseError {
+            code: code::MODEL_SIZE_INVALID,
+            message: format!(
+                "an execution takes {eval_ops} value operations ({} ops over {} values per batch item, {max_batch} items), more than the simulator evaluates ({MAX_EVAL_OPS}: about 2176 s, the longest operator execution timeout, P5)",
+                d.ops.len(),
+                input.elements() / max_batch
+            ),
+        });
+    }
+    let weights: usize = d
+        .ops
+        .iter()
+        .map(|op| match op {
+            Op::Matmul { w, .. } => w.len(),
+            _ => 0,
+        })
+        .sum();
+    Ok(Model {
+        input,
+        output,
+        gears,
+        time_us: d.time_us,
+        work: d.work.unwrap_or(4096),
+        weight: d.weight.unwrap_or(weights.saturating_mul(4).max(4096)),
+        ops: d.ops,
+        peak_values,
+        eval_ops,
+    })
+}
+
+/// The header line `aclsim-model 1`: any other version is refused.
+fn check_version(first: &str) -> Result<(), ParseError> {
+    let mut words = first.split_whitespace().skip(1);
+    let version = words.next();
+    if version != Some("1") || words.next().is_some() {
+        let mut shown_words: Vec<String> = first
+            .split_whitespace()
+            .skip(1)
+            .take(4)
+            .map(|w| shown(w).into_owned())
+            .collect();
+        if first.split_whitespace().nth(5).is_some() {
+            shown_words.push("...".into());
+        }
+        return Err(ParseError {
+            code: code::PARSE_MODEL,
+            message: format!(
+                "unsupported aclsim model version `{}` (this simulator reads aclsim-model 1)",
+                shown_words.join(" ")
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The directives of a model file after its header, each with its line where a later
+/// check needs it.
+struct Directives {
+    input: Option<(usize, Tensor)>,
+    output: Option<(usize, Tensor)>,
+    gears: Option<(usize, Vec<u64>)>,
+    time_us: u64,
+    time_line: usize,
+    work: Option<usize>,
+    weight: Option<usize>,
+    ops: Vec<Op>,
+    /// The line of each op, for the shape check.
+    op_lines: Vec<usize>,
+}
+
+impl Directives {
+    /// Reads the (line number, trimmed non-empty line) pairs after the header.
+    fn read<'a>(lines: impl Iterator<Item = (usize, &'a str)>) -> Result<Self, ParseError> {
+        let mut d = Directives {
+            input: None,
+            output: None,
+            gears: None,
+            time_us: 0,
+            time_line: 0,
+            work: None,
+            weight: None,
+            ops: Vec::new(),
+            op_lines: Vec::new(),
+        };
+        for (line, l) in lines {
+            let mut rest = l.split_whitespace();
+            // A line left non-empty by the trim has a first word.
+            let Some(directive) = rest.next() else {
+                continue;
+            };
+            let once = |set: bool| {
+                if set {
+                    Err(syntax(line, format!("second `{directive}` directive")))
+                } else {
+                    Ok(())
+                }
+            };
+            match directive {
+                "input" => {
+                    once(d.input.is_some())?;
+                    d.input = Some((line, tensor(line, rest)?));
+                }
+                "output" => {
+                    once(d.output.is_some())?;
+                    d.output = Some((line, tensor(line, rest)?));
+                }
+                "batch" => {
+                    once(d.gears.is_some())?;
+                    d.gears = Some((line, gears(line, rest)?));
+                }
+                "time" => {
+                    d.time_us = num(line, "time", rest.next())?;
+                    d.time_line = line;
+                }
+                "work" => d.work = Some(num(line, "work size", rest.next())?),
+                "weight" => d.weight = Some(num(line, "weight size", rest.next())?),
+                "op" => {
+                    d.ops.push(op(line, rest)?);
+                    d.op_lines.push(line);
+                }
+                "aclsim-model" => return Err(syntax(line, "second `aclsim-model` directive")),
+                other => {
+                    return Err(syntax(
+                        line,
+                        format!("unknown directive `{}`", shown(other)),
+                    ));
+                }
+            }
+        }
+        Ok(d)
+    }
+}
+
+/// The gears of a `batch` directive: ascending integers >= 1, at most `MAX_GEARS`.
+fn gears(line: usize, rest: Words<'_>) -> Result<Vec<u64>, ParseError> {
+    let mut g: Vec<u64> = Vec::new();
+    for w in rest {
+        if g.len() == MAX_GEARS {
+            return Err(syntax(
+                line,
+                format!("more than {MAX_GEARS} gears (ACL_MAX_BATCH_NUM, what aclmdlBatch holds)"),
+            ));
+        }
+        g.push(num(line, "gear", Some(w))?);
+    }
+    if g.is_empty() || g[0] == 0 || g.windows(2).any(|p| p[0] >= p[1]) {
+        return Err(syntax(line, "gears must be ascending integers >= 1"));
+    }
+    Ok(g)
+}
+
+/// The op of an `op` directive, which takes exactly its values.
+fn op(line: usize, mut rest: Words<'_>) -> Result<Op, ParseError> {
+    let op = match rest.next() {
+        Some("scale") => Op::Scale(num(line, "scale factor", rest.next())?),
+        Some("add") => Op::Add(num(line, "addend", rest.next())?),
+        Some("relu") => Op::Relu,
+        Some("matmul") => {
+            let r: usize = num(line, "matmul R", rest.next())?;
+            let c: usize = num(line, "matmul C", rest.next())?;
+            if r == 0 || c == 0 || r.saturating_mul(c) > 1 << 24 {
+                return Err(syntax(line, "matmul: R and C must be >= 1"));
+            }
+            let w = floats(line, "matmul weights", &mut rest, r * c)?;
+            Op::Matmul {
+                rows: r,
+                cols: c,
+                w,
+            }
+        }
+        Some("bias") => {
+            let c: usize = num(line, "bias C", rest.next())?;
+            if c == 0 {
+                return Err(syntax(line, "bias: C must be >= 1"));
+            }
+            Op::Bias(floats(line, "bias values", &mut rest, c)?)
+        }
+        Some("argmax") => {
+            let c: usize = num(line, "argmax C", rest.next())?;
+            if c == 0 {
+                return Err(syntax(line, "argmax: C must be >= 1"));
+            }
+            Op::Argmax(c)
+        }
+        Some(other) => {
+            return Err(syntax(line, format!("unknown op `{}`", shown(other))));
+        }
+        None => return Err(syntax(line, "missing op name")),
+    };
+    // Matmul and bias took exactly their values; the others take no more.
+    if rest.next().is_some() {
+        return Err(syntax(line, "too many values"));
+    }
+    Ok(op)
+}
+
+/// With gears (declared on line `line`), the first dim of the input and of the output is
+/// the largest gear.
+fn check_gears_fit(
+    line: usize,
+    g: &[u64],
+    tensors: [(usize, &Tensor); 2],
+) -> Result<(), ParseError> {
+    let max = *g.last().unwrap_or(&1) as i64;
+    for (l, t) in tensors {
+        if t.dims[0] != max {
+            return Err(syntax(
+                l,
+                format!(
+                    "the first dim of `{}` ({}) must be the largest gear ({max}, line {line})",
+                    t.name, t.dims[0]
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// P5: an execution longer than any operator execution timeout could never complete.
+fn check_time(time_us: u64, time_line: usize, max_batch: u64) -> Result<(), ParseError> {
     if time_us
         .checked_mul(max_batch)
         .is_none_or(|t| t > MAX_OP_EXEC_TIMEOUT_US)
@@ -519,95 +626,80 @@ pub fn parse(bytes: &[u8]) -> Result<Model, ParseError> {
             ),
         ));
     }
-    // At most 2^31: the first dim of the input (checked above).
-    let max_batch = max_batch as usize;
-    // Shape check, per batch item (so that every gear works); checked arithmetic.
-    let too_many = |line: usize| syntax(line, "the ops produce too many values");
-    let mut n = input.elements() / max_batch;
-    let mut peak = n;
-    // The evaluation's value operations per batch item (saturating: compared below).
-    let mut item_ops = n as u64;
-    for (op, line) in ops.iter().zip(&op_lines) {
-        item_ops = item_ops.saturating_add(match op {
-            Op::Matmul { cols, .. } => (n as u64).saturating_mul(*cols as u64),
-            _ => n as u64,
-        });
-        n = match op {
-            Op::Matmul { rows, cols, .. } => {
-                if !n.is_multiple_of(*rows) {
+    Ok(())
+}
+
+fn too_many(line: usize) -> ParseError {
+    syntax(line, "the ops produce too many values")
+}
+
+/// The shape of the evaluation, per batch item.
+struct Shape {
+    /// Values the last op produces.
+    values: usize,
+    /// The most values any step holds.
+    peak: usize,
+    /// The evaluation's value operations (saturating: compared with `MAX_EVAL_OPS`).
+    item_ops: u64,
+}
+
+impl Shape {
+    /// Shape check, per batch item (so that every gear works); checked arithmetic.
+    fn check(
+        input: &Tensor,
+        ops: &[Op],
+        op_lines: &[usize],
+        max_batch: usize,
+    ) -> Result<Shape, ParseError> {
+        let mut n = input.elements() / max_batch;
+        let mut peak = n;
+        // The evaluation's value operations per batch item (saturating: compared below).
+        let mut item_ops = n as u64;
+        for (op, line) in ops.iter().zip(op_lines) {
+            item_ops = item_ops.saturating_add(match op {
+                Op::Matmul { cols, .. } => (n as u64).saturating_mul(*cols as u64),
+                _ => n as u64,
+            });
+            n = match op {
+                Op::Matmul { rows, cols, .. } => {
+                    if !n.is_multiple_of(*rows) {
+                        return Err(syntax(
+                            *line,
+                            format!("matmul: {n} values per batch item are not rows of {rows}"),
+                        ));
+                    }
+                    (n / rows)
+                        .checked_mul(*cols)
+                        .ok_or_else(|| too_many(*line))?
+                }
+                Op::Bias(b) if !n.is_multiple_of(b.len()) => {
                     return Err(syntax(
                         *line,
-                        format!("matmul: {n} values per batch item are not rows of {rows}"),
+                        format!(
+                            "bias: {n} values per batch item are not rows of {}",
+                            b.len()
+                        ),
                     ));
                 }
-                (n / rows)
-                    .checked_mul(*cols)
-                    .ok_or_else(|| too_many(*line))?
-            }
-            Op::Bias(b) if !n.is_multiple_of(b.len()) => {
-                return Err(syntax(
-                    *line,
-                    format!(
-                        "bias: {n} values per batch item are not rows of {}",
-                        b.len()
-                    ),
-                ));
-            }
-            Op::Argmax(c) => {
-                if !n.is_multiple_of(*c) {
-                    return Err(syntax(
-                        *line,
-                        format!("argmax: {n} values per batch item are not rows of {c}"),
-                    ));
+                Op::Argmax(c) => {
+                    if !n.is_multiple_of(*c) {
+                        return Err(syntax(
+                            *line,
+                            format!("argmax: {n} values per batch item are not rows of {c}"),
+                        ));
+                    }
+                    n / c
                 }
-                n / c
-            }
-            _ => n,
-        };
-        peak = peak.max(n);
-    }
-    let out_item = output.elements() / max_batch;
-    if n > out_item {
-        return Err(syntax(
-            out_line,
-            format!("the ops produce {n} values per batch item, the output holds {out_item}"),
-        ));
-    }
-    let peak_values = u64::try_from(peak)
-        .ok()
-        .and_then(|p| p.checked_mul(max_batch as u64))
-        .ok_or_else(|| too_many(out_line))?;
-    let eval_ops = item_ops
-        .saturating_add(out_item as u64)
-        .saturating_mul(max_batch as u64);
-    if eval_ops > MAX_EVAL_OPS {
-        return Err(ParseError {
-            code: code::MODEL_SIZE_INVALID,
-            message: format!(
-                "an execution takes {eval_ops} value operations ({} ops over {} values per batch item, {max_batch} items), more than the simulator evaluates ({MAX_EVAL_OPS}: about 2176 s, the longest operator execution timeout, P5)",
-                ops.len(),
-                input.elements() / max_batch
-            ),
-        });
-    }
-    let weights: usize = ops
-        .iter()
-        .map(|op| match op {
-            Op::Matmul { w, .. } => w.len(),
-            _ => 0,
+                _ => n,
+            };
+            peak = peak.max(n);
+        }
+        Ok(Shape {
+            values: n,
+            peak,
+            item_ops,
         })
-        .sum();
-    Ok(Model {
-        input,
-        output,
-        gears,
-        time_us,
-        work: work.unwrap_or(4096),
-        weight: weight.unwrap_or(weights.saturating_mul(4).max(4096)),
-        ops,
-        peak_values,
-        eval_ops,
-    })
+    }
 }
 
 impl Model {

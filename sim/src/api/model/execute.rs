@@ -9,7 +9,7 @@ use std::ffi::c_void;
 use super::{dataset_id, held_buf, loaded, same_context};
 use crate::api::memory::{Loc, check_stream_device, locate};
 use crate::calls::CallId;
-use crate::model::DYNAMIC_INPUT;
+use crate::model::{DYNAMIC_INPUT, Model};
 use crate::rules::model::{
     acquire, exec_starts, host_access, pending_on, release, touch_model_memory,
 };
@@ -31,6 +31,55 @@ fn prepare(
     let model = loaded(rt, model_id)?.model.clone();
     let din = dataset_id(rt, call, input)?;
     let dout = dataset_id(rt, call, output)?;
+    let ranges = io_buffers(rt, call, model_id, &model, din, dout)?;
+    let allocs = device_allocs(rt, call, &ranges)?;
+    if let Some(sid) = sid {
+        check_stream_device(rt, call, sid, &allocs)?;
+    }
+    // MD2 / MD3: model I/O in memory a loaded model holds.
+    for (_, b, data, size) in &ranges {
+        touch_model_memory(
+            rt,
+            call,
+            *data,
+            *size,
+            &format!("uses data buffer {:#x} over", handle(DATABUF_BASE, *b)),
+        );
+    }
+    let (batch, batch_at) = batch_of(rt, call, model_id, &model, din, &ranges);
+    // A synchronous execution runs now: any execution of the model not done runs beside it.
+    // An asynchronous one is checked when it reaches the front of its stream (`must_wait`),
+    // since an event may order it after the others.
+    if sid.is_none() {
+        report_pending(rt, call, model_id)?;
+    }
+    let (_, _, in_addr, _) = ranges[0];
+    let (_, _, out_addr, _) = ranges[ranges.len() - 1];
+    Ok((
+        Exec {
+            model_id,
+            input: (in_addr, model.input.bytes()),
+            output: (out_addr, model.output.bytes()),
+            model,
+            datasets: [din, dout],
+            bufs: ranges.iter().map(|r| r.1).collect(),
+            batch,
+            batch_at,
+        },
+        allocs,
+    ))
+}
+
+/// The data buffers of the input and output datasets, checked against the model's inputs
+/// and output (counts, MD10 sizes): (index, buffer id, address, bytes), the inputs first.
+fn io_buffers(
+    rt: &mut Rt,
+    call: &str,
+    model_id: u32,
+    model: &Model,
+    din: u64,
+    dout: u64,
+) -> Result<Vec<(usize, u64, usize, usize)>, i32> {
     let mut need_in = vec![model.input.bytes()];
     if model.dynamic() {
         need_in.push(8);
@@ -81,8 +130,18 @@ fn prepare(
         }
         ranges.push((i, b, data, size));
     }
+    Ok(ranges)
+}
+
+/// MD9: every data buffer lies in device memory from `aclrtMalloc`; returns the tracked
+/// allocations they lie in.
+fn device_allocs(
+    rt: &mut Rt,
+    call: &str,
+    ranges: &[(usize, u64, usize, usize)],
+) -> Result<Vec<usize>, i32> {
     let mut allocs = Vec::new();
-    for (_, b, data, size) in &ranges {
+    for (_, b, data, size) in ranges {
         match locate(rt, *data, *size) {
             Loc::Device(s) => allocs.push(s),
             other => {
@@ -105,76 +164,57 @@ fn prepare(
             }
         }
     }
-    if let Some(sid) = sid {
-        check_stream_device(rt, call, sid, &allocs)?;
+    Ok(allocs)
+}
+
+/// The batch of an execution (MD11): the one set on the input dataset for this model, with
+/// the address of the dynamic-batch buffer; else the largest gear (an MD11 finding for a
+/// dynamic model); 1 for a static model.
+fn batch_of(
+    rt: &mut Rt,
+    call: &str,
+    model_id: u32,
+    model: &Model,
+    din: u64,
+    ranges: &[(usize, u64, usize, usize)],
+) -> (u64, Option<usize>) {
+    if !model.dynamic() {
+        return (1, None);
     }
-    // MD2 / MD3: model I/O in memory a loaded model holds.
-    for (_, b, data, size) in &ranges {
-        touch_model_memory(
-            rt,
-            call,
-            *data,
-            *size,
-            &format!("uses data buffer {:#x} over", handle(DATABUF_BASE, *b)),
-        );
-    }
-    let mut batch_at = None;
-    let batch = if model.dynamic() {
-        match rt.models.datasets[&din].batch {
-            Some((m, b)) if m == model_id => {
-                batch_at = ranges.get(1).map(|r| r.2);
-                b
-            }
-            _ => {
-                rt.report(
-                    "MD11",
-                    format!(
-                        "{call}: dynamic model {model_id} executed without aclmdlSetDynamicBatchSize on its input dataset {:#x}: set the batch before executing; the simulator uses the largest gear ({})",
-                        handle(DATASET_BASE, din),
-                        model.max_batch()
-                    ),
-                );
-                model.max_batch()
-            }
-        }
-    } else {
-        1
-    };
-    // A synchronous execution runs now: any execution of the model not done runs beside it.
-    // An asynchronous one is checked when it reaches the front of its stream (`must_wait`),
-    // since an event may order it after the others.
-    if sid.is_none() {
-        let others: Vec<String> = loaded(rt, model_id)?
-            .pending
-            .values()
-            .copied()
-            .map(pending_on)
-            .collect();
-        if !others.is_empty() {
+    match rt.models.datasets[&din].batch {
+        Some((m, b)) if m == model_id => (b, ranges.get(1).map(|r| r.2)),
+        _ => {
             rt.report(
-                "MD8",
+                "MD11",
                 format!(
-                    "{call}: model {model_id} executed synchronously while an execution of it is pending on {}: never run one model concurrently (synchronize first, or load it twice); the simulator runs it now",
-                    others.join(", "),
+                    "{call}: dynamic model {model_id} executed without aclmdlSetDynamicBatchSize on its input dataset {:#x}: set the batch before executing; the simulator uses the largest gear ({})",
+                    handle(DATASET_BASE, din),
+                    model.max_batch()
                 ),
             );
+            (model.max_batch(), None)
         }
     }
-    let (_, _, in_addr, _) = ranges[0];
-    let (_, _, out_addr, _) = ranges[ranges.len() - 1];
-    Ok((
-        Exec {
-            model_id,
-            input: (in_addr, model.input.bytes()),
-            output: (out_addr, model.output.bytes()),
-            model,
-            datasets: [din, dout],
-            bufs: ranges.iter().map(|r| r.1).collect(),
-            batch,
-            batch_at,
-        },
-        allocs,
-    ))
+}
+
+/// MD8 for a synchronous execution: an execution of the model not done runs beside it.
+fn report_pending(rt: &mut Rt, call: &str, model_id: u32) -> Result<(), i32> {
+    let others: Vec<String> = loaded(rt, model_id)?
+        .pending
+        .values()
+        .copied()
+        .map(pending_on)
+        .collect();
+    if !others.is_empty() {
+        rt.report(
+            "MD8",
+            format!(
+                "{call}: model {model_id} executed synchronously while an execution of it is pending on {}: never run one model concurrently (synchronize first, or load it twice); the simulator runs it now",
+                others.join(", "),
+            ),
+        );
+    }
+    Ok(())
 }
 
 #[unsafe(no_mangle)]
