@@ -4,7 +4,7 @@
 //! functions launched (C10), and the simulated device's constants (D8).
 //!
 //! Everything lives in one [`Extra`] value inside [`Rt`] (so it is reset by `aclInit` and
-//! guarded by the global lock like the rest); `exec.rs` calls [`intercept`] before a worker
+//! guarded by the global lock like the rest); `exec` calls [`intercept`] before a worker
 //! runs a task and [`after_run`] after a task body ran, both behind cheap emptiness checks.
 //!
 //! Layer: rules; imports the plain data (`state`, `errmsg`) and `rules::task`, nothing above

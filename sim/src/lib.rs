@@ -4,9 +4,19 @@
 //! ABI. Semantics and error codes follow `docs/protocol.md` (rule IDs P/D/S/E/C/M/MD);
 //! deviations from the real runtime are listed in `sim/README.md`.
 //!
-//! Structure: [`pt`] pthread primitives (helgrind-friendly), [`state`] the global state,
-//! [`exec`] stream workers, host waits and the deadlock watchdog, [`trace`] the Chrome
-//! trace, [`model`] the simulator's model format, `api` the C entry points (one file per area), and here their shared helpers.
+//! Layers, lowest first; a module imports only modules of its own layer or below, with no
+//! import cycle between files (checked by `sim/tests/layers.rs`):
+//! 1. base: [`pt`] pthread primitives (helgrind-friendly), [`calls`] call counters and the
+//!    thread's current call, [`trace`] the Chrome trace;
+//! 2. plain data: [`state`] the global state (with the model objects and the state of the
+//!    functions beyond the seeds), [`model`] the simulator's model format, [`errmsg`] the
+//!    recent error message;
+//! 3. rules: `rules` (task release, the model rules) and [`extra`] (S6, P5), which change
+//!    the state;
+//! 4. executor: [`exec`] stream workers, the task state machine, host waits and the
+//!    deadlock watchdog, teardown;
+//! 5. C entry points: `api` (one file per area) and, here, their shared helpers.
+//!
 //! Each entry point runs inside `catch_unwind` so a panic never crosses the C ABI (it
 //! returns 500000 instead).
 #![allow(non_snake_case)]

@@ -5,9 +5,12 @@
 //! The test fails on an import that reaches up a layer, on an import cycle between files,
 //! on a glob import (`use ...::*`), and on a top-level module missing from [`LAYERS`].
 //!
-//! A parent's use of its own child modules (the `mod` declaration, its re-exports) is the
-//! one relation left out of the graph: a parent module is the facade of its children, and a
-//! child may use its parent (`super::`), so the pair is the natural parent/child relation.
+//! The natural parent/child relation may go both ways: a parent declares and re-exports its
+//! children, a child uses its parent's items (`super::`, the crate root's helpers). So the
+//! cycle check runs twice: once without the edges from a module to its descendants, once
+//! without the edges from a module to its ancestors. A cycle made of parent/child pairs
+//! only shows in neither; any other cycle (between siblings, or through a parent's
+//! re-exports, as in `a -> b -> b::c -> a`) shows in one of them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -369,7 +372,32 @@ impl Tree {
         Some(base)
     }
 
-    /// The import graph between modules, parent-to-child edges left out.
+    /// Paths outside `use` items that start with a child module of `module`
+    /// (`models::Models` in `state`), as `self::` paths.
+    fn child_paths_at(&self, module: &str, code: &str) -> Vec<(usize, String)> {
+        let mut out = Vec::new();
+        for child in self
+            .files
+            .keys()
+            .filter(|m| !m.is_empty() && parent(m) == module)
+        {
+            let name = child.rsplit("::").next().unwrap_or(child);
+            let key = format!("{name}::");
+            let mut from = 0;
+            while let Some(at) = code[from..].find(&key) {
+                let start = from + at;
+                from = start + key.len();
+                let before = code[..start].chars().next_back();
+                if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                    continue;
+                }
+                out.push((start, format!("self::{name}")));
+            }
+        }
+        out
+    }
+
+    /// The import graph between modules (a module's edges to itself left out).
     fn edges(&self) -> BTreeMap<String, BTreeSet<String>> {
         let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for (module, file) in &self.files {
@@ -379,6 +407,7 @@ impl Tree {
                 .map(|(at, p, _)| (at, p))
                 .collect();
             paths.extend(inline_paths_at(code));
+            paths.extend(self.child_paths_at(module, code));
             let inline = inline_mods(code);
             let out = g.entry(module.clone()).or_default();
             for (at, p) in paths {
@@ -395,7 +424,7 @@ impl Tree {
                 while !self.files.contains_key(&to) {
                     to = parent(&to);
                 }
-                if to == *module || parent(&to) == *module {
+                if to == *module {
                     continue;
                 }
                 out.insert(to);
@@ -439,10 +468,41 @@ fn no_import_reaches_up_a_layer() {
     assert!(up.is_empty(), "imports reaching up a layer: {up:#?}");
 }
 
+/// `a` is `b` or one of its ancestors (the crate root is everyone's).
+fn is_ancestor(a: &str, b: &str) -> bool {
+    a.is_empty() || a == b || b.starts_with(&format!("{a}::"))
+}
+
 #[test]
 fn no_import_cycle_between_files() {
     let t = tree();
-    let g = t.edges();
+    let all = t.edges();
+    let without = |drop: fn(&str, &str) -> bool| {
+        all.iter()
+            .map(|(from, tos)| {
+                let kept = tos.iter().filter(|to| !drop(from, to)).cloned().collect();
+                (from.clone(), kept)
+            })
+            .collect::<BTreeMap<String, BTreeSet<String>>>()
+    };
+    let mut cycles = Vec::new();
+    // Without parent-to-descendant edges, then without child-to-ancestor edges.
+    for g in [
+        without(is_ancestor),
+        without(|from, to| is_ancestor(to, from)),
+    ] {
+        cycles.extend(cycles_in(&t, &g));
+    }
+    cycles.sort();
+    cycles.dedup();
+    assert!(
+        cycles.is_empty(),
+        "import cycles between files: {cycles:#?}"
+    );
+}
+
+/// The strongly connected components of `g` with two or more files, as sorted file lists.
+fn cycles_in(t: &Tree, g: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
     // Tarjan's strongly connected components: any with two or more files is a cycle.
     struct S<'a> {
         g: &'a BTreeMap<String, BTreeSet<String>>,
@@ -483,7 +543,7 @@ fn no_import_cycle_between_files() {
         }
     }
     let mut s = S {
-        g: &g,
+        g,
         index: BTreeMap::new(),
         low: BTreeMap::new(),
         stack: Vec::new(),
@@ -495,20 +555,15 @@ fn no_import_cycle_between_files() {
             visit(&mut s, v);
         }
     }
-    let cycles: Vec<Vec<&String>> = s
-        .sccs
+    s.sccs
         .iter()
         .filter(|c| c.len() > 1)
         .map(|c| {
-            let mut files: Vec<&String> = c.iter().map(|m| &t.files[*m]).collect();
+            let mut files: Vec<String> = c.iter().map(|m| t.files[*m].clone()).collect();
             files.sort();
             files
         })
-        .collect();
-    assert!(
-        cycles.is_empty(),
-        "import cycles between files: {cycles:#?}"
-    );
+        .collect()
 }
 
 #[test]

@@ -1,4 +1,8 @@
 //! Callbacks and report threads (C1-C9).
+//!
+//! Layer: C entry points (`api`); imports the crate root's shared helpers, `api::hostfunc`
+//! (C10) and every layer below (`exec`, `rules`, `extra`, `state`, `model`, `errmsg`,
+//! `calls`, `pt`, `trace`), never the reverse.
 
 use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};

@@ -1,4 +1,8 @@
 //! The `aclsim.h` extension API: kernels, findings, fault injection, counters.
+//!
+//! Layer: C entry points (`api`); imports the crate root's shared helpers, `api::memory`
+//! (M1 checks) and every layer below (`exec`, `rules`, `extra`, `state`, `model`, `errmsg`,
+//! `calls`, `pt`, `trace`), never the reverse.
 
 use std::ffi::{CStr, c_char, c_void};
 use std::panic::catch_unwind;

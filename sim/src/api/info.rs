@@ -1,5 +1,9 @@
 //! Versions and diagnostics (P4) and device queries (D8). All of them are queries (allowed
 //! inside callbacks, C8) and change no state.
+//!
+//! Layer: C entry points (`api`); imports the crate root's shared helpers and every layer
+//! below (`exec`, `rules`, `extra`, `state`, `model`, `errmsg`, `calls`, `pt`, `trace`),
+//! never the reverse.
 
 use std::ffi::{CStr, c_char};
 use std::panic::catch_unwind;

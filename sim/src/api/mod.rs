@@ -1,6 +1,11 @@
 //! The exported C entry points, one file per area of `include/ascendcl.h`, plus the
 //! simulator's own extensions (`ext`, `sim/include/aclsim.h`). Shared helpers (`ffi`,
 //! `enter`, handle resolution) live in the crate root.
+//!
+//! Layer: C entry points, the top layer with the crate root: its files import the root's
+//! helpers and every layer below (`exec`, `rules`, `extra`, `state`, `model`, `errmsg`,
+//! `calls`, `pt`, `trace`); nothing below imports `api`. The entry points are re-exported
+//! at the crate root by name.
 
 mod callback;
 mod device;

@@ -1,4 +1,8 @@
 //! Process: aclInit, aclFinalize (P1-P3).
+//!
+//! Layer: C entry points (`api`); imports the crate root's shared helpers and every layer
+//! below (`exec`, `rules`, `extra`, `state`, `model`, `errmsg`, `calls`, `pt`, `trace`),
+//! never the reverse.
 
 use std::ffi::{c_char, c_void};
 use std::time::{Duration, Instant};

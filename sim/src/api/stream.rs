@@ -1,4 +1,8 @@
 //! Streams (S1-S4).
+//!
+//! Layer: C entry points (`api`); imports the crate root's shared helpers and every layer
+//! below (`exec`, `rules`, `extra`, `state`, `model`, `errmsg`, `calls`, `pt`, `trace`),
+//! never the reverse.
 
 use std::ffi::c_void;
 use std::time::{Duration, Instant};

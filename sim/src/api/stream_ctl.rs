@@ -1,5 +1,9 @@
 //! Streams beyond the seeds (S5-S8): configured creation, forced destruction, status query,
 //! failure mode.
+//!
+//! Layer: C entry points (`api`); imports the crate root's shared helpers and every layer
+//! below (`exec`, `rules`, `extra`, `state`, `model`, `errmsg`, `calls`, `pt`, `trace`),
+//! never the reverse.
 
 use std::ffi::c_void;
 
