@@ -4,10 +4,9 @@
 //! relaxed atomic counter in a static array: counting a call is one atomic add, no lookup
 //! and no lock, so that instruction-count measurements (callgrind) barely move. The counters
 //! live outside the runtime state, so they count before `aclInit` and survive `aclFinalize`.
-
 //!
 //! Layer: base (with `pt` and `trace`); imports nothing of the crate. The thread's current
-//! runtime function is kept here too ([`current`]), so that [`crate::errmsg`], which names
+//! runtime function is kept here too (`current`), so that [`crate::errmsg`], which names
 //! the function of a failed call, sits above this module and not beside it in a circle.
 
 use std::cell::Cell;

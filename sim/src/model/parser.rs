@@ -154,7 +154,7 @@ pub fn may_be_ours(head: &[u8]) -> bool {
     }
 }
 
-/// Parses a model file's bytes: the header line, the directives ([`Directives::read`]),
+/// Parses a model file's bytes: the header line, the directives (`Directives::read`),
 /// then the checks across lines (gears, P5 time, shapes, evaluation cost).
 pub fn parse(bytes: &[u8]) -> Result<Model, ParseError> {
     let not_ours = || ParseError {

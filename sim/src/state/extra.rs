@@ -24,7 +24,7 @@ pub const DEFAULT_DEVICE_MEMORY: u64 = 8 << 30;
 /// The default of `ACLSIM_SOC_NAME` (D8).
 pub const DEFAULT_SOC_NAME: &str = "Ascend310B-aclsim";
 
-/// What the simulator remembers about one stream beyond [`Stream`].
+/// What the simulator remembers about one stream beyond [`Stream`](crate::state::Stream).
 #[derive(Default)]
 pub struct StreamExtra {
     /// S6: the mode set by `aclrtSetStreamFailureMode` (None: never set, i.e. CONTINUE).
@@ -60,7 +60,7 @@ pub struct Extra {
     pub failed_records: HashMap<u64, i32>,
     /// Tasks (by id) that fail with the code when their body has run (P5 timeouts).
     pub task_fail: HashMap<u64, i32>,
-    /// Injected failures armed on any stream (fast path of [`intercept`]).
+    /// Injected failures armed on any stream (fast path of [`intercept`](crate::extra::intercept)).
     pub injected: usize,
 }
 
@@ -132,7 +132,7 @@ impl Extra {
         }
     }
 
-    /// Whether [`intercept`] may have anything to do.
+    /// Whether [`intercept`](crate::extra::intercept) may have anything to do.
     #[inline]
     pub fn intercepts(&self) -> bool {
         self.injected > 0 || !self.stopped.is_empty()
