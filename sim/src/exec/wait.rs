@@ -1,8 +1,7 @@
 //! Host-side waiting (synchronize, destroy, process report): each waiter parks on its own
 //! condvar and is woken only by the change it waits for; and the deadlock watchdog.
 //!
-//! Layer: executor; imports the rules (`extra`) and the plain data (`state`, `pt`), nothing
-//! above.
+//! Layer: executor; imports the plain data (`state`) and the base (`pt`), nothing above.
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
