@@ -198,12 +198,26 @@ fn the_table_lists_exactly_the_safe_raw_functions() {
     }
 }
 
+/// The files under `dir`, subdirectories included (`sim/src/api/model/` is one).
+fn files_under(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("read_dir") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            files_under(&path, out);
+        } else {
+            out.push(path);
+        }
+    }
+}
+
 /// The body of the simulator's entry point `name` (`pub extern "C" fn name(`).
 fn simulator_entry_point(name: &str) -> String {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("sim/src/api");
     let start = format!("pub extern \"C\" fn {name}(");
-    for entry in std::fs::read_dir(&dir).expect("sim/src/api") {
-        let text = std::fs::read_to_string(entry.expect("entry").path()).expect("read");
+    let mut files = Vec::new();
+    files_under(&dir, &mut files);
+    for path in files {
+        let text = std::fs::read_to_string(path).expect("read");
         if let Some(at) = text.find(&start) {
             let body = &text[at..];
             let end = body.find("\n}\n").unwrap_or(body.len());

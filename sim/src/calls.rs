@@ -4,7 +4,12 @@
 //! relaxed atomic counter in a static array: counting a call is one atomic add, no lookup
 //! and no lock, so that instruction-count measurements (callgrind) barely move. The counters
 //! live outside the runtime state, so they count before `aclInit` and survive `aclFinalize`.
+//!
+//! Layer: base (with `pt` and `trace`); imports nothing of the crate. The thread's current
+//! runtime function is kept here too (`current`), so that [`crate::errmsg`], which names
+//! the function of a failed call, sits above this module and not beside it in a circle.
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 macro_rules! call_ids {
@@ -125,12 +130,34 @@ const COUNT: usize = CALL_NAMES.len();
 
 static COUNTS: [AtomicU64; COUNT] = [const { AtomicU64::new(0) }; COUNT];
 
+/// No runtime function entered yet (see [`current`]).
+pub(crate) const NO_CALL: usize = usize::MAX;
+
+thread_local! {
+    /// Index (`CallId`) of the runtime function this thread entered last.
+    static CUR: Cell<usize> = const { Cell::new(NO_CALL) };
+}
+
 /// Counts one call of `id` (failing calls included) and notes it as the calling thread's
 /// current runtime function (for `aclGetRecentErrMsg`, P4: one thread-local store).
 #[inline(always)]
 pub fn count(id: CallId) {
     COUNTS[id as usize].fetch_add(1, Ordering::Relaxed);
-    crate::errmsg::enter(id as usize);
+    enter(id as usize);
+}
+
+/// The calling thread entered runtime function `index` (a `CallId`).
+#[inline(always)]
+pub(crate) fn enter(index: usize) {
+    // `try_with`: a call made from another thread-local's destructor at thread exit finds
+    // this gone; it then keeps no message, and never panics.
+    let _ = CUR.try_with(|c| c.set(index));
+}
+
+/// The runtime function this thread entered last (a `CallId` index; `NO_CALL` if none).
+#[inline(always)]
+pub(crate) fn current() -> usize {
+    CUR.try_with(|c| c.get()).unwrap_or(NO_CALL)
 }
 
 /// Calls of the function named `name` since the last [`reset`]; 0 for an unknown name.

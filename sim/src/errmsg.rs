@@ -4,18 +4,17 @@
 //! thread-local cell (one store) and `ffi` reads it back only when the call fails; the text
 //! is built on failure only. A call site that knows more than its error code says gives the
 //! reason with [`why`]; otherwise the text describes the code ([`describe`]).
+//!
+//! Layer: plain data (with `state` and `model`); imports `calls` (the function names, the
+//! thread's current function) and `state::code`, nothing above.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::ffi::{CString, c_char};
 
 use crate::calls::CALL_NAMES;
 use crate::state::code;
 
-const NO_CALL: usize = usize::MAX;
-
 thread_local! {
-    /// Index (`CallId`) of the runtime function this thread entered last.
-    static CUR: Cell<usize> = const { Cell::new(NO_CALL) };
     /// A specific reason given by the failing call site (code, text).
     static PENDING: RefCell<Option<(i32, String)>> = const { RefCell::new(None) };
     /// The messages not yet read, the latest first.
@@ -27,19 +26,19 @@ thread_local! {
 /// The calling thread entered runtime function `index` (a `CallId`).
 #[inline(always)]
 pub fn enter(index: usize) {
-    // `try_with` throughout: a call made from another thread-local's destructor at thread
-    // exit finds these gone; it then keeps no message, and never panics.
-    let _ = CUR.try_with(|c| c.set(index));
+    crate::calls::enter(index);
 }
 
 /// The runtime function this thread entered last (a `CallId` index), for [`failed`].
 #[inline(always)]
 pub fn current() -> usize {
-    CUR.try_with(|c| c.get()).unwrap_or(NO_CALL)
+    crate::calls::current()
 }
 
 /// Gives the reason of a failure about to be returned: `return Err(why(code, "..."))`.
 pub fn why(code: i32, reason: impl Into<String>) -> i32 {
+    // `try_with` throughout: a call made from another thread-local's destructor at thread
+    // exit finds these gone; it then keeps no message, and never panics.
     let reason = reason.into();
     let _ = PENDING.try_with(|p| *p.borrow_mut() = Some((code, reason)));
     code

@@ -4,161 +4,18 @@
 //! functions launched (C10), and the simulated device's constants (D8).
 //!
 //! Everything lives in one [`Extra`] value inside [`Rt`] (so it is reset by `aclInit` and
-//! guarded by the global lock like the rest); `exec.rs` calls [`intercept`] before a worker
+//! guarded by the global lock like the rest); `exec` calls [`intercept`] before a worker
 //! runs a task and [`after_run`] after a task body ran, both behind cheap emptiness checks.
+//!
+//! Layer: rules; imports the plain data (`state`, `errmsg`) and `rules::task`, nothing above
+//! (the data types and constants live in `state::extra` and are re-exported here).
 
-use std::collections::{HashMap, VecDeque};
+use crate::state::{Rt, TaskKind, TaskState, code};
 
-use crate::exec;
-use crate::state::*;
-
-/// `ACL_STOP_ON_FAILURE` (S6).
-pub const STOP_ON_FAILURE: u64 = 1;
-/// `aclrtGetOpTimeOutInterval` (P5): the granularity of operator execution timeouts, in µs.
-pub const OP_TIMEOUT_INTERVAL_US: u64 = 4096;
-/// The longest operator execution timeout CANN documents for `aclrtSetOpExecuteTimeOut`
-/// (P5: 547, 1091 or 2176 s depending on the product): a model execution longer than this
-/// could never complete, so the simulator refuses such a model at load, and a kernel
-/// (`aclsimLaunchKernel`) of a longer duration. `aclrtSetOpExecuteTimeOut(V2)` caps the
-/// limit there (a multiple of the interval, so rounding up and capping commute).
-pub const MAX_OP_EXEC_TIMEOUT_US: u64 = 2176 * 1_000_000;
-const _: () = assert!(MAX_OP_EXEC_TIMEOUT_US.is_multiple_of(OP_TIMEOUT_INTERVAL_US));
-/// The default of `ACLSIM_DEVICE_MEMORY` (D8): 8 GiB per device.
-pub const DEFAULT_DEVICE_MEMORY: u64 = 8 << 30;
-/// The default of `ACLSIM_SOC_NAME` (D8).
-pub const DEFAULT_SOC_NAME: &str = "Ascend310B-aclsim";
-
-/// What the simulator remembers about one stream beyond [`Stream`].
-#[derive(Default)]
-pub struct StreamExtra {
-    /// S6: the mode set by `aclrtSetStreamFailureMode` (None: never set, i.e. CONTINUE).
-    pub failure_mode: Option<u64>,
-    /// S7: `aclrtCreateStreamWithConfig` arguments (0, 0 for `aclrtCreateStream`).
-    pub priority: u32,
-    pub flags: u32,
-    /// C10: host functions ever launched on the stream.
-    pub host_funcs: u64,
-    /// `aclsimInjectTaskFailure`: codes the next executable tasks fail with, in order.
-    pub inject: VecDeque<i32>,
-}
-
-pub struct Extra {
-    /// P5: the operator execution timeout in µs (a multiple of the interval; 0 = none).
-    pub op_exec_timeout_us: u64,
-    /// D8: bytes of memory per device (`ACLSIM_DEVICE_MEMORY`).
-    pub device_memory: u64,
-    /// D8, M: bytes in use per device: live (or deferred-free) `aclrtMalloc` allocations and
-    /// the work and weight memory of models the runtime allocated at load.
-    pub device_used: HashMap<i32, u64>,
-    /// `aclrtMallocHost` limit: the host's physical memory (page-locked memory cannot
-    /// exceed it; CANN documents no other limit).
-    pub host_memory: u64,
-    /// Bytes of live (or deferred-free) `aclrtMallocHost` allocations.
-    pub host_used: u64,
-    /// D8: `aclrtGetSocName` (`ACLSIM_SOC_NAME`).
-    pub soc_name: String,
-    pub streams: HashMap<u64, StreamExtra>,
-    /// S6: contexts stopped by a failed task of a STOP_ON_FAILURE stream, with the code.
-    pub stopped: HashMap<u64, i32>,
-    /// S6: events whose record a stop dropped, with the code their next synchronize reports.
-    pub failed_records: HashMap<u64, i32>,
-    /// Tasks (by id) that fail with the code when their body has run (P5 timeouts).
-    pub task_fail: HashMap<u64, i32>,
-    /// Injected failures armed on any stream (fast path of [`intercept`]).
-    pub injected: usize,
-}
-
-impl Extra {
-    /// The state `aclInit` starts with (environment variables read now).
-    pub fn from_env() -> Self {
-        let device_memory = std::env::var("ACLSIM_DEVICE_MEMORY")
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .filter(|n| *n > 0)
-            .unwrap_or(DEFAULT_DEVICE_MEMORY);
-        // D8: the name must start with "Ascend"; any other value is ignored.
-        let soc_name = std::env::var("ACLSIM_SOC_NAME")
-            .ok()
-            .map(|v| v.trim().to_string())
-            .filter(|v| v.starts_with("Ascend") && !v.contains('\0'))
-            .unwrap_or_else(|| DEFAULT_SOC_NAME.to_string());
-        Extra {
-            op_exec_timeout_us: 0,
-            device_memory,
-            device_used: HashMap::new(),
-            host_memory: physical_memory(),
-            host_used: 0,
-            soc_name,
-            streams: HashMap::new(),
-            stopped: HashMap::new(),
-            failed_records: HashMap::new(),
-            task_fail: HashMap::new(),
-            injected: 0,
-        }
-    }
-
-    /// D8: free memory of `device` (what `aclrtGetMemInfo` reports).
-    pub fn device_free(&self, device: i32) -> u64 {
-        let used = self.device_used.get(&device).copied().unwrap_or(0);
-        self.device_memory.saturating_sub(used)
-    }
-
-    /// Counts `bytes` against the host's memory (`host`) or `device`'s; 207001
-    /// (`ACL_ERROR_RT_MEMORY_ALLOCATION`) when fewer are free, counting nothing.
-    pub fn charge(&mut self, host: bool, device: i32, bytes: u64) -> Result<(), i32> {
-        let (used, total, what) = if host {
-            (self.host_used, self.host_memory, "host".to_string())
-        } else {
-            let used = self.device_used.get(&device).copied().unwrap_or(0);
-            (used, self.device_memory, format!("device {device}"))
-        };
-        let free = total.saturating_sub(used);
-        if bytes > free {
-            return Err(crate::errmsg::why(
-                code::RT_MEMORY_ALLOCATION,
-                format!("{bytes} B requested, {free} B of the {what}'s {total} B are free"),
-            ));
-        }
-        if host {
-            self.host_used = used + bytes;
-        } else {
-            self.device_used.insert(device, used + bytes);
-        }
-        Ok(())
-    }
-
-    /// Returns bytes counted by [`Extra::charge`].
-    pub fn uncharge(&mut self, host: bool, device: i32, bytes: u64) {
-        if host {
-            self.host_used = self.host_used.saturating_sub(bytes);
-        } else if let Some(used) = self.device_used.get_mut(&device) {
-            *used = used.saturating_sub(bytes);
-        }
-    }
-
-    /// Whether [`intercept`] may have anything to do.
-    #[inline]
-    pub fn intercepts(&self) -> bool {
-        self.injected > 0 || !self.stopped.is_empty()
-    }
-}
-
-/// The host's physical memory in bytes (`u64::MAX` if unknown).
-fn physical_memory() -> u64 {
-    // SAFETY: sysconf only reads a system constant.
-    let pages = unsafe { libc::sysconf(libc::_SC_PHYS_PAGES) };
-    // SAFETY: as above.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    match (u64::try_from(pages), u64::try_from(page)) {
-        (Ok(n), Ok(p)) if n > 0 && p > 0 => n.saturating_mul(p),
-        _ => u64::MAX,
-    }
-}
-
-/// Rounds a timeout in µs up to a multiple of the interval (P5); None on overflow.
-pub fn round_timeout(us: u64) -> Option<u64> {
-    us.checked_next_multiple_of(OP_TIMEOUT_INTERVAL_US)
-}
+pub use crate::state::extra::{
+    DEFAULT_DEVICE_MEMORY, DEFAULT_SOC_NAME, Extra, MAX_OP_EXEC_TIMEOUT_US, OP_TIMEOUT_INTERVAL_US,
+    STOP_ON_FAILURE, StreamExtra, round_timeout,
+};
 
 /// S6: a task issued on a stream of a stopped context would never run: the issuing call
 /// fails with 107023 (`ACL_ERROR_RT_STREAM_ABORT`) instead of queueing it silently.
@@ -249,7 +106,7 @@ pub fn intercept(rt: &mut Rt, sid: u64) -> bool {
         if let TaskKind::Record { ev } = t.kind {
             rt.extra.failed_records.insert(ev, code);
         }
-        exec::release_task(rt, sid, &t, false);
+        crate::rules::task::release_task(rt, sid, &t, false);
         rt.extra.task_fail.remove(&t.id);
         rt.progress += 1;
         rt.wake_if_idle(sid);
@@ -266,7 +123,7 @@ pub fn intercept(rt: &mut Rt, sid: u64) -> bool {
         return false;
     };
     rt.extra.injected = rt.extra.injected.saturating_sub(1);
-    exec::complete_front(rt, sid);
+    crate::rules::task::complete_front(rt, sid);
     task_failed(rt, sid, code);
     true
 }

@@ -4,9 +4,19 @@
 //! ABI. Semantics and error codes follow `docs/protocol.md` (rule IDs P/D/S/E/C/M/MD);
 //! deviations from the real runtime are listed in `sim/README.md`.
 //!
-//! Structure: [`pt`] pthread primitives (helgrind-friendly), [`state`] the global state,
-//! [`exec`] stream workers, host waits and the deadlock watchdog, [`trace`] the Chrome
-//! trace, [`model`] the simulator's model format, `api` the C entry points (one file per area), and here their shared helpers.
+//! Layers, lowest first; a module imports only modules of its own layer or below, with no
+//! import cycle between files (checked by `sim/tests/layers.rs`):
+//! 1. base: [`pt`] pthread primitives (helgrind-friendly), [`calls`] call counters and the
+//!    thread's current call, [`trace`] the Chrome trace;
+//! 2. plain data: [`state`] the global state (with the model objects and the state of the
+//!    functions beyond the seeds), [`model`] the simulator's model format, [`errmsg`] the
+//!    recent error message;
+//! 3. rules: `rules` (task release, the model rules) and [`extra`] (S6, P5), which change
+//!    the state;
+//! 4. executor: [`exec`] stream workers, the task state machine, host waits and the
+//!    deadlock watchdog, teardown;
+//! 5. C entry points: `api` (one file per area) and, here, their shared helpers.
+//!
 //! Each entry point runs inside `catch_unwind` so a panic never crosses the C ABI (it
 //! returns 500000 instead).
 #![allow(non_snake_case)]
@@ -16,23 +26,21 @@
     clippy::multiple_unsafe_ops_per_block
 )]
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::Duration;
+
+use crate::pt::{PGuard, self_id};
+use crate::state::{EVENT_BASE, G, Global, IN_CALLBACK, Rt, STREAM_BASE, code, decode, handle};
+
 pub mod calls;
 pub mod errmsg;
 pub mod exec;
 pub mod extra;
 pub mod model;
 pub mod pt;
+mod rules;
 pub mod state;
 pub mod trace;
-
-use std::ffi::{CStr, c_char, c_void};
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::time::{Duration, Instant};
-
-use calls::CallId;
-use exec::{WaitEnd, Watch, host_wait, teardown_streams};
-use pt::{PGuard, self_id};
-use state::*;
 
 type R = Result<(), i32>;
 
@@ -184,4 +192,34 @@ fn env_flag(name: &str, default: bool) -> bool {
 }
 
 mod api;
-pub use api::*;
+pub use api::{
+    AI_CORE_NUM, Batch, DataBuf, Dataset, Desc, Exec, ExecUse, INTERFACE_VERSION, IODims, L2_SIZE,
+    Loaded, Models, PACKAGE_VERSION, PACKAGE_VERSION_NUM, PACKAGES, Region, Run, VECTOR_CORE_NUM,
+    aclCreateDataBuffer, aclDestroyDataBuffer, aclFinalize, aclGetDataBufferAddr,
+    aclGetDataBufferSizeV2, aclGetDeviceCapability, aclGetRecentErrMsg, aclInit,
+    aclmdlAddDatasetBuffer, aclmdlCreateDataset, aclmdlCreateDesc, aclmdlDestroyDataset,
+    aclmdlDestroyDesc, aclmdlExecute, aclmdlExecuteAsync, aclmdlGetCurOutputDims,
+    aclmdlGetDatasetBuffer, aclmdlGetDatasetNumBuffers, aclmdlGetDesc, aclmdlGetDynamicBatch,
+    aclmdlGetInputDataType, aclmdlGetInputDims, aclmdlGetInputFormat, aclmdlGetInputIndexByName,
+    aclmdlGetInputSizeByIndex, aclmdlGetNumInputs, aclmdlGetNumOutputs, aclmdlGetOutputDataType,
+    aclmdlGetOutputDims, aclmdlGetOutputFormat, aclmdlGetOutputSizeByIndex, aclmdlLoadFromFile,
+    aclmdlLoadFromFileWithMem, aclmdlLoadFromMem, aclmdlLoadFromMemWithMem, aclmdlQuerySize,
+    aclmdlSetDynamicBatchSize, aclmdlSetDynamicHWSize, aclmdlUnload, aclrtCreateContext,
+    aclrtCreateEvent, aclrtCreateEventWithFlag, aclrtCreateStream, aclrtCreateStreamWithConfig,
+    aclrtDestroyContext, aclrtDestroyEvent, aclrtDestroyStream, aclrtDestroyStreamForce,
+    aclrtEventElapsedTime, aclrtFree, aclrtFreeHost, aclrtGetCurrentContext, aclrtGetDevice,
+    aclrtGetDeviceCount, aclrtGetMemInfo, aclrtGetOpExecuteTimeout, aclrtGetOpTimeOutInterval,
+    aclrtGetRunMode, aclrtGetSocName, aclrtGetVersion, aclrtLaunchCallback, aclrtLaunchHostFunc,
+    aclrtMalloc, aclrtMallocHost, aclrtMemcpy, aclrtMemcpyAsync, aclrtMemset, aclrtMemsetAsync,
+    aclrtProcessReport, aclrtQueryEventStatus, aclrtRecordEvent, aclrtResetDevice,
+    aclrtResetDeviceForce, aclrtResetEvent, aclrtSetCurrentContext, aclrtSetDevice,
+    aclrtSetOpExecuteTimeOut, aclrtSetOpExecuteTimeOutV2, aclrtSetOpWaitTimeout,
+    aclrtSetStreamFailureMode, aclrtStreamQuery, aclrtStreamWaitEvent, aclrtSubscribeReport,
+    aclrtSynchronizeDevice, aclrtSynchronizeDeviceWithTimeout, aclrtSynchronizeEvent,
+    aclrtSynchronizeEventWithTimeout, aclrtSynchronizeStream, aclrtSynchronizeStreamWithTimeout,
+    aclrtUnSubscribeReport, aclsimApiVersion, aclsimCallCount, aclsimClearFaults,
+    aclsimClearFindings, aclsimFindingCount, aclsimGetFinding, aclsimInjectFault,
+    aclsimInjectFaultAt, aclsimInjectTaskFailure, aclsimLaunchKernel, aclsimLiveObjectCount,
+    aclsimResetCallCounts, aclsimSetDeviceCount, aclsimSetQuiet, aclsysGetVersionNum,
+    aclsysGetVersionStr,
+};

@@ -6,6 +6,8 @@
 //! ones. Every piece of shared state lives behind the one [`PMutex`] in `state::G`, every
 //! wait is a `pthread_cond_*wait` on that mutex, and every thread is a raw `pthread_create`
 //! joined with `pthread_join`, so the tools see all happens-before edges.
+//!
+//! Layer: base (with `calls` and `trace`); imports nothing of the crate.
 
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};

@@ -1,6 +1,8 @@
 //! Chrome trace-event JSON (chrome://tracing, Perfetto), written at aclFinalize when
 //! ACLSIM_TRACE=/path/file.json is set: one track per stream, one span per task, a flow
 //! arrow from each record to every wait it released.
+//!
+//! Layer: base (with `pt` and `calls`); imports nothing of the crate.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;

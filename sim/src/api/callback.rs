@@ -1,6 +1,19 @@
 //! Callbacks and report threads (C1-C9).
+//!
+//! Layer: C entry points (`api`); imports the crate root's shared helpers, `api::hostfunc`
+//! (C10) and every layer below (`exec`, `rules`, `extra`, `state`, `model`, `errmsg`,
+//! `calls`, `pt`, `trace`), never the reverse.
 
-use super::*;
+use std::ffi::c_void;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::{Duration, Instant};
+
+use crate::calls::CallId;
+use crate::pt::{PGuard, self_id};
+use crate::state::{
+    CbFn, CbItem, Global, IN_CALLBACK, MAX_SUBSCRIBED_THREADS, TaskKind, TaskState, ThreadSub, code,
+};
+use crate::{Call, calls, enter, exec, ffi, rt_of, sh, stream_for};
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtSubscribeReport(threadId: u64, stream: *mut c_void) -> i32 {
@@ -192,7 +205,7 @@ pub extern "C" fn aclrtProcessReport(timeout: i32) -> i32 {
             // The blocking callback task ends here (C5), not in the stream's worker: the
             // synchronizing host is woken directly, one hand-off fewer. The worker is woken
             // only if more tasks wait behind the callback.
-            exec::complete_front(rt, item.stream);
+            crate::rules::task::complete_front(rt, item.stream);
             if let Some(s) = rt.streams.get(&item.stream)
                 && !s.tasks.is_empty()
                 && let Some(cv) = s.cv.as_ref()

@@ -1,6 +1,19 @@
 //! Devices and contexts (D1-D6).
+//!
+//! Layer: C entry points (`api`); imports the crate root's shared helpers and every layer
+//! below (`exec`, `rules`, `extra`, `state`, `model`, `errmsg`, `calls`, `pt`, `trace`),
+//! never the reverse.
 
-use super::*;
+use std::ffi::c_void;
+use std::time::Instant;
+
+use crate::calls::CallId;
+use crate::exec::{WaitEnd, Watch, host_wait, teardown_streams};
+use crate::pt::PGuard;
+use crate::state::{CTX_BASE, CUR_CTX, Context, Global, code, decode, handle};
+use crate::{
+    Call, R, calls, check_out, eh, enter, exec, ffi, non_null, out, rt_of, sh, timeout_ms,
+};
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtSetDevice(deviceId: i32) -> i32 {
@@ -144,13 +157,13 @@ fn release_device(mut g: PGuard<'static, Global>, name: &str, deviceId: i32) -> 
             .map(|(k, _)| *k)
             .collect();
         // Loaded models no longer hold it (MD2, MD3): its address may be reused.
-        model::forget_allocs(rt, &mem);
+        crate::rules::model::forget_allocs(rt, &mem);
         for p in mem {
             // SAFETY: its streams are joined, so no task uses it.
             unsafe { rt.release_alloc(p) };
         }
         // The work and weight memory the runtime allocated for models of the device (D8).
-        model::release_device_memory(rt, deviceId);
+        crate::rules::model::release_device_memory(rt, deviceId);
         rt.devices[d].default_ctx = None;
         Ok(())
     }

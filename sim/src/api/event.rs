@@ -1,6 +1,22 @@
 //! Events (E1-E9).
+//!
+//! Layer: C entry points (`api`); imports the crate root's shared helpers and every layer
+//! below (`exec`, `rules`, `extra`, `state`, `model`, `errmsg`, `calls`, `pt`, `trace`),
+//! never the reverse.
 
-use super::*;
+use std::ffi::c_void;
+use std::time::Instant;
+
+use crate::calls::CallId;
+use crate::exec::{WaitEnd, Watch, host_wait};
+use crate::state::{
+    ACL_EVENT_CAPTURE_STREAM_PROGRESS, ACL_EVENT_SYNC, ACL_EVENT_TIME_LINE, Event, Rt, TaskKind,
+    code,
+};
+use crate::{
+    Call, R, calls, check_out, eh, enter, exec, ffi, non_null, out, rt_of, sh, stream_for,
+    timeout_ms,
+};
 
 fn create_event(event: *mut *mut c_void, flags: u32, plain: bool, name: &str) -> R {
     non_null(&[event as usize])?;

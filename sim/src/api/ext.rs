@@ -1,7 +1,16 @@
 //! The `aclsim.h` extension API: kernels, findings, fault injection, counters.
+//!
+//! Layer: C entry points (`api`); imports the crate root's shared helpers, `api::memory`
+//! (M1 checks) and every layer below (`exec`, `rules`, `extra`, `state`, `model`, `errmsg`,
+//! `calls`, `pt`, `trace`), never the reverse.
+
+use std::ffi::{CStr, c_char, c_void};
+use std::panic::catch_unwind;
 
 use super::memory::{Loc, check_stream_device, locate, m1};
-use super::*;
+use crate::calls::CallId;
+use crate::state::{Fault, G, KernelFn, TaskKind, code};
+use crate::{Call, R, calls, enter, errmsg, exec, ffi, ffi_ext, rt_of, stream_for};
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclsimApiVersion() -> u32 {
@@ -68,7 +77,13 @@ pub extern "C" fn aclsimLaunchKernel(
         // MD2 / MD3: a kernel buffer in memory a loaded model holds (a buffer has no size:
         // its first byte).
         for b in &bufs {
-            super::model::touch_model_memory(rt, "aclsimLaunchKernel", *b, 1, "uses a buffer at");
+            crate::rules::model::touch_model_memory(
+                rt,
+                "aclsimLaunchKernel",
+                *b,
+                1,
+                "uses a buffer at",
+            );
         }
         // P5: a kernel longer than the operator execution timeout in effect now is stopped
         // at the limit (its body never runs) and fails with 107020.

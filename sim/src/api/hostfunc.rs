@@ -1,6 +1,14 @@
 //! Host functions (C10): `aclrtLaunchHostFunc`.
+//!
+//! Layer: C entry points (`api`); imports the crate root's shared helpers and every layer
+//! below (`exec`, `rules`, `extra`, `state`, `model`, `errmsg`, `calls`, `pt`, `trace`),
+//! never the reverse.
 
-use super::*;
+use std::ffi::c_void;
+
+use crate::calls::CallId;
+use crate::state::{CbFn, Rt, TaskKind, code};
+use crate::{Call, R, calls, enter, errmsg, exec, ffi, rt_of, sh, stream_for};
 
 /// C10: host functions and callbacks are never mixed on one stream. A stream on which a host
 /// function was ever launched cannot be subscribed (decision: "ever", not "while one is

@@ -1,7 +1,16 @@
 //! Versions and diagnostics (P4) and device queries (D8). All of them are queries (allowed
 //! inside callbacks, C8) and change no state.
+//!
+//! Layer: C entry points (`api`); imports the crate root's shared helpers and every layer
+//! below (`exec`, `rules`, `extra`, `state`, `model`, `errmsg`, `calls`, `pt`, `trace`),
+//! never the reverse.
 
-use super::*;
+use std::ffi::{CStr, c_char};
+use std::panic::catch_unwind;
+
+use crate::calls::CallId;
+use crate::state::code;
+use crate::{Call, R, calls, enter, errmsg, ffi, non_null, out, pt, rt_of};
 
 /// `aclrtGetVersion` (deprecated interface version): the AscendCL interface the simulator
 /// implements.

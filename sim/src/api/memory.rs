@@ -1,6 +1,15 @@
 //! Memory: allocation, copies, memsets (M1, M2).
+//!
+//! Layer: C entry points (`api`); imports the crate root's shared helpers and every layer
+//! below (`exec`, `rules`, `extra`, `state`, `model`, `errmsg`, `calls`, `pt`, `trace`),
+//! never the reverse.
 
-use super::*;
+use std::ffi::c_void;
+
+use crate::calls::CallId;
+use crate::pt::PGuard;
+use crate::state::{Alloc, Global, Rt, TaskKind, code, next_alloc_generation};
+use crate::{Call, R, calls, check_out, enter, exec, ffi, non_null, out, rt_of, sh, stream_for};
 
 pub(super) enum Loc {
     Device(usize),
@@ -259,7 +268,7 @@ fn free(p: *mut c_void, host: bool, name: &str) -> R {
         return Err(code::RT_PARAM_INVALID);
     }
     // MD2 / MD3: memory a loaded model holds (work, weight, model bytes).
-    if let Some((rule, what)) = super::model::holder(rt, key) {
+    if let Some((rule, what)) = crate::rules::model::holder(rt, key) {
         rt.report(
             rule,
             format!(
@@ -334,7 +343,7 @@ pub extern "C" fn aclrtMemcpy(
             kind,
         )?;
         // MD6 (memory of a pending model execution), MD2 / MD3 (memory a model holds).
-        super::model::host_access(
+        crate::rules::model::host_access(
             rt,
             "aclrtMemcpy",
             (dst as usize, count),
@@ -375,7 +384,13 @@ pub extern "C" fn aclrtMemcpyAsync(
         )?;
         check_stream_device(rt, "aclrtMemcpyAsync", sid, &allocs)?;
         // MD2 / MD3 at issue; MD6 when the copy runs (exec::step).
-        super::model::touch_model_memory(rt, "aclrtMemcpyAsync", dst as usize, count, "writes");
+        crate::rules::model::touch_model_memory(
+            rt,
+            "aclrtMemcpyAsync",
+            dst as usize,
+            count,
+            "writes",
+        );
         exec::enqueue(
             rt,
             sid,
@@ -403,7 +418,7 @@ pub extern "C" fn aclrtMemset(
         let mut g = enter("aclrtMemset", Call::Action)?;
         let rt = rt_of(&mut g)?;
         let allocs = check_set(rt, "aclrtMemset", devPtr as usize, maxCount, count)?;
-        super::model::host_access(rt, "aclrtMemset", (devPtr as usize, count), None);
+        crate::rules::model::host_access(rt, "aclrtMemset", (devPtr as usize, count), None);
         let p = devPtr as usize;
         access(&mut g, &allocs, count, || {
             // SAFETY: range validated above (M1) and held by `access`; untracked memory is
@@ -429,7 +444,13 @@ pub extern "C" fn aclrtMemsetAsync(
         crate::extra::refuse_if_stopped(rt, sid)?; // S6
         let allocs = check_set(rt, "aclrtMemsetAsync", devPtr as usize, maxCount, count)?;
         check_stream_device(rt, "aclrtMemsetAsync", sid, &allocs)?;
-        super::model::touch_model_memory(rt, "aclrtMemsetAsync", devPtr as usize, count, "writes");
+        crate::rules::model::touch_model_memory(
+            rt,
+            "aclrtMemsetAsync",
+            devPtr as usize,
+            count,
+            "writes",
+        );
         exec::enqueue(
             rt,
             sid,

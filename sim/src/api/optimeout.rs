@@ -4,9 +4,15 @@
 //! the next synchronize reports. 0 means no limit (the default after aclInit). A limit above
 //! the longest one CANN documents (2176 s) is capped there, as the runtime caps the
 //! hardware's timeout count (`actualTimeout` reports the capped value).
+//!
+//! Layer: C entry points (`api`); imports the crate root's shared helpers and every layer
+//! below (`exec`, `rules`, `extra`, `state`, `model`, `errmsg`, `calls`, `pt`, `trace`),
+//! never the reverse.
 
-use super::*;
+use crate::calls::CallId;
 use crate::extra::{MAX_OP_EXEC_TIMEOUT_US, OP_TIMEOUT_INTERVAL_US, round_timeout};
+use crate::state::code;
+use crate::{Call, R, calls, enter, errmsg, ffi, non_null, out, rt_of};
 
 fn set_timeout(name: &str, us: u64, actual: *mut u64) -> R {
     let mut g = enter(name, Call::Action)?;

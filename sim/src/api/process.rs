@@ -1,6 +1,15 @@
 //! Process: aclInit, aclFinalize (P1-P3).
+//!
+//! Layer: C entry points (`api`); imports the crate root's shared helpers and every layer
+//! below (`exec`, `rules`, `extra`, `state`, `model`, `errmsg`, `calls`, `pt`, `trace`),
+//! never the reverse.
 
-use super::*;
+use std::ffi::{c_char, c_void};
+use std::time::{Duration, Instant};
+
+use crate::calls::CallId;
+use crate::state::{CUR_CTX, Device, G, HOST_CV, IN_CALLBACK, Rt, code};
+use crate::{calls, env_flag, exec, ffi, trace};
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclInit(configPath: *const c_char) -> i32 {

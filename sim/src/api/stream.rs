@@ -1,6 +1,19 @@
 //! Streams (S1-S4).
+//!
+//! Layer: C entry points (`api`); imports the crate root's shared helpers and every layer
+//! below (`exec`, `rules`, `extra`, `state`, `model`, `errmsg`, `calls`, `pt`, `trace`),
+//! never the reverse.
 
-use super::*;
+use std::ffi::c_void;
+use std::time::{Duration, Instant};
+
+use crate::calls::CallId;
+use crate::exec::{WaitEnd, teardown_streams};
+use crate::state::{ACL_EVENT_SYNC, TaskKind, code};
+use crate::{
+    Call, R, calls, check_out, enter, errmsg, exec, ffi, non_null, out, rt_of, sh, stream_for,
+    timeout_ms,
+};
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtCreateStream(stream: *mut *mut c_void) -> i32 {

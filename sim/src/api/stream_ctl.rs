@@ -1,8 +1,17 @@
 //! Streams beyond the seeds (S5-S8): configured creation, forced destruction, status query,
 //! failure mode.
+//!
+//! Layer: C entry points (`api`); imports the crate root's shared helpers and every layer
+//! below (`exec`, `rules`, `extra`, `state`, `model`, `errmsg`, `calls`, `pt`, `trace`),
+//! never the reverse.
 
-use super::*;
+use std::ffi::c_void;
+
+use crate::calls::CallId;
+use crate::exec::teardown_streams;
 use crate::extra::STOP_ON_FAILURE;
+use crate::state::code;
+use crate::{Call, calls, enter, errmsg, exec, ffi, non_null, out, rt_of, sh, stream_for};
 
 /// `ACL_STREAM_FAST_LAUNCH | FAST_SYNC | PERSISTENT | HUGE | CPU_SCHEDULE` (S7).
 const STREAM_FLAGS: u32 = 0x1f;

@@ -1,7 +1,13 @@
 //! Host-side waiting (synchronize, destroy, process report): each waiter parks on its own
 //! condvar and is woken only by the change it waits for; and the deadlock watchdog.
+//!
+//! Layer: executor; imports the plain data (`state`) and the base (`pt`), nothing above.
 
-use super::*;
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use crate::pt::{PCond, PGuard, self_id};
+use crate::state::{EVENT_BASE, Global, Rt, STREAM_BASE, TaskKind, TaskState, handle};
 
 pub enum WaitEnd {
     Timeout,
@@ -19,15 +25,6 @@ thread_local! {
 /// Runs `f` with this thread's host-wait condvar and its address (for waiter lists).
 pub fn with_wait_cv<R>(f: impl FnOnce(&PCond, usize) -> R) -> R {
     WAIT_CV.with(|cv| f(cv, cv as *const PCond as usize))
-}
-
-/// Signals a host waiter's condvar, registered by address. Caller holds the lock.
-pub fn wake(addr: usize) {
-    // SAFETY: waiter lists only hold the address of the WAIT_CV of a thread blocked in a
-    // host wait; it removes it under the lock (held by our caller) before leaving the
-    // wait, so that thread and its thread-local are alive.
-    let cv = unsafe { &*(addr as *const PCond) };
-    cv.signal();
 }
 
 /// What a host wait waits for: who must wake it.
@@ -173,139 +170,12 @@ fn wait_loop(
 /// simulator runs them in issue order, MD8; a synchronous one always ends). Streams in
 /// `targets` that still cannot finish are deadlocked.
 fn diagnose(rt: &Rt, targets: &[u64], me: u64) -> Option<(&'static str, String)> {
-    let mut flags: HashMap<u64, bool> = rt.events.iter().map(|(k, e)| (*k, e.flag_set)).collect();
-    let mut finished: HashMap<u64, u64> = rt
-        .events
-        .iter()
-        .map(|(k, e)| (*k, e.records_finished))
-        .collect();
-    let ids: Vec<u64> = rt.streams.keys().copied().collect();
-    let mut pos: HashMap<u64, usize> = ids.iter().map(|s| (*s, 0)).collect();
-    // Model executions the simulation passed (MD8 order).
-    let mut passed: HashSet<u64> = HashSet::new();
-    let earlier = |model_id: u32, tid: u64, passed: &HashSet<u64>| -> Vec<(u64, u64)> {
-        rt.models
-            .loaded
-            .get(&model_id)
-            .map(|l| {
-                l.pending
-                    .range(..tid)
-                    .filter_map(|(e, s)| s.map(|s| (*e, s)))
-                    .filter(|(e, _)| !passed.contains(e))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for sid in &ids {
-            let Some(s) = rt.streams.get(sid) else {
-                continue;
-            };
-            let p = pos.entry(*sid).or_insert(0);
-            while let Some(t) = s.tasks.get(*p) {
-                let pass = match &t.kind {
-                    TaskKind::Wait { ev, timeout, after } => {
-                        timeout.is_some()
-                            || match after {
-                                Some(n) => finished.get(ev).copied().unwrap_or(0) >= *n,
-                                None => flags.get(ev).copied().unwrap_or(false),
-                            }
-                    }
-                    TaskKind::Record { ev } => {
-                        flags.insert(*ev, true);
-                        *finished.entry(*ev).or_insert(0) += 1;
-                        true
-                    }
-                    TaskKind::Callback { thread, .. } => *thread != me,
-                    TaskKind::Model(x) => {
-                        let go = t.state == TaskState::Running
-                            || earlier(x.model_id, t.id, &passed).is_empty();
-                        if go {
-                            passed.insert(t.id);
-                        }
-                        go
-                    }
-                    _ => true,
-                };
-                if !pass {
-                    break;
-                }
-                *p += 1;
-                changed = true;
-            }
-        }
-    }
-    let mut stuck = Vec::new();
-    let mut rule = "E1";
-    let mut md8 = false;
-    let tset: HashSet<u64> = targets.iter().copied().collect();
-    for sid in &ids {
-        let Some(s) = rt.streams.get(sid) else {
-            continue;
-        };
-        let p = pos.get(sid).copied().unwrap_or(0);
-        let Some(t) = s.tasks.get(p) else {
-            continue;
-        };
-        let sh = handle(STREAM_BASE, *sid);
-        match &t.kind {
-            TaskKind::Wait { ev, .. } => {
-                let eh = handle(EVENT_BASE, *ev);
-                let why = match rt.events.get(ev) {
-                    Some(e) if e.records_finished > 0 && e.last_reset_exec > t.id => {
-                        rule = "E5";
-                        "a reset executed after this wait was issued cleared the flag before the wait ran (E5)".to_string()
-                    }
-                    Some(e) if e.records_issued == 0 => {
-                        "the event was never recorded (E1: record before waiting)".to_string()
-                    }
-                    _ => "no issued record can run before it (cycle of waits, E1)".to_string(),
-                };
-                stuck.push(format!(
-                    "stream {sh:#x}{} waits (task {}) for event {eh:#x}: {why}",
-                    if tset.contains(sid) {
-                        " (synchronized)"
-                    } else {
-                        ""
-                    },
-                    t.id
-                ));
-            }
-            TaskKind::Callback { .. } => {
-                rule = "C1";
-                stuck.push(format!(
-                    "stream {sh:#x} holds a callback (task {}) that only the synchronizing thread {me:#x} could process",
-                    t.id
-                ));
-            }
-            TaskKind::Model(x) => {
-                md8 = true;
-                let before: Vec<String> = earlier(x.model_id, t.id, &passed)
-                    .iter()
-                    .map(|(e, s)| format!("task {e} on stream {:#x}", handle(STREAM_BASE, *s)))
-                    .collect();
-                stuck.push(format!(
-                    "stream {sh:#x}{} holds an execution (task {}) of model {} that the simulator runs only after the earlier execution(s) of that model ({}), which cannot run first: executing one model on two streams at once breaks MD8, and the order the simulator imposes then closes a cycle with the event waits",
-                    if tset.contains(sid) {
-                        " (synchronized)"
-                    } else {
-                        ""
-                    },
-                    t.id,
-                    x.model_id,
-                    before.join(", ")
-                ));
-            }
-            _ => {}
-        }
-    }
+    let sim = Simulation::run(rt, me);
     let target_stuck = targets.iter().any(|sid| {
         let Some(s) = rt.streams.get(sid) else {
             return false;
         };
-        let p = pos.get(sid).copied().unwrap_or(0);
+        let p = sim.pos.get(sid).copied().unwrap_or(0);
         p < s.tasks.len()
             || (s.cb_outstanding > 0
                 && rt
@@ -316,6 +186,7 @@ fn diagnose(rt: &Rt, targets: &[u64], me: u64) -> Option<(&'static str, String)>
     if !target_stuck {
         return None;
     }
+    let (mut rule, mut stuck, md8) = sim.stuck(rt, targets, me);
     if md8 {
         rule = "MD8";
     }
@@ -326,6 +197,159 @@ fn diagnose(rt: &Rt, targets: &[u64], me: u64) -> Option<(&'static str, String)>
         ));
     }
     Some((rule, stuck.join("; ")))
+}
+
+/// Where [`diagnose`]'s optimistic simulation leaves every stream.
+struct Simulation {
+    /// Stream ids, in the order they were simulated.
+    ids: Vec<u64>,
+    /// The first task of each stream the simulation could not pass.
+    pos: HashMap<u64, usize>,
+    /// Model executions the simulation passed (MD8 order).
+    passed: HashSet<u64>,
+}
+
+/// The pending executions of `model_id` issued before task `tid` on a stream and not
+/// passed yet (execution id, stream).
+fn earlier(rt: &Rt, model_id: u32, tid: u64, passed: &HashSet<u64>) -> Vec<(u64, u64)> {
+    rt.models
+        .loaded
+        .get(&model_id)
+        .map(|l| {
+            l.pending
+                .range(..tid)
+                .filter_map(|(e, s)| s.map(|s| (*e, s)))
+                .filter(|(e, _)| !passed.contains(e))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl Simulation {
+    /// Passes every task that can pass, until nothing changes.
+    fn run(rt: &Rt, me: u64) -> Simulation {
+        let mut flags: HashMap<u64, bool> =
+            rt.events.iter().map(|(k, e)| (*k, e.flag_set)).collect();
+        let mut finished: HashMap<u64, u64> = rt
+            .events
+            .iter()
+            .map(|(k, e)| (*k, e.records_finished))
+            .collect();
+        let ids: Vec<u64> = rt.streams.keys().copied().collect();
+        let mut pos: HashMap<u64, usize> = ids.iter().map(|s| (*s, 0)).collect();
+        let mut passed: HashSet<u64> = HashSet::new();
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for sid in &ids {
+                let Some(s) = rt.streams.get(sid) else {
+                    continue;
+                };
+                let p = pos.entry(*sid).or_insert(0);
+                while let Some(t) = s.tasks.get(*p) {
+                    let pass = match &t.kind {
+                        TaskKind::Wait { ev, timeout, after } => {
+                            timeout.is_some()
+                                || match after {
+                                    Some(n) => finished.get(ev).copied().unwrap_or(0) >= *n,
+                                    None => flags.get(ev).copied().unwrap_or(false),
+                                }
+                        }
+                        TaskKind::Record { ev } => {
+                            flags.insert(*ev, true);
+                            *finished.entry(*ev).or_insert(0) += 1;
+                            true
+                        }
+                        TaskKind::Callback { thread, .. } => *thread != me,
+                        TaskKind::Model(x) => {
+                            let go = t.state == TaskState::Running
+                                || earlier(rt, x.model_id, t.id, &passed).is_empty();
+                            if go {
+                                passed.insert(t.id);
+                            }
+                            go
+                        }
+                        _ => true,
+                    };
+                    if !pass {
+                        break;
+                    }
+                    *p += 1;
+                    changed = true;
+                }
+            }
+        }
+        Simulation { ids, pos, passed }
+    }
+
+    /// Why each stream stopped where it did: the rule (E1, E5 or C1), one line per stuck
+    /// stream, and whether a model execution is among them (MD8).
+    fn stuck(&self, rt: &Rt, targets: &[u64], me: u64) -> (&'static str, Vec<String>, bool) {
+        let mut stuck = Vec::new();
+        let mut rule = "E1";
+        let mut md8 = false;
+        let tset: HashSet<u64> = targets.iter().copied().collect();
+        let synchronized = |sid: &u64| {
+            if tset.contains(sid) {
+                " (synchronized)"
+            } else {
+                ""
+            }
+        };
+        for sid in &self.ids {
+            let Some(s) = rt.streams.get(sid) else {
+                continue;
+            };
+            let p = self.pos.get(sid).copied().unwrap_or(0);
+            let Some(t) = s.tasks.get(p) else {
+                continue;
+            };
+            let sh = handle(STREAM_BASE, *sid);
+            match &t.kind {
+                TaskKind::Wait { ev, .. } => {
+                    let eh = handle(EVENT_BASE, *ev);
+                    let why = match rt.events.get(ev) {
+                        Some(e) if e.records_finished > 0 && e.last_reset_exec > t.id => {
+                            rule = "E5";
+                            "a reset executed after this wait was issued cleared the flag before the wait ran (E5)".to_string()
+                        }
+                        Some(e) if e.records_issued == 0 => {
+                            "the event was never recorded (E1: record before waiting)".to_string()
+                        }
+                        _ => "no issued record can run before it (cycle of waits, E1)".to_string(),
+                    };
+                    stuck.push(format!(
+                        "stream {sh:#x}{} waits (task {}) for event {eh:#x}: {why}",
+                        synchronized(sid),
+                        t.id
+                    ));
+                }
+                TaskKind::Callback { .. } => {
+                    rule = "C1";
+                    stuck.push(format!(
+                        "stream {sh:#x} holds a callback (task {}) that only the synchronizing thread {me:#x} could process",
+                        t.id
+                    ));
+                }
+                TaskKind::Model(x) => {
+                    md8 = true;
+                    let before: Vec<String> = earlier(rt, x.model_id, t.id, &self.passed)
+                        .iter()
+                        .map(|(e, s)| format!("task {e} on stream {:#x}", handle(STREAM_BASE, *s)))
+                        .collect();
+                    stuck.push(format!(
+                        "stream {sh:#x}{} holds an execution (task {}) of model {} that the simulator runs only after the earlier execution(s) of that model ({}), which cannot run first: executing one model on two streams at once breaks MD8, and the order the simulator imposes then closes a cycle with the event waits",
+                        synchronized(sid),
+                        t.id,
+                        x.model_id,
+                        before.join(", ")
+                    ));
+                }
+                _ => {}
+            }
+        }
+        (rule, stuck, md8)
+    }
 }
 
 /// Waits until every stream of `ids` is idle (no task, no callback outstanding) or dead:

@@ -1,5 +1,10 @@
 //! The simulator's state: one global [`Global`] behind one pthread mutex, plus the error
 //! codes, handles and the checker's finding list.
+//!
+//! Layer: plain data, above the base (`pt`, `trace`, `calls`): it imports only those and
+//! its children (`state::extra`, `state::models`), plus the model format (`model`) and
+//! `errmsg` of its own layer. Nothing here runs a rule or a stream; `rules`, `exec` and
+//! `api` change the state.
 
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -9,44 +14,9 @@ use std::time::{Duration, Instant};
 use crate::pt::{PCond, PMutex, PThread};
 use crate::trace::Trace;
 
-/// Error codes (protocol.md, "Error codes").
-pub mod code {
-    pub const SUCCESS: i32 = 0;
-    pub const INVALID_PARAM: i32 = 100000;
-    pub const UNINITIALIZE: i32 = 100001;
-    pub const REPEAT_INITIALIZE: i32 = 100002;
-    pub const REPEAT_FINALIZE: i32 = 100037;
-    pub const INVALID_MODEL_ID: i32 = 100011;
-    pub const PARSE_MODEL: i32 = 100013;
-    pub const READ_MODEL_FAILURE: i32 = 100014;
-    pub const MODEL_SIZE_INVALID: i32 = 100015;
-    pub const MODEL_MISSING_ATTR: i32 = 100016;
-    pub const MODEL_INPUT_NOT_MATCH: i32 = 100017;
-    pub const MODEL_OUTPUT_NOT_MATCH: i32 = 100018;
-    pub const MODEL_NOT_DYNAMIC: i32 = 100019;
-    pub const RT_MODEL_CONTEXT: i32 = 107004;
-    pub const RT_MODEL_RUNNING: i32 = 107037;
-    pub const RT_MODEL_EXECUTE: i32 = 507011;
-    pub const INTERNAL_ERROR: i32 = 500000;
-    pub const RT_PARAM_INVALID: i32 = 107000;
-    pub const RT_INVALID_DEVICEID: i32 = 107001;
-    pub const RT_CONTEXT_NULL: i32 = 107002;
-    pub const RT_STREAM_CONTEXT: i32 = 107003;
-    pub const RT_STREAM_SUBSCRIBE: i32 = 107011;
-    pub const RT_THREAD_SUBSCRIBE: i32 = 107012;
-    pub const RT_STREAM_NO_CB_REG: i32 = 107015;
-    pub const RT_WAIT_TIMEOUT: i32 = 107019;
-    pub const RT_TASK_TIMEOUT: i32 = 107020;
-    pub const RT_STREAM_ABORT: i32 = 107023;
-    pub const RT_FEATURE_NOT_SUPPORT: i32 = 207000;
-    pub const RT_MEMORY_ALLOCATION: i32 = 207001;
-    pub const RT_NO_STREAM_RESOURCE: i32 = 207008;
-    pub const RT_INTERNAL_ERROR: i32 = 507000;
-    pub const RT_CONTEXT_RELEASE_ERROR: i32 = 507007;
-    pub const RT_REPORT_TIMEOUT: i32 = 507012;
-    pub const RT_STREAM_SYNC_TIMEOUT: i32 = 507046;
-    pub const RT_EVENT_SYNC_TIMEOUT: i32 = 507047;
-}
+pub mod code;
+pub(crate) mod extra;
+pub(crate) mod models;
 
 pub const ACL_EVENT_SYNC: u32 = 0x1;
 pub const ACL_EVENT_CAPTURE_STREAM_PROGRESS: u32 = 0x2;
@@ -218,7 +188,7 @@ pub enum TaskKind {
         ud: usize,
     },
     /// `aclmdlExecuteAsync` (MD6-MD8): runs the model when the stream reaches it.
-    Model(Box<crate::api::model::Exec>),
+    Model(Box<models::Exec>),
 }
 
 pub struct Task {
@@ -252,7 +222,7 @@ pub struct Stream {
     /// Callbacks launched and not yet run (delivered or not).
     pub cb_outstanding: u32,
     pub subscriber: Option<u64>,
-    /// Host waiters (condvar addresses, [`crate::exec::wake`]) waiting for this stream to
+    /// Host waiters (condvar addresses, [`wake`]) waiting for this stream to
     /// become idle or to die: a completion wakes only them.
     pub waiters: Vec<usize>,
 }
@@ -349,12 +319,12 @@ pub struct Rt {
     /// use(s), in the order they were armed.
     pub faults: Vec<Fault>,
     /// The functions beyond the seeds (P5, D8, S5-S8, C10): see `crate::extra`.
-    pub extra: crate::extra::Extra,
+    pub extra: extra::Extra,
     /// Every thread blocked in a host wait (synchronize, destroy stream): woken on rare
     /// changes (teardown, unsubscribe, event removal) that the targeted wakes do not cover.
     pub sync_waiters: Vec<usize>,
     /// Loaded models, descriptions, datasets and data buffers (MD1-MD13).
-    pub models: crate::api::model::Models,
+    pub models: models::Models,
 }
 
 /// An injected failure: after `skip` more calls of `call`, the next `remaining` calls return
@@ -395,11 +365,20 @@ impl Rt {
     }
 }
 
+/// Signals a host waiter's condvar, registered by address. Caller holds the lock.
+pub fn wake(addr: usize) {
+    // SAFETY: waiter lists only hold the address of the WAIT_CV of a thread blocked in a
+    // host wait; it removes it under the lock (held by our caller) before leaving the
+    // wait, so that thread and its thread-local are alive.
+    let cv = unsafe { &*(addr as *const PCond) };
+    cv.signal();
+}
+
 impl Rt {
     /// Wakes every thread blocked in a host wait (not the report threads).
     pub fn wake_sync_waiters(&self) {
         for w in &self.sync_waiters {
-            crate::exec::wake(*w);
+            wake(*w);
         }
     }
 
@@ -410,7 +389,7 @@ impl Rt {
             && s.cb_outstanding == 0
         {
             for w in &s.waiters {
-                crate::exec::wake(*w);
+                wake(*w);
             }
         }
     }
@@ -418,7 +397,7 @@ impl Rt {
     /// Wakes the report thread `thread` if it is parked in aclrtProcessReport.
     pub fn wake_reporter(&self, thread: u64) {
         if let Some(w) = self.subs.get(&thread).and_then(|s| s.waiter) {
-            crate::exec::wake(w);
+            wake(w);
         }
     }
 
