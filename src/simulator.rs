@@ -619,8 +619,8 @@ impl SimDtype {
 }
 
 /// A model in the simulator's own text format (`aclsim-model 1`, specified in
-/// `sim/README.md`), for tests and examples that run models without an NPU: one input, one
-/// output, optional batch gears, and a few CPU operations. The simulator loads it with the
+/// `sim/README.md`), for tests and examples that run models without an NPU: one or more
+/// inputs and outputs, optional batch gears, and a few CPU operations. The simulator loads it with the
 /// same calls as a real `.om` ([`Context::load_model`](crate::Context::load_model)); the
 /// vendor runtime refuses it.
 ///
@@ -634,8 +634,8 @@ impl SimDtype {
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct SimModel {
-    input: (SimDtype, Vec<usize>),
-    output: (SimDtype, Vec<usize>),
+    inputs: Vec<(SimDtype, Vec<usize>)>,
+    outputs: Vec<(SimDtype, Vec<usize>)>,
     gears: Vec<u64>,
     micros_per_item: u64,
     ops: Vec<String>,
@@ -652,12 +652,26 @@ impl SimModel {
         output_dims: &[usize],
     ) -> SimModel {
         SimModel {
-            input: (input, input_dims.to_vec()),
-            output: (output, output_dims.to_vec()),
+            inputs: vec![(input, input_dims.to_vec())],
+            outputs: vec![(output, output_dims.to_vec())],
             gears: Vec::new(),
             micros_per_item: 0,
             ops: Vec::new(),
         }
+    }
+
+    /// Another input, after the others (at most 16). The model's operations see the values
+    /// of all inputs, converted to `f32` and concatenated in order (`sim/README.md`).
+    pub fn and_input(mut self, dtype: SimDtype, dims: &[usize]) -> SimModel {
+        self.inputs.push((dtype, dims.to_vec()));
+        self
+    }
+
+    /// Another output, after the others (at most 16). The operations' values fill the
+    /// outputs in order, each converted to its type.
+    pub fn and_output(mut self, dtype: SimDtype, dims: &[usize]) -> SimModel {
+        self.outputs.push((dtype, dims.to_vec()));
+        self
     }
 
     /// Dynamic batch gears (ascending): the model gets the extra input
@@ -722,16 +736,16 @@ impl SimModel {
         let dims = |d: &[usize]| d.iter().map(usize::to_string).collect::<Vec<_>>().join("x");
         let mut text =
             String::from("aclsim-model 1\n# written by ascend_typestate::simulator::SimModel\n");
-        text.push_str(&format!(
-            "input data {} {}\n",
-            self.input.0.name(),
-            dims(&self.input.1)
-        ));
-        text.push_str(&format!(
-            "output result {} {}\n",
-            self.output.0.name(),
-            dims(&self.output.1)
-        ));
+        // The first input is `data`, the next `data1`, ...; the outputs `result`, `result1`.
+        let suffix = |i: usize| if i == 0 { String::new() } else { i.to_string() };
+        for (i, (dtype, d)) in self.inputs.iter().enumerate() {
+            let line = format!("input data{} {} {}\n", suffix(i), dtype.name(), dims(d));
+            text.push_str(&line);
+        }
+        for (i, (dtype, d)) in self.outputs.iter().enumerate() {
+            let line = format!("output result{} {} {}\n", suffix(i), dtype.name(), dims(d));
+            text.push_str(&line);
+        }
         if !self.gears.is_empty() {
             let gears: Vec<String> = self.gears.iter().map(u64::to_string).collect();
             text.push_str(&format!("batch {}\n", gears.join(" ")));

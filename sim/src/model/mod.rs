@@ -22,6 +22,8 @@ pub const DYNAMIC_INPUT: &str = "ascend_mbatch_shape_data";
 pub const NOT_ACLSIM: &str = "not an aclsim model: a real .om needs the CANN runtime";
 /// At most this many dims per tensor.
 pub const MAX_DIMS: usize = 8;
+/// At most this many data inputs, and this many outputs, per model.
+pub const MAX_TENSORS: usize = 16;
 /// At most this many batch gears: what `aclmdlBatch` holds (`ACL_MAX_BATCH_NUM`, 128; ATC
 /// compiles at most 100).
 pub const MAX_GEARS: usize = 128;
@@ -190,8 +192,10 @@ pub enum Op {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Model {
-    pub input: Tensor,
-    pub output: Tensor,
+    /// The data inputs, in order (at least one; the dynamic-batch input is not among them).
+    pub inputs: Vec<Tensor>,
+    /// The outputs, in order (at least one).
+    pub outputs: Vec<Tensor>,
     /// Batch gears, ascending; empty for a static model.
     pub gears: Vec<u64>,
     pub time_us: u64,
@@ -201,9 +205,16 @@ pub struct Model {
     /// The most f32 values the evaluator holds at once (all items of the largest gear).
     pub peak_values: u64,
     /// The value operations of an execution of the largest gear: each op counts the values
-    /// it reads (a matmul, each value times its columns), plus the input's and the output's
+    /// it reads (a matmul, each value times its columns), plus the inputs' and the outputs'
     /// conversions. At most [`MAX_EVAL_OPS`].
     pub eval_ops: u64,
+}
+
+/// An input of a model by its index in the runtime's order: the data inputs, then the
+/// dynamic-batch input of a dynamic model.
+pub enum InputAt<'a> {
+    Data(&'a Tensor),
+    Batch,
 }
 
 impl Model {
@@ -211,14 +222,13 @@ impl Model {
     /// included), work and weight memory, and the evaluator's intermediate values (f32).
     /// `None` on overflow.
     pub fn device_bytes(&self) -> Option<u64> {
-        let io = [
-            self.input.bytes(),
-            self.output.bytes(),
-            self.work,
-            self.weight,
-        ]
-        .into_iter()
-        .try_fold(0u64, |sum, n| sum.checked_add(u64::try_from(n).ok()?))?;
+        let io = self
+            .inputs
+            .iter()
+            .chain(&self.outputs)
+            .map(Tensor::bytes)
+            .chain([self.work, self.weight])
+            .try_fold(0u64, |sum, n| sum.checked_add(u64::try_from(n).ok()?))?;
         io.checked_add(if self.dynamic() { 8 } else { 0 })?
             .checked_add(self.peak_values.checked_mul(4)?)
     }
@@ -246,62 +256,95 @@ impl Model {
         self.gears.last().copied().unwrap_or(1)
     }
 
-    /// The output dims for `batch` (MD12; the largest gear for a static model or `None`).
-    pub fn output_dims(&self, batch: Option<u64>) -> Vec<i64> {
-        let mut d = self.output.dims.clone();
+    /// How many inputs the runtime reports: the data inputs, and the dynamic-batch input.
+    pub fn input_count(&self) -> usize {
+        self.inputs.len() + usize::from(self.dynamic())
+    }
+
+    /// Input `index` in the runtime's order (the dynamic-batch input last).
+    pub fn input_at(&self, index: usize) -> Option<InputAt<'_>> {
+        match self.inputs.get(index) {
+            Some(t) => Some(InputAt::Data(t)),
+            None if self.dynamic() && index == self.inputs.len() => Some(InputAt::Batch),
+            None => None,
+        }
+    }
+
+    /// The dims of output `index` for `batch` (MD12; the largest gear for a static model or
+    /// `None`).
+    pub fn output_dims(&self, index: usize, batch: Option<u64>) -> Option<Vec<i64>> {
+        let mut d = self.outputs.get(index)?.dims.clone();
         if let Some(b) = batch.filter(|_| self.dynamic()) {
             d[0] = b as i64;
         }
-        d
+        Some(d)
     }
 
-    /// Runs the model on `input` (the input buffer's bytes, at least the described size)
-    /// for `batch` items, writing `output` (at least the described size): converted to f32,
-    /// ops applied, converted to the output type (rounded, saturated), the rest zeroed.
-    pub fn eval(&self, input: &[u8], batch: u64, output: &mut [u8]) {
+    /// Runs the model on `inputs` (each input buffer's bytes, at least its described size)
+    /// for `batch` items, writing `outputs` (each at least its described size): the inputs'
+    /// first `batch` items converted to f32 and concatenated in order, the ops applied, the
+    /// values handed to the outputs in order (each its first `batch` items, converted to its
+    /// type: rounded, saturated), the rest of every output zeroed.
+    pub fn eval(&self, inputs: &[Vec<u8>], batch: u64, outputs: &mut [Vec<u8>]) {
         let max = self.max_batch() as usize;
         let batch = (batch as usize).clamp(1, max);
-        let n_in = self.input.elements() / max * batch;
-        let mut x: Vec<f32> = match self.input.dtype {
-            DType::F32 => input
-                .chunks_exact(4)
-                .take(n_in)
-                .map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
-                .collect(),
-            DType::I32 => input
-                .chunks_exact(4)
-                .take(n_in)
-                .map(|c| i32::from_ne_bytes([c[0], c[1], c[2], c[3]]) as f32)
-                .collect(),
-            DType::U8 => input.iter().take(n_in).map(|b| *b as f32).collect(),
-            DType::F16 => input
-                .chunks_exact(2)
-                .take(n_in)
-                .map(|c| f16_to_f32(u16::from_ne_bytes([c[0], c[1]])))
-                .collect(),
-            DType::BF16 => input
-                .chunks_exact(2)
-                .take(n_in)
-                .map(|c| bf16_to_f32(u16::from_ne_bytes([c[0], c[1]])))
-                .collect(),
-        };
+        let mut x: Vec<f32> = Vec::new();
+        for (tensor, bytes) in self.inputs.iter().zip(inputs) {
+            let n_in = tensor.elements() / max * batch;
+            x.extend(read_values(tensor.dtype, bytes, n_in));
+        }
         for op in &self.ops {
             x = apply(op, x);
         }
-        let size = self.output.dtype.size();
-        let n_out = (output.len() / size).min(self.output.elements());
-        output[..n_out * size].fill(0);
-        for (i, v) in x.iter().take(n_out).enumerate() {
-            let at = &mut output[i * size..(i + 1) * size];
-            match self.output.dtype {
-                DType::F32 => at.copy_from_slice(&v.to_ne_bytes()),
-                // `as` saturates (NaN gives 0).
-                DType::I32 => at.copy_from_slice(&(v.round() as i32).to_ne_bytes()),
-                DType::U8 => at[0] = v.round() as u8,
-                DType::F16 => at.copy_from_slice(&f32_to_f16(*v).to_ne_bytes()),
-                DType::BF16 => at.copy_from_slice(&f32_to_bf16(*v).to_ne_bytes()),
+        let mut values = x.iter();
+        for (tensor, output) in self.outputs.iter().zip(outputs) {
+            let size = tensor.dtype.size();
+            let n_out = (output.len() / size).min(tensor.elements());
+            output[..n_out * size].fill(0);
+            let items = (tensor.elements() / max * batch).min(n_out);
+            for (i, v) in values.by_ref().take(items).enumerate() {
+                write_value(tensor.dtype, *v, &mut output[i * size..(i + 1) * size]);
             }
         }
+    }
+}
+
+/// The first `n` values of `bytes`, elements of `dtype`, as f32.
+fn read_values(dtype: DType, bytes: &[u8], n: usize) -> Vec<f32> {
+    match dtype {
+        DType::F32 => bytes
+            .chunks_exact(4)
+            .take(n)
+            .map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+            .collect(),
+        DType::I32 => bytes
+            .chunks_exact(4)
+            .take(n)
+            .map(|c| i32::from_ne_bytes([c[0], c[1], c[2], c[3]]) as f32)
+            .collect(),
+        DType::U8 => bytes.iter().take(n).map(|b| *b as f32).collect(),
+        DType::F16 => bytes
+            .chunks_exact(2)
+            .take(n)
+            .map(|c| f16_to_f32(u16::from_ne_bytes([c[0], c[1]])))
+            .collect(),
+        DType::BF16 => bytes
+            .chunks_exact(2)
+            .take(n)
+            .map(|c| bf16_to_f32(u16::from_ne_bytes([c[0], c[1]])))
+            .collect(),
+    }
+}
+
+/// `v` converted to `dtype` into `at` (its size).
+fn write_value(dtype: DType, v: f32, at: &mut [u8]) {
+    match dtype {
+        DType::F32 => at.copy_from_slice(&v.to_ne_bytes()),
+        // `as` saturates (NaN gives 0).
+        DType::I32 => at.copy_from_slice(&(v.round() as i32).to_ne_bytes()),
+        DType::U8 => at[0] = v.round() as u8,
+        DType::F16 => at.copy_from_slice(&f32_to_f16(v).to_ne_bytes()),
+        DType::BF16 => at.copy_from_slice(&f32_to_bf16(v).to_ne_bytes()),
     }
 }
 

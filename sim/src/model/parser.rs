@@ -4,7 +4,8 @@
 //! Layer: plain data; imports its parent (`model`), `state::code` and the P5 limit.
 
 use super::{
-    DType, DYNAMIC_INPUT, MAX_DIMS, MAX_EVAL_OPS, MAX_GEARS, Model, NOT_ACLSIM, Op, Tensor,
+    DType, DYNAMIC_INPUT, MAX_DIMS, MAX_EVAL_OPS, MAX_GEARS, MAX_TENSORS, Model, NOT_ACLSIM, Op,
+    Tensor,
 };
 use crate::state::code;
 use crate::state::extra::MAX_OP_EXEC_TIMEOUT_US;
@@ -178,26 +179,35 @@ pub fn parse(bytes: &[u8]) -> Result<Model, ParseError> {
         code: code::MODEL_MISSING_ATTR,
         message: format!("the model has no `{what}` directive"),
     };
-    let (in_line, input) = d.input.ok_or_else(|| missing("input"))?;
-    let (out_line, output) = d.output.ok_or_else(|| missing("output"))?;
+    if d.inputs.is_empty() {
+        return Err(missing("input"));
+    }
+    let Some(&(out_line, _)) = d.outputs.last() else {
+        return Err(missing("output"));
+    };
     let gears = match d.gears {
         Some((line, g)) => {
-            check_gears_fit(line, &g, [(in_line, &input), (out_line, &output)])?;
+            check_gears_fit(line, &g, d.inputs.iter().chain(&d.outputs))?;
             g
         }
         None => Vec::new(),
     };
     let max_batch = gears.last().copied().unwrap_or(1);
     check_time(d.time_us, d.time_line, max_batch)?;
-    // At most 2^31: the first dim of the input (checked above).
+    // At most 2^31: the first dim of each tensor (checked above), and at most
+    // `MAX_TENSORS` tensors of at most 2^31 elements each: no overflow below.
     let max_batch = max_batch as usize;
-    let shape = Shape::check(&input, &d.ops, &d.op_lines, max_batch)?;
-    let out_item = output.elements() / max_batch;
+    let per_item = |tensors: &[(usize, Tensor)]| -> usize {
+        tensors.iter().map(|(_, t)| t.elements() / max_batch).sum()
+    };
+    let in_item = per_item(&d.inputs);
+    let shape = Shape::check(in_item, &d.ops, &d.op_lines)?;
+    let out_item = per_item(&d.outputs);
     let n = shape.values;
     if n > out_item {
         return Err(syntax(
             out_line,
-            format!("the ops produce {n} values per batch item, the output holds {out_item}"),
+            format!("the ops produce {n} values per batch item, the outputs hold {out_item}"),
         ));
     }
     let peak_values = u64::try_from(shape.peak)
@@ -214,7 +224,7 @@ pub fn parse(bytes: &[u8]) -> Result<Model, ParseError> {
             message: format!(
                 "an execution takes {eval_ops} value operations ({} ops over {} values per batch item, {max_batch} items), more than the simulator evaluates ({MAX_EVAL_OPS}: about 2176 s, the longest operator execution timeout, P5)",
                 d.ops.len(),
-                input.elements() / max_batch
+                in_item
             ),
         });
     }
@@ -227,8 +237,8 @@ pub fn parse(bytes: &[u8]) -> Result<Model, ParseError> {
         })
         .sum();
     Ok(Model {
-        input,
-        output,
+        inputs: d.inputs.into_iter().map(|(_, t)| t).collect(),
+        outputs: d.outputs.into_iter().map(|(_, t)| t).collect(),
         gears,
         time_us: d.time_us,
         work: d.work.unwrap_or(4096),
@@ -267,8 +277,9 @@ fn check_version(first: &str) -> Result<(), ParseError> {
 /// The directives of a model file after its header, each with its line where a later
 /// check needs it.
 struct Directives {
-    input: Option<(usize, Tensor)>,
-    output: Option<(usize, Tensor)>,
+    /// The data inputs and the outputs, in order, with their lines.
+    inputs: Vec<(usize, Tensor)>,
+    outputs: Vec<(usize, Tensor)>,
     gears: Option<(usize, Vec<u64>)>,
     time_us: u64,
     time_line: usize,
@@ -283,8 +294,8 @@ impl Directives {
     /// Reads the (line number, trimmed non-empty line) pairs after the header.
     fn read<'a>(lines: impl Iterator<Item = (usize, &'a str)>) -> Result<Self, ParseError> {
         let mut d = Directives {
-            input: None,
-            output: None,
+            inputs: Vec::new(),
+            outputs: Vec::new(),
             gears: None,
             time_us: 0,
             time_line: 0,
@@ -308,12 +319,12 @@ impl Directives {
             };
             match directive {
                 "input" => {
-                    once(d.input.is_some())?;
-                    d.input = Some((line, tensor(line, rest)?));
+                    let t = tensor(line, rest)?;
+                    add_tensor(line, "input", &mut d.inputs, t)?;
                 }
                 "output" => {
-                    once(d.output.is_some())?;
-                    d.output = Some((line, tensor(line, rest)?));
+                    let t = tensor(line, rest)?;
+                    add_tensor(line, "output", &mut d.outputs, t)?;
                 }
                 "batch" => {
                     once(d.gears.is_some())?;
@@ -340,6 +351,27 @@ impl Directives {
         }
         Ok(d)
     }
+}
+
+/// Appends tensor `t` of line `line` to the inputs or outputs: at most [`MAX_TENSORS`] of
+/// each, names unique among them.
+fn add_tensor(
+    line: usize,
+    what: &str,
+    tensors: &mut Vec<(usize, Tensor)>,
+    t: Tensor,
+) -> Result<(), ParseError> {
+    if tensors.len() == MAX_TENSORS {
+        return Err(syntax(line, format!("more than {MAX_TENSORS} {what}s")));
+    }
+    if let Some((first, _)) = tensors.iter().find(|(_, o)| o.name == t.name) {
+        return Err(syntax(
+            line,
+            format!("a second {what} named `{}` (line {first})", shown(&t.name)),
+        ));
+    }
+    tensors.push((line, t));
+    Ok(())
 }
 
 /// The gears of a `batch` directive: ascending integers >= 1, at most `MAX_GEARS`.
@@ -405,15 +437,16 @@ fn op(line: usize, mut rest: Words<'_>) -> Result<Op, ParseError> {
     Ok(op)
 }
 
-/// With gears (declared on line `line`), the first dim of the input and of the output is
-/// the largest gear.
-fn check_gears_fit(
+/// With gears (declared on line `line`), the first dim of every input and output is the
+/// largest gear.
+fn check_gears_fit<'a>(
     line: usize,
     g: &[u64],
-    tensors: [(usize, &Tensor); 2],
+    tensors: impl Iterator<Item = &'a (usize, Tensor)>,
 ) -> Result<(), ParseError> {
     let max = *g.last().unwrap_or(&1) as i64;
     for (l, t) in tensors {
+        let l = *l;
         if t.dims[0] != max {
             return Err(syntax(
                 l,
@@ -460,13 +493,8 @@ struct Shape {
 
 impl Shape {
     /// Shape check, per batch item (so that every gear works); checked arithmetic.
-    fn check(
-        input: &Tensor,
-        ops: &[Op],
-        op_lines: &[usize],
-        max_batch: usize,
-    ) -> Result<Shape, ParseError> {
-        let mut n = input.elements() / max_batch;
+    fn check(in_item: usize, ops: &[Op], op_lines: &[usize]) -> Result<Shape, ParseError> {
+        let mut n = in_item;
         let mut peak = n;
         // The evaluation's value operations per batch item (saturating: compared below).
         let mut item_ops = n as u64;

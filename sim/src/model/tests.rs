@@ -24,9 +24,9 @@ fn as_i32(b: &[u8]) -> Vec<i32> {
 }
 fn run(text: &str, input: &[u8], batch: u64) -> Vec<u8> {
     let m = parse(text.as_bytes()).expect("parses");
-    let mut out = vec![0xAA; m.output.bytes()];
-    m.eval(input, batch, &mut out);
-    out
+    let mut out = vec![vec![0xAA; m.outputs[0].bytes()]];
+    m.eval(&[input.to_vec()], batch, &mut out);
+    out.remove(0)
 }
 
 #[test]
@@ -62,8 +62,8 @@ fn relu_scale_add_and_copy() {
 fn float16_and_bfloat16_tensors() {
     let text = "aclsim-model 1\ninput x f16 3\noutput y bf16 3\nop scale 2\n";
     let m = parse(text.as_bytes()).expect("parses");
-    assert_eq!((m.input.bytes(), m.output.bytes()), (6, 6));
-    assert_eq!((m.input.dtype.acl(), m.output.dtype.acl()), (1, 27));
+    assert_eq!((m.inputs[0].bytes(), m.outputs[0].bytes()), (6, 6));
+    assert_eq!((m.inputs[0].dtype.acl(), m.outputs[0].dtype.acl()), (1, 27));
     let inp: Vec<u8> = [1.5f32, -0.25, 1000.0]
         .iter()
         .flat_map(|v| f32_to_f16(*v).to_ne_bytes())
@@ -104,8 +104,8 @@ fn gears_use_the_first_items_and_zero_the_rest() {
     let m = parse(text.as_bytes()).expect("parses");
     assert!(m.dynamic());
     assert_eq!(m.max_batch(), 4);
-    assert_eq!(m.output_dims(Some(2)), vec![2, 1]);
-    assert_eq!(m.output_dims(None), vec![4, 1]);
+    assert_eq!(m.output_dims(0, Some(2)), Some(vec![2, 1]));
+    assert_eq!(m.output_dims(0, None), Some(vec![4, 1]));
     let inp = f32s(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
     assert_eq!(as_f32(&run(text, &inp, 2)), vec![3.0, 7.0, 0.0, 0.0]);
     assert_eq!(as_f32(&run(text, &inp, 4)), vec![3.0, 7.0, 11.0, 15.0]);
@@ -115,7 +115,7 @@ fn gears_use_the_first_items_and_zero_the_rest() {
 fn sizes() {
     let m = parse(b"aclsim-model 1\ninput x f32 1x8\noutput y f32 1x4\nop matmul 8 4 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n").expect("parses");
     assert_eq!((m.work, m.weight), (4096, 4096));
-    assert_eq!((m.input.bytes(), m.output.bytes()), (32, 16));
+    assert_eq!((m.inputs[0].bytes(), m.outputs[0].bytes()), (32, 16));
     let m =
         parse(b"aclsim-model 1\ninput x f32 1\noutput y f32 1\nwork 100\nweight 8192\ntime 5\n")
             .expect("parses");
@@ -310,7 +310,7 @@ fn errors_name_the_line() {
             4,
         ),
         ("aclsim-model 1\ninput x f32 4\noutput y f32 2\n", 3),
-        ("aclsim-model 1\ninput x f32 4\ninput z f32 4\n", 3),
+        ("aclsim-model 1\ninput x f32 4\ninput x f32 4\n", 3),
         ("aclsim-model 1\ninput x f32 4\noutput y f32 4\nwhat 1\n", 4),
     ] {
         let e = parse(text.as_bytes()).unwrap_err();
@@ -321,4 +321,39 @@ fn errors_name_the_line() {
             e.message
         );
     }
+}
+
+#[test]
+fn several_inputs_are_concatenated_and_the_values_fill_the_outputs_in_order() {
+    let text = "aclsim-model 1\ninput a f32 2\ninput b i32 1\noutput x f32 1\n\
+                output y i32 2\nop scale 2\n";
+    let m = parse(text.as_bytes()).expect("parses");
+    assert_eq!((m.inputs.len(), m.outputs.len()), (2, 2));
+    let mut out = vec![vec![0xAA; 4], vec![0xAA; 8]];
+    m.eval(
+        &[f32s(&[1.0, 2.5]), 7i32.to_ne_bytes().to_vec()],
+        1,
+        &mut out,
+    );
+    assert_eq!(as_f32(&out[0]), vec![2.0]);
+    assert_eq!(as_i32(&out[1]), vec![5, 14]);
+    // Names are unique among inputs (and among outputs); at most 16 of each.
+    let twice = "aclsim-model 1\ninput a f32 2\ninput a f32 2\noutput y f32 4\n";
+    let e = parse(twice.as_bytes()).expect_err("a second input named a");
+    assert!(
+        e.message
+            .contains("line 3: a second input named `a` (line 2)"),
+        "{}",
+        e.message
+    );
+    let mut many = String::from("aclsim-model 1\noutput y f32 17\n");
+    for i in 0..17 {
+        many.push_str(&format!("input i{i} f32 1\n"));
+    }
+    let e = parse(many.as_bytes()).expect_err("17 inputs");
+    assert!(e.message.contains("more than 16 inputs"), "{}", e.message);
+    // The ops see every input's values; the outputs together must hold the result.
+    let small = "aclsim-model 1\ninput a f32 2\ninput b f32 2\noutput y f32 3\n";
+    let e = parse(small.as_bytes()).expect_err("4 values, 3 places");
+    assert!(e.message.contains("the outputs hold 3"), "{}", e.message);
 }

@@ -220,10 +220,10 @@ pub(crate) fn host_access(
         let mut what = Vec::new();
         if e.inputs.iter().any(|i| overlaps(write, *i)) {
             what.push(format!("writes {}, an input of", range(write)));
-        } else if overlaps(write, e.output) {
+        } else if e.outputs.iter().any(|o| overlaps(write, *o)) {
             what.push(format!("writes {}, the output of", range(write)));
         }
-        if let Some(r) = read.filter(|r| overlaps(*r, e.output)) {
+        if let Some(r) = read.filter(|r| e.outputs.iter().any(|o| overlaps(*r, *o))) {
             what.push(format!(
                 "reads {}, the output (not yet written) of",
                 range(r)
@@ -279,7 +279,7 @@ fn conflict(e: &ExecUse, ranges: &[(usize, usize, bool)]) -> Option<String> {
         let r = (*p, *n);
         if *w && e.inputs.iter().any(|i| overlaps(r, *i)) {
             Some(format!("writes {}, an input of the execution", range(r)))
-        } else if overlaps(r, e.output) {
+        } else if e.outputs.iter().any(|o| overlaps(r, *o)) {
             Some(format!(
                 "{} {}, the output of the execution",
                 if *w { "writes" } else { "reads" },

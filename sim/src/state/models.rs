@@ -33,10 +33,10 @@ pub struct ExecUse {
     pub model_id: u32,
     /// Its stream; `None` for a synchronous `aclmdlExecute`.
     pub stream: Option<u64>,
-    /// (address, bytes) the execution reads: the data input and the dynamic-batch buffer.
+    /// (address, bytes) the execution reads: the data inputs and the dynamic-batch buffer.
     pub inputs: Vec<(usize, usize)>,
-    /// (address, bytes) it writes.
-    pub output: (usize, usize),
+    /// (address, bytes) it writes: the outputs.
+    pub outputs: Vec<(usize, usize)>,
     /// Its body is running now (not only issued).
     pub running: bool,
     /// MD8 was reported for it (once).
@@ -149,9 +149,9 @@ pub struct Exec {
     pub model: Arc<Model>,
     pub datasets: [u64; 2],
     pub bufs: Vec<u64>,
-    /// (address, bytes) of the data input and of the output.
-    pub input: (usize, usize),
-    pub output: (usize, usize),
+    /// (address, bytes) of the data inputs and of the outputs, in the model's order.
+    pub inputs: Vec<(usize, usize)>,
+    pub outputs: Vec<(usize, usize)>,
     /// The batch at issue: the one set on the input dataset, or the largest gear (MD11).
     pub batch: u64,
     /// The dynamic-batch buffer (8 bytes) when a batch was set on the input dataset: the
@@ -162,8 +162,8 @@ pub struct Exec {
 /// The body of an execution, run without the lock by a stream worker.
 pub struct Run {
     model: Arc<Model>,
-    input: (usize, usize),
-    output: (usize, usize),
+    inputs: Vec<(usize, usize)>,
+    outputs: Vec<(usize, usize)>,
     batch: u64,
     batch_at: Option<usize>,
 }
@@ -172,8 +172,8 @@ impl Exec {
     pub fn run(&self) -> Run {
         Run {
             model: self.model.clone(),
-            input: self.input,
-            output: self.output,
+            inputs: self.inputs.clone(),
+            outputs: self.outputs.clone(),
             batch: self.batch,
             batch_at: self.batch_at,
         }
@@ -181,13 +181,13 @@ impl Exec {
 
     /// What it reads and writes (MD6).
     pub(crate) fn uses(&self, stream: Option<u64>) -> ExecUse {
-        let mut inputs = vec![self.input];
+        let mut inputs = self.inputs.clone();
         inputs.extend(self.batch_at.map(|a| (a, 8)));
         ExecUse {
             model_id: self.model_id,
             stream,
             inputs,
-            output: self.output,
+            outputs: self.outputs.clone(),
             running: false,
             md8_reported: false,
         }
@@ -232,26 +232,38 @@ impl Run {
         }
     }
 
-    /// A copy of the input buffer.
-    pub(crate) fn read_input(&self) -> Vec<u8> {
-        let mut input = vec![0u8; self.input.1];
-        // SAFETY: validated at issue (MD9): the input lies in a live device allocation,
-        // kept alive by its use count (M2) until this execution is done, and not freed by a
-        // teardown meanwhile (a stream worker is joined first; a synchronous execution pins
-        // it, `exec::pinned`).
-        unsafe { std::ptr::copy(self.input.0 as *const u8, input.as_mut_ptr(), input.len()) };
-        input
+    /// Copies of the input buffers.
+    pub(crate) fn read_input(&self) -> Vec<Vec<u8>> {
+        self.inputs
+            .iter()
+            .map(|&(at, len)| {
+                let mut input = vec![0u8; len];
+                // SAFETY: validated at issue (MD9): each input lies in a live device
+                // allocation, kept alive by its use count (M2) until this execution is done,
+                // and not freed by a teardown meanwhile (a stream worker is joined first; a
+                // synchronous execution pins it, `exec::pinned`).
+                unsafe { std::ptr::copy(at as *const u8, input.as_mut_ptr(), len) };
+                input
+            })
+            .collect()
     }
 
     /// The evaluation, on copies: touches no runtime memory.
-    pub(crate) fn compute(&self, input: &[u8], batch: u64) -> Vec<u8> {
-        let mut output = vec![0u8; self.output.1];
-        self.model.eval(input, batch, &mut output);
-        output
+    pub(crate) fn compute(&self, inputs: &[Vec<u8>], batch: u64) -> Vec<Vec<u8>> {
+        let mut outputs: Vec<Vec<u8>> = self
+            .outputs
+            .iter()
+            .map(|&(_, len)| vec![0u8; len])
+            .collect();
+        self.model.eval(inputs, batch, &mut outputs);
+        outputs
     }
 
-    pub(crate) fn write_output(&self, output: &[u8]) {
-        // SAFETY: as for the input (the output range was validated the same way).
-        unsafe { std::ptr::copy(output.as_ptr(), self.output.0 as *mut u8, output.len()) };
+    pub(crate) fn write_output(&self, outputs: &[Vec<u8>]) {
+        for (&(at, len), output) in self.outputs.iter().zip(outputs) {
+            // SAFETY: as for the inputs (each output range was validated the same way);
+            // `output` holds `len` bytes (made by `compute`).
+            unsafe { std::ptr::copy(output.as_ptr(), at as *mut u8, len.min(output.len())) };
+        }
     }
 }

@@ -7,7 +7,7 @@ use std::ffi::{c_char, c_void};
 
 use super::{bury, create, cstr, desc_id, described, ffi_val, loaded};
 use crate::calls::CallId;
-use crate::model::{DYNAMIC_INPUT, Model, Tensor, acl_dt, acl_format};
+use crate::model::{DYNAMIC_INPUT, InputAt, Model, Tensor, acl_dt, acl_format};
 use crate::state::models::Desc;
 use crate::state::{DESC_BASE, code};
 use crate::{Call, R, calls, check_out, enter, errmsg, ffi, non_null, out, rt_of};
@@ -74,43 +74,39 @@ pub(super) fn no_index(index: usize) -> i32 {
 pub extern "C" fn aclmdlGetNumInputs(modelDesc: *mut c_void) -> usize {
     calls::count(CallId::aclmdlGetNumInputs);
     query("aclmdlGetNumInputs", modelDesc, 0, |m, _| {
-        Ok(1 + usize::from(m.dynamic()))
+        Ok(m.input_count())
     })
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclmdlGetNumOutputs(modelDesc: *mut c_void) -> usize {
     calls::count(CallId::aclmdlGetNumOutputs);
-    query("aclmdlGetNumOutputs", modelDesc, 0, |_, _| Ok(1))
+    query("aclmdlGetNumOutputs", modelDesc, 0, |m, _| {
+        Ok(m.outputs.len())
+    })
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclmdlGetInputSizeByIndex(modelDesc: *mut c_void, index: usize) -> usize {
     calls::count(CallId::aclmdlGetInputSizeByIndex);
-    query(
-        "aclmdlGetInputSizeByIndex",
-        modelDesc,
-        0,
-        |m, _| match index {
-            0 => Ok(m.input.bytes()),
-            1 if m.dynamic() => Ok(8),
-            _ => Err(no_index(index)),
-        },
-    )
+    query("aclmdlGetInputSizeByIndex", modelDesc, 0, |m, _| {
+        match m.input_at(index) {
+            Some(InputAt::Data(t)) => Ok(t.bytes()),
+            Some(InputAt::Batch) => Ok(8),
+            None => Err(no_index(index)),
+        }
+    })
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn aclmdlGetOutputSizeByIndex(modelDesc: *mut c_void, index: usize) -> usize {
     calls::count(CallId::aclmdlGetOutputSizeByIndex);
-    query(
-        "aclmdlGetOutputSizeByIndex",
-        modelDesc,
-        0,
-        |m, _| match index {
-            0 => Ok(m.output.bytes()),
-            _ => Err(no_index(index)),
-        },
-    )
+    query("aclmdlGetOutputSizeByIndex", modelDesc, 0, |m, _| {
+        m.outputs
+            .get(index)
+            .map(Tensor::bytes)
+            .ok_or_else(|| no_index(index))
+    })
 }
 
 #[unsafe(no_mangle)]
@@ -126,10 +122,10 @@ pub extern "C" fn aclmdlGetInputIndexByName(
         let rt = rt_of(&mut g)?;
         let (m, _) = described(rt, modelDesc as usize, "aclmdlGetInputIndexByName")?;
         let wanted = cstr(name);
-        if wanted == m.input.name.as_bytes() {
-            out(index, 0)
+        if let Some(at) = m.inputs.iter().position(|t| wanted == t.name.as_bytes()) {
+            out(index, at)
         } else if m.dynamic() && wanted == DYNAMIC_INPUT.as_bytes() {
-            out(index, 1)
+            out(index, m.inputs.len())
         } else {
             Err(errmsg::why(
                 code::INVALID_PARAM,
@@ -193,10 +189,9 @@ pub extern "C" fn aclmdlGetInputDims(
         modelDesc,
         index,
         dims,
-        |m, _| match index {
-            0 => Some((m.input.name.clone(), m.input.dims.clone())),
-            1 if m.dynamic() => Some((DYNAMIC_INPUT.to_string(), vec![1])),
-            _ => None,
+        |m, _| match m.input_at(index)? {
+            InputAt::Data(t) => Some((t.name.clone(), t.dims.clone())),
+            InputAt::Batch => Some((DYNAMIC_INPUT.to_string(), vec![1])),
         },
     )
 }
@@ -209,7 +204,8 @@ pub extern "C" fn aclmdlGetOutputDims(
 ) -> i32 {
     calls::count(CallId::aclmdlGetOutputDims);
     dims_query("aclmdlGetOutputDims", modelDesc, index, dims, |m, _| {
-        (index == 0).then(|| (m.output.name.clone(), m.output.dims.clone()))
+        let t = m.outputs.get(index)?;
+        Some((t.name.clone(), t.dims.clone()))
     })
 }
 
@@ -221,7 +217,7 @@ pub extern "C" fn aclmdlGetCurOutputDims(
 ) -> i32 {
     calls::count(CallId::aclmdlGetCurOutputDims);
     dims_query("aclmdlGetCurOutputDims", modelDesc, index, dims, |m, b| {
-        (index == 0).then(|| (m.output.name.clone(), m.output_dims(b)))
+        Some((m.outputs.get(index)?.name.clone(), m.output_dims(index, b)?))
     })
 }
 
@@ -279,10 +275,10 @@ pub extern "C" fn aclmdlGetInputDataType(modelDesc: *const c_void, index: usize)
         "aclmdlGetInputDataType",
         modelDesc,
         acl_dt::UNDEFINED,
-        |m, _| match index {
-            0 => Ok(m.input.dtype.acl()),
-            1 if m.dynamic() => Ok(acl_dt::INT32),
-            _ => Err(no_index(index)),
+        |m, _| match m.input_at(index) {
+            Some(InputAt::Data(t)) => Ok(t.dtype.acl()),
+            Some(InputAt::Batch) => Ok(acl_dt::INT32),
+            None => Err(no_index(index)),
         },
     )
 }
@@ -294,9 +290,9 @@ pub extern "C" fn aclmdlGetOutputDataType(modelDesc: *const c_void, index: usize
         "aclmdlGetOutputDataType",
         modelDesc,
         acl_dt::UNDEFINED,
-        |m, _| match index {
-            0 => Ok(m.output.dtype.acl()),
-            _ => Err(no_index(index)),
+        |m, _| match m.outputs.get(index) {
+            Some(t) => Ok(t.dtype.acl()),
+            None => Err(no_index(index)),
         },
     )
 }
@@ -308,10 +304,10 @@ pub extern "C" fn aclmdlGetInputFormat(modelDesc: *const c_void, index: usize) -
         "aclmdlGetInputFormat",
         modelDesc,
         acl_format::UNDEFINED,
-        |m, _| match index {
-            0 => Ok(format_of(&m.input)),
-            1 if m.dynamic() => Ok(acl_format::ND),
-            _ => Err(no_index(index)),
+        |m, _| match m.input_at(index) {
+            Some(InputAt::Data(t)) => Ok(format_of(t)),
+            Some(InputAt::Batch) => Ok(acl_format::ND),
+            None => Err(no_index(index)),
         },
     )
 }
@@ -323,9 +319,9 @@ pub extern "C" fn aclmdlGetOutputFormat(modelDesc: *const c_void, index: usize) 
         "aclmdlGetOutputFormat",
         modelDesc,
         acl_format::UNDEFINED,
-        |m, _| match index {
-            0 => Ok(format_of(&m.output)),
-            _ => Err(no_index(index)),
+        |m, _| match m.outputs.get(index) {
+            Some(t) => Ok(format_of(t)),
+            None => Err(no_index(index)),
         },
     )
 }

@@ -53,13 +53,24 @@ fn prepare(
     if sid.is_none() {
         report_pending(rt, call, model_id)?;
     }
-    let (_, _, in_addr, _) = ranges[0];
-    let (_, _, out_addr, _) = ranges[ranges.len() - 1];
+    // The ranges: the data inputs, the dynamic-batch buffer (dynamic models), the outputs.
+    let inputs = model
+        .inputs
+        .iter()
+        .zip(&ranges)
+        .map(|(t, r)| (r.2, t.bytes()))
+        .collect();
+    let outputs = model
+        .outputs
+        .iter()
+        .zip(&ranges[model.input_count()..])
+        .map(|(t, r)| (r.2, t.bytes()))
+        .collect();
     Ok((
         Exec {
             model_id,
-            input: (in_addr, model.input.bytes()),
-            output: (out_addr, model.output.bytes()),
+            inputs,
+            outputs,
             model,
             datasets: [din, dout],
             bufs: ranges.iter().map(|r| r.1).collect(),
@@ -80,7 +91,7 @@ fn io_buffers(
     din: u64,
     dout: u64,
 ) -> Result<Vec<(usize, u64, usize, usize)>, i32> {
-    let mut need_in = vec![model.input.bytes()];
+    let mut need_in: Vec<usize> = model.inputs.iter().map(|t| t.bytes()).collect();
     if model.dynamic() {
         need_in.push(8);
     }
@@ -96,16 +107,17 @@ fn io_buffers(
             ),
         ));
     }
-    if bufs_out.len() != 1 {
+    let outputs: Vec<usize> = model.outputs.iter().map(|t| t.bytes()).collect();
+    if bufs_out.len() != outputs.len() {
         return Err(errmsg::why(
             code::MODEL_OUTPUT_NOT_MATCH,
             format!(
-                "the output dataset has {} buffer(s), model {model_id} has 1 output",
-                bufs_out.len()
+                "the output dataset has {} buffer(s), model {model_id} has {} output(s)",
+                bufs_out.len(),
+                outputs.len()
             ),
         ));
     }
-    let outputs = [model.output.bytes()];
     let all = bufs_in
         .iter()
         .zip(&need_in)
@@ -182,7 +194,7 @@ fn batch_of(
         return (1, None);
     }
     match rt.models.datasets[&din].batch {
-        Some((m, b)) if m == model_id => (b, ranges.get(1).map(|r| r.2)),
+        Some((m, b)) if m == model_id => (b, ranges.get(model.inputs.len()).map(|r| r.2)),
         _ => {
             rt.report(
                 "MD11",
@@ -338,10 +350,11 @@ pub extern "C" fn aclmdlSetDynamicBatchSize(
             );
             Err(errmsg::why(code::INVALID_PARAM, format!("{msg} (MD11)")))
         };
-        if index != 1 {
+        let at = model.inputs.len();
+        if index != at {
             return md11(
                 rt,
-                format!("index {index} is not the index of {DYNAMIC_INPUT} (1)"),
+                format!("index {index} is not the index of {DYNAMIC_INPUT} ({at})"),
             );
         }
         if !model.gears.contains(&batchSize) {
@@ -353,10 +366,10 @@ pub extern "C" fn aclmdlSetDynamicBatchSize(
                 ),
             );
         }
-        let Some(b) = rt.models.datasets[&ds].bufs.get(1).copied() else {
+        let Some(b) = rt.models.datasets[&ds].bufs.get(at).copied() else {
             return md11(
                 rt,
-                format!("the dataset has no buffer for {DYNAMIC_INPUT} (index 1) yet"),
+                format!("the dataset has no buffer for {DYNAMIC_INPUT} (index {at}) yet"),
             );
         };
         let (data, size) = held_buf(rt, "aclmdlSetDynamicBatchSize", ds, b)?;
