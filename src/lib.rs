@@ -248,7 +248,7 @@
 //! fails or panics half-way, or an injected runtime failure leaves the slot *unsettled*, and
 //! both streams are synchronised before its buffers are handed out again; forgetting the
 //! pipeline leaks its buffers rather than freeing them under running tasks
-//! (`tests/typed_pipeline.rs`). The steady state creates no runtime object and allocates
+//! (`tests/pipelines/frames.rs`). The steady state creates no runtime object and allocates
 //! nothing (`tests/steady_state.rs`), and runs within 1.02 of the raw program's host
 //! instructions (`docs/benchmarks.md`).
 //!
@@ -345,7 +345,7 @@
 //! [`ModelIo::output_view`] reads an output in place, as the official samples do.
 //! The model functions are looked up on first use in the runtime library, else in
 //! `libacl_mdl.so` beside it (newer CANN); if absent, only the model API answers
-//! [`Error::Unsupported`] naming the function (`tests/loader.rs`).
+//! [`Error::Unsupported`] naming the function (`tests/loading/library_search.rs`).
 //!
 //! ## What soundness rests on
 //!
@@ -357,15 +357,16 @@
 //!   `destroy`/`finalize` methods, and its errors go to the
 //!   [drop-error handler](set_drop_error_handler). A leaked (`mem::forget`) handle keeps its
 //!   parents alive ([`Error::LiveChildren`]) instead of being released under them
-//!   (`tests/leaks.rs`, `tests/adversarial_callbacks_forget.rs`).
+//!   (`tests/devices/leaked_children.rs`, `tests/callbacks/forget.rs`).
 //! * **Not on a runtime call succeeding**: every clean-up step is tried again while the
 //!   runtime fails it (four tries: two transient failures in a row and a stream's one-time
 //!   asynchronous error), each failure reported; a handle whose release still fails is kept,
 //!   counted in its parent (D3), never released under work that may still use it, and a
 //!   waited event is never destroyed unreset (E4). Every error is returned or reported
-//!   (`tests/fault_sweep.rs`, `tests/fault_sweep_features.rs`: every call of realistic
-//!   programs failing once, and twice in a row; `tests/drop_orders.rs`: every declaration
-//!   order with work in flight, ended by scope, `?` and panic).
+//!   (`tests/simulator/fault_sweep.rs`, `tests/simulator/fault_sweep_features.rs`: every
+//!   call of realistic programs failing once, and twice in a row;
+//!   `tests/devices/drop_orders.rs`: every declaration order with work in flight, ended by
+//!   scope, `?` and panic).
 //! * **`?` works anywhere**: each method's usual form returns the `'static` [`Error`] (into
 //!   `Box<dyn Error>` or `anyhow`), the handle going to its `Drop` fallback on failure; its
 //!   `try_` form gives the handle back ([`Failed`]) for a caller who wants to retry:
@@ -374,22 +375,22 @@
 //! * **Not on a wait timing out**: typed waits never time out. [`Acl::init`] sets the op
 //!   wait timeout to 0 (P3a in `docs/protocol.md`): a stream wait that ends by timeout
 //!   orders nothing and leaves a stale event flag behind, which no typed guarantee could
-//!   survive (`tests/adversarial_p3_env.rs`: a runtime whose default timeout is armed).
+//!   survive (`tests/events/wait_timeout_env.rs`: a runtime whose default timeout is armed).
 //!   Hangs are bounded on the host instead ([`Stream::synchronize_with`],
 //!   [`Event::synchronize_with`]), where a timeout orders nothing and breaks nothing.
 //! * **On the library staying loaded**: the runtime library, once loaded, is never
 //!   unloaded ([`sys::loader::Api`]); its threads run until the process ends
-//!   (`tests/adversarial/unload.rs`).
+//!   (`tests/loading/unload.rs`).
 //! * **On the raw layer being `unsafe`**: every [`result`] call that creates, changes or
 //!   releases runtime state is `unsafe`, so safe code cannot initialise, arm a timeout or
 //!   create objects behind the typed API's back, with or without a live [`Acl`]
 //!   (`ui-tests/fail/*_is_unsafe.rs`). Its safe calls are queries the runtime allows from
 //!   any thread, callbacks included, each listed with its source in `docs/protocol.md`
 //!   ("C8 and the raw layer"); the one that reads a model file refuses inside callbacks
-//!   (`tests/raw_queries.rs`).
+//!   (`tests/callbacks/raw_queries.rs`).
 //! * **On code run by the runtime being marked**: host callbacks and simulated kernels get
 //!   [`Error::InsideCallback`] from every entry point of the crate on the thread that runs
-//!   them (C8; `tests/adversarial_callbacks_c8_leaked.rs`). A thread they start is not
+//!   them (C8; `tests/callbacks/c8_every_entry_point.rs`). A thread they start is not
 //!   marked: a blocking callback that waits for such a thread to synchronise its own stream
 //!   deadlocks, as any host code that waits for work queued behind itself does.
 //! * **On the loaded library being a real AscendCL runtime** (or the simulator): loading

@@ -1,4 +1,5 @@
-//! Helpers shared by the integration tests (`mod support;` in each test crate).
+//! Helpers shared by the integration tests (`mod support;` in each test binary; see
+//! `tests/README.md`).
 //!
 //! Not every test crate uses every helper.
 #![allow(dead_code)]
@@ -63,7 +64,9 @@ pub fn compile_shared_library_with(name: &str, source: &str, extra: &[&str]) -> 
     so_file
 }
 
+pub mod callbacks;
 pub mod child;
+pub mod isolated;
 pub mod sim;
 pub mod sweep;
 
@@ -146,4 +149,25 @@ pub fn quiet_panics(markers: &'static [&'static str]) {
             previous(info);
         }
     }));
+}
+
+/// Exits the process (code 99) if the test is still running after `secs` (a hang), unless
+/// the returned value was dropped.
+pub struct Watchdog(std::sync::Arc<std::sync::atomic::AtomicBool>);
+pub fn watchdog(name: &'static str, secs: u64) -> Watchdog {
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let d = std::sync::Arc::clone(&done);
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(secs));
+        if !d.load(std::sync::atomic::Ordering::SeqCst) {
+            eprintln!("WATCHDOG: {name} still running after {secs} s: HANG");
+            std::process::exit(99);
+        }
+    });
+    Watchdog(done)
+}
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
 }

@@ -72,6 +72,17 @@ impl Session {
     }
 }
 
+/// An initialised runtime whose token is leaked (`'static`: the only way safe code reaches a
+/// handle from inside a callback or a kernel), and the simulator's API. The runtime is never
+/// finalized: call it in a process of its own (a child, `support::child`).
+pub fn leaked_runtime() -> (&'static Acl, Sim) {
+    let path = super::simulator_path();
+    let sim = Sim::open(&path);
+    sim.clear_findings();
+    let acl = Acl::init_with(&InitOptions::default().library(&path)).unwrap();
+    (Box::leak(Box::new(acl)), sim)
+}
+
 type KernelFn = unsafe extern "C" fn(*mut c_void, *const *mut c_void, usize);
 
 /// The simulator's extension API, resolved from the same loaded library.

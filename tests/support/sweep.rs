@@ -1,5 +1,5 @@
-//! Systematic fault injection, shared by the sweeps (`tests/fault_sweep.rs`,
-//! `tests/fault_sweep_features.rs`): programs against the typed API, each run once clean to
+//! Systematic fault injection, shared by the sweeps (`tests/simulator/fault_sweep.rs`,
+//! `tests/simulator/fault_sweep_features.rs`): programs against the typed API, each run once clean to
 //! count its runtime calls, then once per (program, function, occurrence, code) with that
 //! call failing `times` times in a row (`aclsimInjectFaultAt(function, code, occurrence,
 //! times)`).
@@ -402,7 +402,7 @@ fn run_chain(
         std::fs::write(&case_file, list).expect("write the case list");
         let mut child = Command::new(&exe)
             .args([
-                sweep.worker_test,
+                super::child::full_name(sweep.worker_test).as_str(),
                 "--exact",
                 "--nocapture",
                 "--test-threads=1",
