@@ -405,6 +405,7 @@
 //! instructions per cycle): 1.008 to 1.010 of its instructions with identical simulator work
 //! (a lone copy 1.013 in the runs where the simulator finds it done before it is waited for).
 //! `docs/benchmarks.md` has the numbers and where each instruction goes.
+#![warn(missing_debug_implementations)]
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(
@@ -417,7 +418,12 @@ mod typed;
 
 // The layers below it, and the simulator's extensions: public modules of their own.
 pub mod result;
+// `missing_debug_implementations` is allowed in these two for now, and only there: their
+// files are edited elsewhere. Still without `Debug`: `simulator::Simulator`,
+// `sys::FunctionTable`, `sys::model::ModelTable`.
+#[allow(missing_debug_implementations)]
 pub mod simulator;
+#[allow(missing_debug_implementations)]
 pub mod sys;
 
 pub use sys::codes::AclError;

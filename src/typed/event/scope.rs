@@ -209,6 +209,30 @@ pub struct ResetDone<'id> {
     _brand: Brand<'id>,
 }
 
+/// The event's handle, whether the scope's reset was issued, and how many streams wait
+/// besides the first.
+impl std::fmt::Debug for Waited<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let also_waiting = self
+            .scope
+            .others
+            .get()
+            .and_then(|others| others.try_borrow().ok())
+            .map_or(0, |others| others.len());
+        f.debug_struct("Waited")
+            .field("event", &self.scope.raw)
+            .field("reset_issued", &self.scope.reset_issued.get())
+            .field("also_waiting", &also_waiting)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for ResetDone<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ResetDone")
+    }
+}
+
 impl<'id, 't> Waited<'id, 't> {
     /// Another stream waits on the event too (E3). The reset will be ordered after this wait
     /// (E5). The stream must be in the event's context.
