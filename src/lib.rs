@@ -475,6 +475,11 @@ mod assertions {
     assert_eq_size!(Timeout, i32);
     assert_eq_size!(Error, [Raw; 4]);
 
+    // Every public error type of the typed API is a `std::error::Error`.
+    assert_impl_all!(Error: std::error::Error);
+    assert_impl_all!(ModelFileProblem: std::error::Error);
+    assert_impl_all!(Failed<()>: std::error::Error);
+    assert_impl_all!(WaitError<'static>: std::error::Error);
     assert_impl_all!(Acl: Send, Sync);
     assert_impl_all!(Device<'static, Set>: Send, Sync);
     assert_impl_all!(Device<'static, DefaultContext>: Send, Sync);
