@@ -40,7 +40,7 @@
 //!   state are `unsafe`.
 //! * The typestate API (`src/typed/`, a private module re-exported at the crate root; one
 //!   file or folder per handle: `runtime`, `device`, `context`, `stream`, `event/`,
-//!   `memory/`, `callback/`, `host_fn`, `model/`, `pipeline`, with what they share in
+//!   `memory/`, `callback/`, `host_fn`, `model/`, `pipeline/`, with what they share in
 //!   `handle` and the errors in `error`): [`Acl`] → [`Device`] → [`Context`] → [`Stream`] /
 //!   [`Event`] / buffers, callbacks, host functions, models and pipelines.
 //! * [`simulator`] (`src/simulator.rs`): what only the CPU simulator offers (checker
