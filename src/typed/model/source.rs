@@ -50,9 +50,9 @@ impl<'ctx> ModelSource<'ctx> {
     }
 
     /// `aclmdlLoadFromFileWithMem` (MD2): work and weight memory of at least the sizes
-    /// [`Context::model_memory_size`] reports, allocated in the loading context. The model
-    /// owns them until it is unloaded, so they can be neither freed nor reused while it is
-    /// loaded, even if the model is leaked.
+    /// [`Context::model_memory_size`](crate::Context::model_memory_size) reports, allocated
+    /// in the loading context. The model owns them until it is unloaded, so they can be
+    /// neither freed nor reused while it is loaded, even if the model is leaked.
     pub fn file_with_memory(
         path: impl AsRef<Path>,
         work: DeviceBuffer<'ctx, u8>,
