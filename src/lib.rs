@@ -40,7 +40,7 @@
 //!   state are `unsafe`.
 //! * The typestate API (`src/typed/`, a private module re-exported at the crate root; one
 //!   file or folder per handle: `runtime`, `device`, `context`, `stream`, `event/`,
-//!   `memory/`, `callback/`, `host_fn`, `model/`, `pipeline`, with what they share in
+//!   `memory/`, `callback/`, `host_fn`, `model/`, `pipeline/`, with what they share in
 //!   `handle` and the errors in `error`): [`Acl`] → [`Device`] → [`Context`] → [`Stream`] /
 //!   [`Event`] / buffers, callbacks, host functions, models and pipelines.
 //! * [`simulator`] (`src/simulator.rs`): what only the CPU simulator offers (checker
@@ -406,6 +406,7 @@
 //! instructions per cycle): 1.008 to 1.010 of its instructions with identical simulator work
 //! (a lone copy 1.013 in the runs where the simulator finds it done before it is waited for).
 //! `docs/benchmarks.md` has the numbers and where each instruction goes.
+#![warn(missing_debug_implementations)]
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(
@@ -418,7 +419,12 @@ mod typed;
 
 // The layers below it, and the simulator's extensions: public modules of their own.
 pub mod result;
+// `missing_debug_implementations` is allowed in these two for now, and only there: their
+// files are edited elsewhere. Still without `Debug`: `simulator::Simulator`,
+// `sys::FunctionTable`, `sys::model::ModelTable`.
+#[allow(missing_debug_implementations)]
 pub mod simulator;
+#[allow(missing_debug_implementations)]
 pub mod sys;
 
 pub use sys::codes::AclError;
@@ -470,6 +476,11 @@ mod assertions {
     assert_eq_size!(Timeout, i32);
     assert_eq_size!(Error, [Raw; 4]);
 
+    // Every public error type of the typed API is a `std::error::Error`.
+    assert_impl_all!(Error: std::error::Error);
+    assert_impl_all!(ModelFileProblem: std::error::Error);
+    assert_impl_all!(Failed<()>: std::error::Error);
+    assert_impl_all!(WaitError<'static>: std::error::Error);
     assert_impl_all!(Acl: Send, Sync);
     assert_impl_all!(Device<'static, Set>: Send, Sync);
     assert_impl_all!(Device<'static, DefaultContext>: Send, Sync);

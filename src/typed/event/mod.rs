@@ -12,9 +12,11 @@ use crate::typed::error::{Error, Result};
 use crate::typed::handle::{Failed, Timeout, release_on_drop, report_drop_error};
 use crate::typed::stream::Stream;
 
+mod scope;
 mod wait;
 
-pub use wait::{ResetDone, WaitError, Waited};
+pub use scope::{ResetDone, Waited};
+pub use wait::WaitError;
 
 mod sealed {
     /// What an event's pending tasks are, by state: what `Drop`/`destroy` must wait for

@@ -311,6 +311,28 @@ unsafe impl<T: Pod> Send for DeviceSliceMut<'_, T> {}
 // SAFETY: as above; `&DeviceSliceMut` only allows reading copies.
 unsafe impl<T: Pod> Sync for DeviceSliceMut<'_, T> {}
 
+/// The view's address, length and device: never what it points to (device memory).
+impl<T: Pod> std::fmt::Debug for DeviceSlice<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceSlice")
+            .field("ptr", &self.ptr)
+            .field("len", &self.len)
+            .field("device", &self.device)
+            .finish()
+    }
+}
+
+/// As for [`DeviceSlice`]: the address, length and device only.
+impl<T: Pod> std::fmt::Debug for DeviceSliceMut<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceSliceMut")
+            .field("ptr", &self.ptr)
+            .field("len", &self.len)
+            .field("device", &self.device)
+            .finish()
+    }
+}
+
 macro_rules! device_memory {
     ($ty:ident<$($lt:lifetime),*>, $ptr:expr, $device:expr) => {
         impl<$($lt,)* T: Pod> sealed::Sealed for $ty<$($lt,)* T> {}

@@ -73,6 +73,7 @@ mod sealed {
     pub trait Sealed {}
     /// Only this crate can make one, so only this crate can call the trait methods that
     /// take it (a `Pending` of the wrong location could otherwise be wrapped as the other).
+    #[derive(Debug)]
     pub struct Token;
 }
 

@@ -363,6 +363,17 @@ pub struct AsyncScope<'scope, 'env: 'scope> {
     _env: PhantomData<&'env mut &'env ()>,
 }
 
+/// The scope's context and first stream, and whether it uses more: never a buffer's contents.
+impl std::fmt::Debug for AsyncScope<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AsyncScope")
+            .field("ctx", &self.ctx)
+            .field("first_stream", &self.first.get())
+            .field("more_streams", &self.many.get())
+            .finish()
+    }
+}
+
 impl<'scope, 'env> AsyncScope<'scope, 'env> {
     /// Orders `stream` after the task that writes `source`, when another stream writes it
     /// (a join event, E2/E3): reading a [`Pending`] result on another stream never races

@@ -6,7 +6,9 @@ use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::mem::size_of;
 
-use super::{Dynamic, Model, ModelKind, SlotDatasets, Static, check_tensor};
+use super::description::check_tensor;
+use super::slot::SlotDatasets;
+use super::{Dynamic, Model, ModelKind, Static};
 use crate::sys::bindings::aclrtStream;
 use crate::typed::context::Context;
 use crate::typed::dtype::{DataType, Element};
