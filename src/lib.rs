@@ -43,7 +43,7 @@
 //!   `memory/`, `callback/`, `host_fn`, `model/`, `pipeline/`, with what they share in
 //!   `handle` and the errors in `error`): [`Acl`] → [`Device`] → [`Context`] → [`Stream`] /
 //!   [`Event`] / buffers, callbacks, host functions, models and pipelines.
-//! * [`simulator`] (`src/simulator.rs`): what only the CPU simulator offers (checker
+//! * [`simulator`] (`src/simulator/`): what only the CPU simulator offers (checker
 //!   findings, fault injection, a simulated kernel); it may use every layer, and nothing
 //!   else in the crate depends on it.
 //!
@@ -419,12 +419,7 @@ mod typed;
 
 // The layers below it, and the simulator's extensions: public modules of their own.
 pub mod result;
-// `missing_debug_implementations` is allowed in these two for now, and only there: their
-// files are edited elsewhere. Still without `Debug`: `simulator::Simulator`,
-// `sys::FunctionTable`, `sys::model::ModelTable`.
-#[allow(missing_debug_implementations)]
 pub mod simulator;
-#[allow(missing_debug_implementations)]
 pub mod sys;
 
 pub use sys::codes::AclError;

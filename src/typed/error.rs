@@ -373,9 +373,10 @@ impl fmt::Debug for Error {
                 .field("symbol", symbol)
                 .field("hint", &Hint(self))
                 .finish(),
-            // Still the bare name, hint and all: tests/errors.rs (`AlreadyInitialized`) and
-            // tests/adversarial_c8.rs (`InsideCallback`) pin it; to change with them.
-            Error::AlreadyInitialized => f.write_str("AlreadyInitialized"),
+            Error::AlreadyInitialized => f
+                .debug_struct("AlreadyInitialized")
+                .field("hint", &Hint(self))
+                .finish(),
             Error::InvalidArgument(what) => f.debug_tuple("InvalidArgument").field(what).finish(),
             Error::LiveChildren { count } => f
                 .debug_struct("LiveChildren")
@@ -392,7 +393,10 @@ impl fmt::Debug for Error {
                 .field("count", count)
                 .field("first", first)
                 .finish(),
-            Error::InsideCallback => f.write_str("InsideCallback"),
+            Error::InsideCallback => f
+                .debug_struct("InsideCallback")
+                .field("hint", &Hint(self))
+                .finish(),
             Error::ReportThreadStopped(why) => {
                 f.debug_tuple("ReportThreadStopped").field(why).finish()
             }

@@ -411,10 +411,10 @@ fn other_errors_debug_as_their_variant() {
         format!("{e:?}"),
         "Runtime { call: \"aclrtSetDevice\", code: RtInvalidDeviceId }"
     );
-    assert_eq!(
-        format!("{:?}", Error::AlreadyInitialized),
-        "AlreadyInitialized"
-    );
+    // The Debug form (what `.expect()` prints) carries the Display form's hint.
+    let debug = format!("{:?}", Error::AlreadyInitialized);
+    assert!(debug.starts_with("AlreadyInitialized { hint: "), "{debug}");
+    assert!(debug.contains("Acl::shared"), "{debug}");
 }
 
 /// A user's first program (issue 24): every call, teardown included, propagates with `?`
