@@ -13,4 +13,7 @@ mod cleanup_retries;
 mod deferred_release;
 mod execution;
 mod scoped_attacks;
+mod scoped_common;
 mod scoped_execution;
+mod scoped_faults;
+mod scoped_tensors;
