@@ -29,8 +29,8 @@
 //!
 //! ## Layers
 //!
-//! Each layer uses only the ones below it, as in `cudarc` (`tests/layers.rs` checks the
-//! imports, and that no two files import each other but a module and its child):
+//! Each layer uses only the ones below it, as in `cudarc` (`tests/repository/layers.rs`
+//! checks the imports, and that no two files import each other but a module and its child):
 //!
 //! * [`sys`] (`src/sys/`): the C declarations (bindgen output, checked in), the runtime's
 //!   error codes ([`AclError`]) and the function table, loaded at run time with `libloading`
@@ -351,7 +351,7 @@
 //!
 //! A safe program cannot cause a data race, a crash, a protocol violation the simulator's
 //! checker would flag, or a hang on events. That rests on these choices, each tested (the
-//! `tests/adversarial*` programs try to break them with safe code):
+//! tests of every area try to break them with safe code, `tests/README.md`):
 //!
 //! * **Not on `Drop` running**: `Drop` is only a fallback for the explicit, fallible
 //!   `destroy`/`finalize` methods, and its errors go to the

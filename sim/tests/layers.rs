@@ -12,6 +12,10 @@
 //! only shows in neither; any other cycle (between siblings, or through a parent's
 //! re-exports, as in `a -> b -> b::c -> a`) shows in one of them.
 
+#[path = "common/lexer.rs"]
+mod lexer;
+use lexer::{code_of as code_only, code_only as lines_only, forbidden_constructs, long_functions};
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -118,93 +122,6 @@ fn join(a: &str, b: &str) -> String {
     } else {
         format!("{a}::{b}")
     }
-}
-
-/// The source without comments, string and char literals (a doc link or a message that
-/// names a module is not an import).
-fn code_only(text: &str) -> String {
-    let b = text.as_bytes();
-    let mut out = String::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i..].starts_with(b"//") {
-            while i < b.len() && b[i] != b'\n' {
-                i += 1;
-            }
-        } else if b[i..].starts_with(b"/*") {
-            let mut depth = 0;
-            while i < b.len() {
-                if b[i..].starts_with(b"/*") {
-                    depth += 1;
-                    i += 2;
-                } else if b[i..].starts_with(b"*/") {
-                    depth -= 1;
-                    i += 2;
-                    if depth == 0 {
-                        break;
-                    }
-                } else {
-                    i += 1;
-                }
-            }
-        } else if b[i] == b'r' && (b[i..].starts_with(b"r\"") || b[i..].starts_with(b"r#")) {
-            // Raw string: r"..." or r#"..."#.
-            let mut j = i + 1;
-            let mut hashes = 0;
-            while j < b.len() && b[j] == b'#' {
-                hashes += 1;
-                j += 1;
-            }
-            if j < b.len() && b[j] == b'"' {
-                let close: Vec<u8> = std::iter::once(b'"')
-                    .chain(std::iter::repeat_n(b'#', hashes))
-                    .collect();
-                j += 1;
-                while j < b.len() && !b[j..].starts_with(&close) {
-                    j += 1;
-                }
-                i = j + close.len();
-                out.push_str("\"\"");
-            } else {
-                out.push(b[i] as char);
-                i += 1;
-            }
-        } else if b[i] == b'"' {
-            i += 1;
-            while i < b.len() && b[i] != b'"' {
-                i += if b[i] == b'\\' { 2 } else { 1 };
-            }
-            i += 1;
-            out.push_str("\"\"");
-        } else if b[i] == b'\'' {
-            // A char literal ('x', '\n', '\''), or a lifetime ('a): skip only the former.
-            let lit = if b.get(i + 1) == Some(&b'\\') {
-                b[i + 2..]
-                    .iter()
-                    .position(|&c| c == b'\'')
-                    .map(|p| i + 3 + p)
-            } else if b.get(i + 2) == Some(&b'\'') {
-                Some(i + 3)
-            } else {
-                None
-            };
-            match lit {
-                Some(end) => {
-                    out.push_str("' '");
-                    i = end;
-                }
-                None => {
-                    out.push('\'');
-                    i += 1;
-                }
-            }
-        } else {
-            let c = text[i..].chars().next().expect("char");
-            out.push(c);
-            i += c.len_utf8();
-        }
-    }
-    out
 }
 
 /// Expands a `use` tree (`a::{b, c::{d, e}}`) into its paths.
@@ -578,6 +495,54 @@ fn no_glob_imports() {
         }
     }
     assert!(globs.is_empty(), "glob imports: {globs:#?}");
+}
+
+/// No alias of the crate or a parent, no `#[path]`, no macro in the crate root: the ways a
+/// path could escape the checks above.
+#[test]
+fn no_path_escapes_the_checks() {
+    let t = tree();
+    let mut found = Vec::new();
+    for (file, code) in &t.code {
+        found.extend(forbidden_constructs(file, code, file == "lib.rs"));
+    }
+    assert!(found.is_empty(), "{found:#?}");
+    // The check itself sees each construct.
+    for (code, root) in [
+        ("use crate as root;", false),
+        ("use super :: super as up;", false),
+        ("#[path = \"x.rs\"] mod x;", false),
+        ("macro_rules! m { () => {} }", true),
+    ] {
+        let code = code_only(code);
+        assert_eq!(forbidden_constructs("x", &code, root).len(), 1, "{code}");
+    }
+}
+
+/// No function over 100 lines unless the comment above it says why ("over 100 lines").
+#[test]
+fn no_function_over_100_lines_without_a_reason() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut paths = Vec::new();
+    rust_files(&root, &mut paths);
+    let mut found = Vec::new();
+    for p in paths {
+        let text = std::fs::read_to_string(&p).expect("read");
+        let name = p
+            .strip_prefix(&root)
+            .expect("under src")
+            .display()
+            .to_string();
+        let code = lines_only(&text);
+        // The lexer keeps every line, so that a function's lines are counted right.
+        assert_eq!(code.lines().count(), text.lines().count(), "{name}");
+        found.extend(long_functions(&name, &text, &code, 100));
+    }
+    assert!(found.is_empty(), "{found:#?}");
+    let long = format!("fn f() {{\n{}}}\n", "    x();\n".repeat(100));
+    assert_eq!(long_functions("x", &long, &lines_only(&long), 100).len(), 1);
+    let said = format!("// Over 100 lines: one arm per case.\n{long}");
+    assert!(long_functions("x", &said, &lines_only(&said), 100).is_empty());
 }
 
 /// The checker sees what it must see: the parser finds the imports of a known file.

@@ -1,6 +1,9 @@
 //! Callbacks and host functions (C1-C10).
 
-use super::*;
+use super::{
+    Api, CallError, Result, aclrtCallback, aclrtCallbackBlockType, aclrtHostFunc, aclrtStream,
+    c_void, check,
+};
 
 impl Api {
     /// `aclrtSubscribeReport(threadId, stream)` (C1-C3, C7).

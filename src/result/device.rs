@@ -1,6 +1,9 @@
 //! Devices and contexts (D1-D8).
 
-use super::*;
+use super::{
+    ACL_ERROR_FAILURE, Api, CallError, Result, aclDeviceInfo, aclError, aclrtContext, aclrtMemAttr,
+    aclrtRunMode, check, copy_c_string, current, ptr, runtime_error,
+};
 
 impl Api {
     /// `aclrtSetDevice(id)` (D1). It makes the device's default context current.

@@ -1,6 +1,8 @@
 //! Events (E1-E9).
 
-use super::*;
+use super::{
+    Api, CallError, Result, aclrtEvent, aclrtEventRecordedStatus, aclrtStream, check, ptr,
+};
 
 impl Api {
     /// `aclrtCreateEvent(&e)`.

@@ -1,6 +1,6 @@
 //! Memory (M1, M2).
 
-use super::*;
+use super::{Api, Result, aclrtMemMallocPolicy, aclrtMemcpyKind, aclrtStream, c_void, check, ptr};
 
 impl Api {
     /// `aclrtMalloc(&p, size, policy)`: device memory.

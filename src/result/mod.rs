@@ -65,7 +65,7 @@ use crate::sys::loader::Api;
 /// runtime lacks. The typed API's [`Error`](crate::Error) has a variant for each
 /// ([`Error::Runtime`](crate::Error::Runtime), [`Error::Unsupported`](crate::Error::Unsupported)),
 /// and `?` converts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CallError {
     /// The function returned a non-zero code. The runtime's explanation, read right after
@@ -95,6 +95,34 @@ pub enum CallError {
         /// The C function that was not called.
         call: &'static str,
     },
+}
+
+impl std::fmt::Debug for CallError {
+    /// The fields, and for the variants whose Display form says what happened, that text.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CallError::Failed {
+                call,
+                code,
+                failure,
+            } => f
+                .debug_struct("Failed")
+                .field("call", call)
+                .field("code", code)
+                .field("failure", failure)
+                .finish(),
+            CallError::Unsupported { symbol } => f
+                .debug_struct("Unsupported")
+                .field("symbol", symbol)
+                .field("hint", &self.to_string())
+                .finish(),
+            CallError::InsideCallback { call } => f
+                .debug_struct("InsideCallback")
+                .field("call", call)
+                .field("hint", &self.to_string())
+                .finish(),
+        }
+    }
 }
 
 /// Which failure of its thread a [`CallError::Failed`] is (a per-thread count; 0 for an

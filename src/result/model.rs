@@ -4,7 +4,7 @@
 
 use std::ffi::{CStr, c_void};
 
-use super::*;
+use super::{AclError, Api, CallError, Result, aclrtStream, check, refuse_inside_callback};
 use crate::sys::bindings::{
     ACL_MAX_BATCH_NUM, aclDataBuffer, aclDataType, aclFormat, aclmdlBatch, aclmdlDataset,
     aclmdlDesc, aclmdlIODims,

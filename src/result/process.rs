@@ -1,6 +1,6 @@
 //! The process: init, finalize, timeouts, versions (P1-P5).
 
-use super::*;
+use super::{ACL_PKG_VERSION_MAX_SIZE, Api, CStr, CallError, Result, check, copy_c_string, ptr};
 
 impl Api {
     /// `aclInit(configPath)` (P1, P2). `None` passes a null path (no configuration file).

@@ -1,6 +1,9 @@
 //! Streams (S1-S8).
 
-use super::*;
+use super::{
+    ACL_STREAM_STATUS_COMPLETE, Api, CallError, Result, aclrtEvent, aclrtStream, aclrtStreamStatus,
+    check, ptr,
+};
 
 impl Api {
     /// `aclrtCreateStream(&s)`: a stream in the calling thread's current context (D2).

@@ -395,6 +395,58 @@ impl std::fmt::Debug for Api {
     }
 }
 
+/// Why a candidate was refused before `dlopen`, and whether that means a runtime is there
+/// but broken (which the development fallback never replaces).
+struct Refusal {
+    reason: String,
+    broken: bool,
+}
+
+/// The checks of one candidate before `dlopen` (see "Pre-checks" and "Bare names" above):
+/// what to open (the path as given, or for strict loading the file behind it, resolved
+/// once, so that a link changed later cannot make the report name another file) and the
+/// checked file, kept open until the load is done (`None` for a bare name the system loader
+/// finds elsewhere).
+fn precheck(
+    path: &Path,
+    strict: bool,
+) -> Result<(PathBuf, Option<super::elf::CheckedFile>), Refusal> {
+    let broken = |reason: String| Refusal {
+        reason,
+        broken: true,
+    };
+    if path.components().count() == 1 {
+        return match search_library_path(path) {
+            Ok(file) => Ok((path.to_path_buf(), file)),
+            Err((file, reason)) => Err(broken(library_path_refusal(&file, &reason))),
+        };
+    }
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Refusal {
+                reason: "does not exist".to_owned(),
+                broken: false,
+            });
+        }
+        Err(e) => return Err(broken(e.to_string())),
+        // A FIFO or device would block or mislead `dlopen`; not even opened.
+        Ok(meta) if !meta.is_file() => return Err(broken("not a regular file".to_owned())),
+        Ok(_) => {}
+    }
+    let open = if strict {
+        std::fs::canonicalize(path).map_err(|e| Refusal {
+            reason: e.to_string(),
+            broken: false,
+        })?
+    } else {
+        path.to_path_buf()
+    };
+    match super::elf::open_checked(&open) {
+        Ok(file) => Ok((open, Some(file))),
+        Err(reason) => Err(broken(reason)),
+    }
+}
+
 impl Api {
     /// Loads a runtime library following the search order, independently of the
     /// process-wide one (see [`global`] / [`load_global`]).
@@ -434,57 +486,12 @@ impl Api {
                 continue;
             }
             let is_bare_name = candidate.path.components().count() == 1;
-            // What to open: the path as given (the loader resolves it), or for strict
-            // loading the file behind it, resolved once, so that a link changed later
-            // cannot make the report name another file.
-            let mut open = candidate.path.clone();
-            // A file path is checked before `dlopen` (see "Pre-checks" above); the file
-            // stays open until the load is done. For a bare name, the file the system
-            // loader would take from `LD_LIBRARY_PATH` is checked ("Bare names" above).
-            let checked = if is_bare_name {
-                match search_library_path(&candidate.path) {
-                    Ok(file) => file,
-                    Err((file, reason)) => {
-                        broken_install |= candidate.source != "beside the executable";
-                        refuse(library_path_refusal(&file, &reason));
-                        continue;
-                    }
-                }
-            } else {
-                match std::fs::metadata(&candidate.path) {
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                        refuse("does not exist".to_owned());
-                        continue;
-                    }
-                    Err(e) => {
-                        broken_install |= candidate.source != "beside the executable";
-                        refuse(e.to_string());
-                        continue;
-                    }
-                    // A FIFO or device would block or mislead `dlopen`; not even opened.
-                    Ok(meta) if !meta.is_file() => {
-                        broken_install |= candidate.source != "beside the executable";
-                        refuse("not a regular file".to_owned());
-                        continue;
-                    }
-                    Ok(_) => {}
-                }
-                if options.is_strict() {
-                    match std::fs::canonicalize(&candidate.path) {
-                        Ok(real) => open = real,
-                        Err(e) => {
-                            refuse(e.to_string());
-                            continue;
-                        }
-                    }
-                }
-                match super::elf::open_checked(&open) {
-                    Ok(file) => Some(file),
-                    Err(reason) => {
-                        broken_install |= candidate.source != "beside the executable";
-                        refuse(reason);
-                        continue;
-                    }
+            let (open, checked) = match precheck(&candidate.path, options.is_strict()) {
+                Ok(found) => found,
+                Err(refusal) => {
+                    broken_install |= refusal.broken && candidate.source != "beside the executable";
+                    refuse(refusal.reason);
+                    continue;
                 }
             };
             // SAFETY: opening a shared library runs its initialisers. The candidates are the
@@ -576,7 +583,10 @@ impl Api {
         self.table.provides(symbol)
     }
 
-    /// The raw function table, for calls this crate does not wrap.
+    /// The raw function table, for calls this crate does not wrap: the function pointers
+    /// themselves, on purpose (the escape hatch below the [`result`](crate::result) layer,
+    /// as the C API is). Calling one is `unsafe` and checks nothing: no binding (D6), no
+    /// inside-callback refusal (C8), no rule of `docs/protocol.md`.
     pub fn functions(&self) -> &FunctionTable {
         &self.table
     }

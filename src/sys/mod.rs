@@ -60,7 +60,7 @@ mod elf;
 pub mod loader;
 pub mod model;
 
-pub use bindings::{aclError, aclrtCallback, aclrtContext, aclrtEvent, aclrtHostFunc, aclrtStream};
+use bindings::{aclError, aclrtCallback, aclrtContext, aclrtEvent, aclrtHostFunc, aclrtStream};
 use std::ffi::{c_char, c_void};
 
 use bindings::{

@@ -353,6 +353,8 @@ impl fmt::Debug for Hint<'_> {
 }
 
 impl fmt::Debug for Error {
+    // Over 100 lines: one arm per variant, each its fields and, where the Display form
+    // explains what to do, that text as `hint`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Runtime {
@@ -409,6 +411,7 @@ impl fmt::Debug for Error {
             Error::ContextMismatch { what } => f
                 .debug_struct("ContextMismatch")
                 .field("what", what)
+                .field("hint", &Hint(self))
                 .finish(),
             Error::NotComplete { what } => f
                 .debug_struct("NotComplete")

@@ -1,4 +1,4 @@
-//! Issue 2: the error model (`src/error.rs`).
+//! The error model (`src/typed/error.rs`).
 //!
 //! The list of codes is not repeated here: it is read from `docs/protocol.md` ("Error
 //! codes"), the repository's copy of the protocol, and from `include/ascendcl.h`, and both

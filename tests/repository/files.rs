@@ -79,3 +79,95 @@ fn no_file_names_a_machine_path_or_a_file_outside_the_repository() {
     }
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
+
+/// A repository path cited in backticks, as the docs and comments cite files: starts with a
+/// top-level folder of the repository.
+fn cited_paths(text: &str) -> Vec<String> {
+    const ROOTS: [&str; 10] = [
+        "src/",
+        "tests/",
+        "sim/",
+        "docs/",
+        "scripts/",
+        "benches/",
+        "examples/",
+        "ui-tests/",
+        "include/",
+        ".ci/",
+    ];
+    let mut out = Vec::new();
+    for (i, piece) in text.split('`').enumerate() {
+        // Odd pieces are inside backticks.
+        if i % 2 == 0 || piece.contains(char::is_whitespace) {
+            continue;
+        }
+        if !ROOTS.iter().any(|r| piece.starts_with(r)) {
+            continue;
+        }
+        // `path::test` (the coverage table), `path:line`: the file part.
+        let file = piece.split("::").next().unwrap_or(piece);
+        let file = file.split(':').next().unwrap_or(file);
+        // Templates and placeholders, not paths.
+        if file.contains(['{', '$', '<', '[']) || file.contains("...") || file.contains('X') {
+            continue;
+        }
+        out.push(file.trim_end_matches([',', '.', ')', '\\']).to_owned());
+    }
+    out
+}
+
+/// Every file or folder a doc or comment cites in backticks exists (a glob `x*` needs one
+/// match): a file moved or renamed leaves no stale pointer behind.
+#[test]
+fn every_cited_repository_path_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut all = Vec::new();
+    files(root, &mut all);
+    let mut stale = Vec::new();
+    for path in &all {
+        let cites = path
+            .extension()
+            .is_some_and(|e| e == "md" || e == "rs" || e == "sh" || e == "toml")
+            || path.ends_with(".ci/run");
+        // This folder's own tests cite made-up paths in their fixtures.
+        if !cites || path.starts_with(root.join("tests/repository")) {
+            continue;
+        }
+        // Paths in a package's files are relative to that package (`sim/`, `ui-tests/`...)
+        // or to the repository.
+        let package = path
+            .ancestors()
+            .skip(1)
+            .find(|d| d.join("Cargo.toml").is_file())
+            .unwrap_or(root);
+        let Ok(text) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        for cited in cited_paths(&text) {
+            let exists = match cited.split_once('*') {
+                Some((prefix, _)) => all.iter().any(|p| {
+                    p.strip_prefix(root)
+                        .is_ok_and(|r| r.to_string_lossy().starts_with(prefix))
+                }),
+                None => root.join(&cited).exists() || package.join(&cited).exists(),
+            };
+            // A path under a folder this repository does not have is a citation of another
+            // repository (the CANN sources `docs/protocol.md` quotes), not a stale pointer.
+            let ours = Path::new(&cited)
+                .parent()
+                .is_some_and(|d| root.join(d).is_dir() || package.join(d).is_dir());
+            if !exists && ours {
+                let rel = path.strip_prefix(root).unwrap_or(path);
+                stale.push(format!("{}: `{cited}`", rel.display()));
+            }
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "cited paths that do not exist: {stale:#?}"
+    );
+    assert_eq!(
+        cited_paths("see `src/lib.rs`, `tests/x.rs::t`, `a b`, `$OUT_DIR/x`, `sim/a.rs:3`"),
+        ["src/lib.rs", "tests/x.rs", "sim/a.rs"]
+    );
+}

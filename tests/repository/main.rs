@@ -8,3 +8,6 @@
 mod coverage;
 mod files;
 mod layers;
+/// The lexer the simulator's layer check uses too.
+#[path = "../../sim/tests/common/lexer.rs"]
+mod lexer;

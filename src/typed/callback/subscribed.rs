@@ -1,7 +1,11 @@
 //! A stream subscribed to a report thread: the only place callbacks are launched (C1-C5,
 //! C9), and the trampoline that runs them.
 
-use super::*;
+use super::{
+    Any, Arc, AssertUnwindSafe, AtomicBool, AtomicUsize, CallbackMode, Deref, Duration, Error,
+    Failed, ManuallyDrop, Ordering, ReportThread, Result, STRANDED_AFTER, Shared, Stream, c_void,
+    catch_unwind, report_drop_error,
+};
 
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;

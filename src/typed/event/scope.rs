@@ -2,7 +2,10 @@
 //! unwind guard that resets, the [`Waited`] scope and its [`ResetDone`] proof, and the last
 //! ways to reset (issued alone once every waiting stream is seen done).
 
-use super::*;
+use super::{
+    Cell, Context, Error, Event, OnceCell, PhantomData, RefCell, Reset, Result, Stream, aclrtEvent,
+    aclrtStream, after_reset_on, report_drop_error,
+};
 use crate::typed::handle::retry_cleanup;
 
 /// Issues the reset of an event whose waiting streams were all seen done (quiesced), on

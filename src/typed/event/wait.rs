@@ -3,7 +3,10 @@
 //! scope's own state and proofs (`Waited`, `ResetDone`) are in `scope.rs`.
 
 use super::scope::{ResetFailed, ResetOnUnwind, WaitScope, Waited, quiesce, reset_alone};
-use super::*;
+use super::{
+    Cell, Error, Event, Failed, ManuallyDrop, OnceCell, PhantomData, Recorded, Reset, ResetDone,
+    Result, Stream, Timeout, ptr, report_drop_error,
+};
 
 impl<'s> Event<'s, Recorded> {
     /// `aclrtSynchronizeEvent` (E2): blocks the host until the event completes.

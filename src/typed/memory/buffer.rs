@@ -1,7 +1,11 @@
 //! Device and host buffers, and the synchronous operations on them (M1, M2).
 
 use super::scope::copy_sizes;
-use super::*;
+use super::{
+    Bound, Context, Deref, DerefMut, Error, Failed, Location, MallocPolicy, Memory, MemoryMut,
+    NonNull, Pending, PendingDevice, PendingHost, PhantomData, Pod, RangeBounds, Result, byte_len,
+    c_void, memcpy_kind, release_on_drop, report_drop_error, sealed,
+};
 
 /// `release`, `free`, `Drop` and `Debug` of a buffer type whose memory the raw call
 /// `$free` releases.

@@ -7,8 +7,6 @@ use std::mem::{ManuallyDrop, size_of};
 use std::ops::{Bound, Deref, DerefMut, RangeBounds};
 use std::ptr::{self, NonNull};
 
-use std::io::Write as _;
-
 use bytemuck::Pod;
 
 use crate::sys::bindings::aclrtStream;

@@ -1,7 +1,11 @@
 //! The asynchronous scope: copies, memsets and kernels whose buffers stay borrowed until
 //! every stream used is synchronised (M1, M2).
 
-use super::*;
+use super::{
+    Cell, Context, Error, Location, ManuallyDrop, Memory, MemoryMut, PhantomData, Pod, Result,
+    Stream, aclrtStream, byte_len, c_void, memcpy_kind, ptr, report_drop_error, sealed,
+};
+use std::io::Write;
 
 impl<'ctx> Context<'ctx> {
     /// The asynchronous scope (M1, M2): `body` issues copies and memsets on streams of this

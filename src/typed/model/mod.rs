@@ -200,7 +200,7 @@ impl<'ctx, K: ModelKind> Model<'ctx, K> {
                     let id = unsafe {
                         api.model_load_from_mem(device.as_raw().cast_const(), device.byte_len())?
                     };
-                    (id, ModelMemory::DeviceBytes(device))
+                    (id, ModelMemory::DeviceBytes { _device: device })
                 } else {
                     let bytes = bytes.into_boxed_slice();
                     // SAFETY: the bytes are owned by the model until it is unloaded and
@@ -208,7 +208,7 @@ impl<'ctx, K: ModelKind> Model<'ctx, K> {
                     let id = unsafe {
                         api.model_load_from_mem(bytes.as_ptr().cast::<c_void>(), bytes.len())?
                     };
-                    (id, ModelMemory::HostBytes(bytes))
+                    (id, ModelMemory::HostBytes { _bytes: bytes })
                 }
             }
         };

@@ -105,8 +105,14 @@ pub(super) enum ModelMemory<'ctx> {
         _work: DeviceBuffer<'ctx, u8>,
         _weight: DeviceBuffer<'ctx, u8>,
     },
-    HostBytes(#[allow(dead_code)] Box<[u8]>),
-    DeviceBytes(#[allow(dead_code)] DeviceBuffer<'ctx, u8>),
+    /// The bytes of `aclmdlLoadFromMem` in host run mode, held, never read (MD3).
+    HostBytes {
+        _bytes: Box<[u8]>,
+    },
+    /// Their copy in device memory, in device run mode (MD3).
+    DeviceBytes {
+        _device: DeviceBuffer<'ctx, u8>,
+    },
 }
 
 /// Checks that `path` names a regular file the runtime can read, and converts it for the C
