@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Instruction counts (Ir) of the typed API against raw calls, on the simulator (issue 7).
+# Instruction counts (Ir) of the typed API against raw calls, on the simulator.
 #
 # Builds benches/callgrind_typed.rs and benches/callgrind_raw.rs in the bench profile
 # (release) and runs each workload under `valgrind --tool=callgrind`, twice over:

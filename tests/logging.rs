@@ -1,4 +1,4 @@
-//! Feature `log` (issue 24): what no caller can receive goes to the `log` facade when a logger
+//! Feature `log`: what no caller can receive goes to the `log` facade when a logger
 //! takes it. Run with `cargo test --features log --test logging` (`.ci/run` does).
 #![cfg(feature = "log")]
 

@@ -383,7 +383,7 @@ fn the_embedded_pattern_static_device_worker_struct_and_reused_events() {
     assert_no_findings(acl());
 }
 
-/// Issue 15's pipeline in an application's own struct, on a `std::thread::spawn`ed thread:
+/// The double-buffered pipeline in an application's own struct, on a `std::thread::spawn`ed thread:
 /// the pipeline (streams, events, buffers) is created on the main thread from a `'static`
 /// device and moved into the worker; every output checked (M3, D6).
 #[test]

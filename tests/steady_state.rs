@@ -1,5 +1,5 @@
 //! The steady state of the loops users run creates no runtime object and allocates nothing
-//! on the host thread per cycle (issue 15, item 5, for the loops that already reach it):
+//! on the host thread per cycle (for the loops that already reach it):
 //! counted with the simulator's per-function call counters and a counting global allocator.
 //! A record/wait cycle whose waiting stream is never synchronised keeps its join events
 //! bounded too.

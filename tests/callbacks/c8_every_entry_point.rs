@@ -1,4 +1,4 @@
-//! Red team, C8: every typed entry point reachable from inside a host callback and from
+//! C8: every typed entry point reachable from inside a host callback and from
 //! inside a simulated kernel's function (through leaked `'static` handles, `static` cells and
 //! owned handles moved in) must return `Error::InsideCallback` or be harmless, never reach
 //! the runtime (no simulator finding), never hang. Handles refused inside are sent back and

@@ -1,4 +1,4 @@
-//! Adversarial tests, C8 (class 4): no runtime call from inside a host callback or a
+//! C8 (class 4): no runtime call from inside a host callback or a
 //! simulated kernel, even through `'static` handles (leaked on purpose: the only way safe
 //! code can reach a handle there). A refused call is `Error::InsideCallback`, makes no
 //! runtime call (zero `[C8]` findings), gives the value back, and never aborts.

@@ -14,8 +14,8 @@ use ascend_typestate::{Acl, Context, MallocPolicy, timeout};
 use ascend_typestate::{CallbackMode, ReportThread};
 use common::run_child_env;
 
-const OP: &str = "ROUND3_OP";
-const CODE: &str = "ROUND3_CODE";
+const OP: &str = "FAILING_REPORT_OP";
+const CODE: &str = "FAILING_REPORT_CODE";
 
 fn parent(name: &str, op: &str, code: &str) -> common::ChildOutcome {
     let out = run_child_env(

@@ -1,4 +1,4 @@
-//! Red team: `mem::forget` of `Subscribed` / `ReportThread` / streams, teardown with leaked
+//! `mem::forget` of `Subscribed` / `ReportThread` / streams, teardown with leaked
 //! things alive, dropping a report thread or a subscription inside its own callback. Each
 //! test runs in a child process (the `Acl` cannot be finalized after a leak).
 

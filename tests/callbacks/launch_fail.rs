@@ -1,4 +1,4 @@
-//! Red team (closed): `Subscribed::launch` when `aclrtLaunchCallback` fails (injected). The
+//! `Subscribed::launch` when `aclrtLaunchCallback` fails (injected). The
 //! payload is taken back and dropped on the caller's thread; when the closure's captures
 //! panicked in `Drop`, the counters `pending`/`outstanding` were never decremented and
 //! `unsubscribe` spun forever. The counters now come first. Each test runs in a child

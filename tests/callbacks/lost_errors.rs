@@ -1,4 +1,4 @@
-//! Red team (closed): errors that must be returned or reported (drop-error handler), and once
+//! Errors that must be returned or reported (drop-error handler), and once
 //! were not.
 
 use crate::support;

@@ -1,4 +1,4 @@
-//! Red team: injected failures (several in a row, and at every occurrence) of the calls the
+//! Injected failures (several in a row, and at every occurrence) of the calls the
 //! callback machinery makes, on a callback program that retries each failed step a few
 //! times and otherwise drops what it holds. Checked per case (one child process each): no
 //! hang, no crash, no panic out of the crate, zero findings, every launched callback run

@@ -1,4 +1,4 @@
-//! Red team: panic payloads whose `Drop` panics ("bombs"), thrown by code the crate runs on
+//! Panic payloads whose `Drop` panics ("bombs"), thrown by code the crate runs on
 //! the runtime's threads (callbacks, simulated kernels) or by the drop-error handler. Each
 //! test runs its body in a child process (it may abort or crash).
 

@@ -1,4 +1,4 @@
-//! Adversarial tests, C1 (classes 5 and 6): a report thread cannot be stopped, or dropped,
+//! C1 (classes 5 and 6): a report thread cannot be stopped, or dropped,
 //! while a stream is still subscribed to it, even when the `Subscribed` was leaked
 //! (`mem::forget`) so that the borrow checker no longer sees it. The refusal is
 //! `Error::LiveChildren`, and the thread keeps running (a stopped thread's id could be

@@ -1,7 +1,7 @@
-//! Adversarial tests of callback slots (issue 15, item 7; kept from its red-team round): the
-//! slot trampoline per closure type, the first-slot fast path and the out-of-line search. Every launched closure must run exactly once and be
-//! dropped exactly once, with its own captures (no type confusion), refused ones dropped
-//! once and never run; slots never reused while busy; >32 in flight; several threads.
+//! Callback slots: the slot trampoline per closure type, the first-slot fast path and the
+//! out-of-line search. Every launched closure must run exactly once and be dropped exactly once,
+//! with its own captures (no type confusion), refused ones dropped once and never run; slots
+//! never reused while busy; >32 in flight; several threads.
 
 use crate::support;
 

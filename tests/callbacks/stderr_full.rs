@@ -1,4 +1,4 @@
-//! Red team: stderr is `/dev/full` (every write fails). Panicking callbacks and kernels,
+//! Stderr is `/dev/full` (every write fails). Panicking callbacks and kernels,
 //! drop errors with the default handler (which prints), `aclrtProcessReport` failures at
 //! `stop`: no abort, no panic out of the crate.
 

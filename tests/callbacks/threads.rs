@@ -1,4 +1,4 @@
-//! Red team: many threads. Concurrent report-thread spawns against the 1024 limit (C4),
+//! Many threads. Concurrent report-thread spawns against the 1024 limit (C4),
 //! one report thread shared by many producer threads, subscribe/unsubscribe churn, C3.
 //! `RED_SMALL=1` shrinks the counts (for helgrind).
 

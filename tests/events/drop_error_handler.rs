@@ -1,4 +1,4 @@
-//! Red team: the drop-error handler is user code (a safe `fn`), called from inside the
+//! The drop-error handler is user code (a safe `fn`), called from inside the
 //! crate. Each case runs in a child process (it may hang or abort) and leaks its runtime
 //! handles (`Box::leak`) so that the handler can reach a context through a `static`.
 

@@ -1,4 +1,4 @@
-//! Red team: an event-heavy program (multi-stream waits, `also_wait`, `wait_and_reset`,
+//! An event-heavy program (multi-stream waits, `also_wait`, `wait_and_reset`,
 //! re-records that need joins, a panicking scope, an early-error scope, elapsed time, a
 //! thread) swept with one injected fault, and with two faults in a row, at every call.
 //! Each case runs in a child process (this binary re-run with `RED_SWEEP_CASE`), bounded by

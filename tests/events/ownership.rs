@@ -1,9 +1,8 @@
-//! Adversarial tests of the event's ownership as the instruction-count work left it (issue
-//! 15, item 7; kept from its red-team round): the inlined `Drop` (`drop_event`), the wait
-//! scope that keeps its event in `wait`'s frame, the unwind guard that releases it from the
-//! scope's fields, and the cold paths returning `WaitError`. `sweep_children` sweeps faults
-//! over every way through the scope and `wait_and_reset`, each case in a child process
-//! (E4, E5, E9: no finding, nothing live unless reported).
+//! The event's ownership as the instruction-count work left it: the inlined `Drop`
+//! (`drop_event`), the wait scope that keeps its event in `wait`'s frame, the unwind guard that
+//! releases it from the scope's fields, and the cold paths returning `WaitError`.
+//! `sweep_children` sweeps faults over every way through the scope and `wait_and_reset`, each
+//! case in a child process (E4, E5, E9: no finding, nothing live unless reported).
 
 use crate::support;
 

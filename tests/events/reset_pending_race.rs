@@ -1,4 +1,4 @@
-//! Red team (closed): a stream's "reset pending" counter (E5 joins) raced from another
+//! A stream's "reset pending" counter (E5 joins) raced from another
 //! thread.
 //!
 //! An event is `Send` and keeps a pointer to its last resetting stream; dropping it on

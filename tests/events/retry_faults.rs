@@ -206,7 +206,7 @@ fn child(seed: u64) {
         rand();
     }
     ESCALATE.store(
-        std::env::var("ROUND2_ESC")
+        std::env::var("EVENT_FAULT_ESC")
             .ok()
             .and_then(|s| s.parse().ok())
             .unwrap_or(3),
@@ -246,7 +246,7 @@ fn child(seed: u64) {
 
 #[test]
 fn event_fault_seed_child() {
-    let Ok(seed) = std::env::var("ROUND2_SEED") else {
+    let Ok(seed) = std::env::var("EVENT_FAULT_SEED") else {
         return;
     };
     child(seed.parse().unwrap());
@@ -256,14 +256,14 @@ fn event_fault_seed_child() {
 /// but E4 (a reset that could not be issued at all).
 #[test]
 fn double_and_triple_event_faults_sweep() {
-    if std::env::var("ROUND2_SEED").is_ok() {
+    if std::env::var("EVENT_FAULT_SEED").is_ok() {
         return;
     }
-    let n: u64 = std::env::var("ROUND2_SEEDS")
+    let n: u64 = std::env::var("EVENT_FAULT_SEEDS")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(60);
-    let start: u64 = std::env::var("ROUND2_FROM")
+    let start: u64 = std::env::var("EVENT_FAULT_FROM")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
@@ -274,7 +274,7 @@ fn double_and_triple_event_faults_sweep() {
             "event_fault_seed_child",
             Duration::from_secs(20),
             false,
-            &[("ROUND2_SEED", s.as_str()), ("ACLSIM_QUIET", "1")],
+            &[("EVENT_FAULT_SEED", s.as_str()), ("ACLSIM_QUIET", "1")],
         );
         let e4 = out.stdout.matches("FINDING [E4]").count();
         let leak = out.stdout.contains("LEAK");

@@ -1,4 +1,4 @@
-//! Red team (closed): a wait scope whose reset cannot be issued and one of whose waiting
+//! A wait scope whose reset cannot be issued and one of whose waiting
 //! streams cannot be synchronised. Returning an error from the body leaks the event (E9
 //! respected); a panicking body once went through `ResetOnUnwind`, which dropped `quiesced`,
 //! and the scope's event was destroyed after synchronising only the first stream (E9). The

@@ -1,8 +1,8 @@
-//! Adversarial tests, P3 (class 1): a typed wait never times out, even on a runtime whose
-//! default op wait timeout is armed (the simulator arms it from `ACLSIM_OP_WAIT_TIMEOUT`,
-//! read at `aclInit`, like a board configured that way): `Acl::init` disarms it, and safe
-//! code cannot arm it again (`Acl::set_op_wait_timeout` is gone, the raw call is `unsafe`:
-//! `ui-tests/fail/p3_safe_code_cannot_arm_the_op_wait_timeout.rs`).
+//! P3 (class 1): a typed wait never times out, even on a runtime whose default op wait timeout
+//! is armed (the simulator arms it from `ACLSIM_OP_WAIT_TIMEOUT`, read at `aclInit`, like a
+//! board configured that way): `Acl::init` disarms it, and safe code cannot arm it again
+//! (`Acl::set_op_wait_timeout` is gone, the raw call is `unsafe`: `ui-
+//! tests/fail/p3_safe_code_cannot_arm_the_op_wait_timeout.rs`).
 //!
 //! A timed-out wait lets its stream pass before the event is recorded, and the reset after
 //! it then runs before the record: the event's flag stays set ("stale"), so the next cycle's

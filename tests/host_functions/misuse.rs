@@ -12,7 +12,7 @@ use std::time::Duration;
 use ascend_typestate::ReportThread;
 use support::sim::{Session, assert_no_findings};
 
-const CHILD_ENV: &str = "ADVERSARIAL_EXTRAS_CHILD";
+const CHILD_ENV: &str = "STREAM_EXTRAS_CHILD";
 
 // ---------------------------------------------------------------------------------------
 // C10: FIFO assumption of the host-function trampoline.

@@ -417,7 +417,7 @@ fn other_errors_debug_as_their_variant() {
     assert!(debug.contains("Acl::shared"), "{debug}");
 }
 
-/// A user's first program (issue 24): every call, teardown included, propagates with `?`
+/// A user's first program: every call, teardown included, propagates with `?`
 /// into `Box<dyn Error + Send + Sync>` (what `anyhow` and most applications use), because
 /// each method's usual form returns the `'static` [`Error`]; the `try_` forms give the handle
 /// back. This test fails to compile if one of them returns a borrowing error again.
@@ -467,7 +467,7 @@ fn question_mark_works_into_a_boxed_error_through_teardown() {
     assert!(findings.is_empty(), "{findings:?}");
 }
 
-/// The runtime's own explanation travels with the error (issue 24): a failed call reads
+/// The runtime's own explanation travels with the error: a failed call reads
 /// `aclGetRecentErrMsg` at once, on the failing thread, and the error displays it.
 #[test]
 fn a_runtime_error_carries_the_runtimes_message() {

@@ -1,4 +1,4 @@
-//! Red team: device/host buffers and async scopes (memory area).
+//! Device/host buffers and async scopes (memory area).
 //!
 //! Every test that could crash, abort or hang runs its body in a child process (this test
 //! binary, re-run for that one test) under a watchdog.

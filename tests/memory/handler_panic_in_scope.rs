@@ -1,4 +1,4 @@
-//! Red team, memory area (closed): a panic escaping `report_drop_error` while an async scope
+//! A panic escaping `report_drop_error` while an async scope
 //! synchronises its streams.
 //!
 //! `report_drop_error` runs the user's drop-error handler inside `catch_unwind`, and once

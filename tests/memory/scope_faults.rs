@@ -1,6 +1,6 @@
-//! Red team, memory area: fault injection (through the SAFE `Acl::simulator()` API) inside
-//! async scopes, and error paths of buffers. Every case runs in a child process (this test
-//! binary re-run for one test) under a watchdog.
+//! Fault injection (through the SAFE `Acl::simulator()` API) inside async scopes, and error
+//! paths of buffers. Every case runs in a child process (this test binary re-run for one test)
+//! under a watchdog.
 
 use crate::support;
 

@@ -346,7 +346,7 @@ fn held_an_undestroyable_kept_dataset_keeps_its_context() {
     // It leaves objects in the runtime: a process of its own.
     if support::child::ran_in_child(
         "held_an_undestroyable_kept_dataset_keeps_its_context",
-        "RED_TEAM_MODEL_SCOPE_CHILD",
+        "SCOPED_MODEL_CHILD",
         "STUCK-DATASET-OK",
     ) {
         return;

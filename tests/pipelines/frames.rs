@@ -586,7 +586,7 @@ fn d6_a_kernel_closure_that_uses_another_context_still_launches() {
     ends_clean(session);
 }
 
-/// The program of issue 23's first finding: one `aclrtResetEvent` of a slot's `ready` event
+/// The program of a reported finding: one `aclrtResetEvent` of a slot's `ready` event
 /// fails inside `Slot::submit` (after its wait was issued), and `?` drops the pipeline. The
 /// pipeline resets the waited event before destroying it (E4): no finding, nothing left.
 #[test]
@@ -670,7 +670,7 @@ fn e4_d3_a_waited_event_whose_reset_keeps_failing_is_kept_not_destroyed() {
     std::process::exit(0);
 }
 
-/// The crate docs' scoped worker (issue 24): a pipeline borrowed by a `std::thread::scope`
+/// The crate docs' scoped worker: a pipeline borrowed by a `std::thread::scope`
 /// worker, then destroyed, the device reset and the runtime finalized by their owner: every
 /// frame checked, nothing left, no finding.
 #[test]

@@ -1,4 +1,4 @@
-//! The crate's layout claims (src/lib.rs, "Layers"; issue 13), checked on the source text:
+//! The crate's layout claims (src/lib.rs, "Layers"), checked on the source text:
 //! the layers are ordered `sys` < `result` < `typed` < `simulator` (`src/lib.rs` above them
 //! all), and no file names a module of a higher layer (`use crate::..`, `crate::x::..`,
 //! `super::..` paths, comments left out); only `src/lib.rs` and the simulator module name

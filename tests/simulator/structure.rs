@@ -1,4 +1,4 @@
-//! Red team of the issue-13 restructure: one mismatch diagnosis, transparent error wrappers,
+//! The layered structure's seams: one mismatch diagnosis, transparent error wrappers,
 //! the process-wide host-function ticket registry, and the simulator running released event
 //! tasks on the releasing thread. Safe code only (the simulator's test hooks aside).
 

@@ -13,7 +13,7 @@ use ascend_typestate::{AclError, CallbackMode, Error, ReportThread, StreamConfig
 use support::sim::{Session, assert_no_findings};
 use support::watchdog;
 
-const CHILD_ENV: &str = "ADVERSARIAL_EXTRAS_CHILD";
+const CHILD_ENV: &str = "STREAM_EXTRAS_CHILD";
 
 // ---------------------------------------------------------------------------------------
 // S6: stop on failure.
@@ -429,7 +429,7 @@ fn p5_timed_out_kernel_inside_an_async_scope_with_a_join() {
 #[allow(dead_code)]
 fn _uses(_: AclError, _: Error) {}
 
-/// Red-team (join pool): a join aimed at a stream that is force-destroyed (S8) while a device
+/// The join pool: a join aimed at a stream that is force-destroyed (S8) while a device
 /// synchronisation returns must never be kept for reuse with its flag set: its wait and reset
 /// are dropped. Here an event leaked after its record on `b` (safe code) leaves such a join;
 /// the next join of the context must still order a chained copy. Run in a child process

@@ -1,6 +1,5 @@
-//! Adversarial tests of the one-compare stream synchronisation (`Context::id_if_no_joins`:
-//! D6 binding and E9 join bookkeeping) and the async scope's `many` flag and out-of-line
-//! unwind guard (M1); issue 15, item 7, kept from its red-team round.
+//! The one-compare stream synchronisation (`Context::id_if_no_joins`: D6 binding and E9 join
+//! bookkeeping) and the async scope's `many` flag and out-of-line unwind guard (M1).
 
 use crate::support;
 

@@ -14,7 +14,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 /// Set in a child to the name of the test it runs.
-pub const CHILD_ENV: &str = "ASCEND_TYPESTATE_ADVERSARIAL_CHILD";
+pub const CHILD_ENV: &str = "ASCEND_TYPESTATE_ISOLATED_CHILD";
 
 /// How to run a child.
 #[derive(Clone, Debug)]

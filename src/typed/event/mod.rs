@@ -344,7 +344,7 @@ impl<'s, S: EventState> Event<'s, S> {
     ///
     /// Takes the event's fields by value, not `&self`: a reference to the event would let
     /// its address escape into this out-of-line call, and the compiler would then keep the
-    /// event in memory, copying it at every transition of a loop (zero cost, issue 15).
+    /// event in memory, copying it at every transition of a loop (zero cost).
     #[inline(always)]
     fn prepare_slow(&self, stream: &Stream<'_>) -> Result<()> {
         prepare_slow(self.ctx, self.stream, stream)
