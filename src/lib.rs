@@ -345,7 +345,7 @@
 //! [`ModelIo::output_view`] reads an output in place, as the official samples do.
 //! The model functions are looked up on first use in the runtime library, else in
 //! `libacl_mdl.so` beside it (newer CANN); if absent, only the model API answers
-//! [`Error::Unsupported`] naming the function (`tests/loading/library_search.rs`).
+//! [`Error::Unsupported`] naming the function (`tests/loading/library_stubs.rs`).
 //!
 //! ## What soundness rests on
 //!

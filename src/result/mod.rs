@@ -11,7 +11,7 @@
 //! runtime allows from any thread (a host callback's, a host function's, one without a
 //! current context) and that change nothing the typed API relies on. `docs/protocol.md`
 //! ("C8 and the raw layer") lists each safe function with its source, and
-//! `tests/callbacks/raw_queries.rs` fails when one is added without a row there. One of them,
+//! `tests/callbacks/raw_query_table.rs` fails when one is added without a row there. One of them,
 //! [`model_query_size`](Api::model_query_size), reads a whole model file into memory,
 //! which C8 keeps out of callbacks: it returns [`CallError::InsideCallback`] on a thread that
 //! runs a callback, host function or simulated kernel of the typed API, before reaching the

@@ -133,7 +133,7 @@
 //!   again, a terminal or another device that blocks reads, a stalled network file system),
 //!   would make every process that loads the runtime open for writing whatever FIFO someone
 //!   put at that path (ending its other readers' reads), and would cost a thread per load.
-//!   `tests/models/bad_inputs.rs` shows the limit as it is
+//!   `tests/models/bad_library_paths.rs` shows the limit as it is
 //!   (`loader_a_library_swapped_for_a_fifo_after_the_check_blocks_only_on_that_fifo`): the
 //!   only way such a load does not return is blocked on that FIFO, which a writer ends.
 //!

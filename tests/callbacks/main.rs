@@ -20,6 +20,7 @@ mod lost_errors;
 mod machinery_faults;
 mod panic_bombs;
 mod raw_queries;
+mod raw_query_table;
 mod refused_inside;
 mod report_fault;
 mod report_thread_leaks;

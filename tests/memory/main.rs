@@ -13,5 +13,7 @@ mod copies;
 mod handler_panic_in_scope;
 mod host_races;
 mod nested_scopes;
+mod random_program_gen;
+mod random_program_run;
 mod random_programs;
 mod scope_faults;

@@ -10,4 +10,6 @@ mod support;
 
 mod fault_sweep;
 mod fault_sweep_features;
+mod feature_model_programs;
+mod feature_programs;
 mod structure;

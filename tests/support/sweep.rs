@@ -1,3 +1,6 @@
+// Over 700 lines, kept whole: one engine. Its worker side (a case run, its result encoded)
+// and its driver side (chains of workers, each result decoded and judged against the same
+// rules) share one wire format and one set of rules; split, they would be scattered.
 //! Systematic fault injection, shared by the sweeps (`tests/simulator/fault_sweep.rs`,
 //! `tests/simulator/fault_sweep_features.rs`): programs against the typed API, each run once clean to
 //! count its runtime calls, then once per (program, function, occurrence, code) with that
