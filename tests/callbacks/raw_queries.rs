@@ -1,4 +1,4 @@
-//! The raw layer's safe functions are queries (issue 23, item 6; C8). `docs/protocol.md`,
+//! The raw layer's safe functions are queries (C8). `docs/protocol.md`,
 //! "C8 and the raw layer", lists every safe function of `src/result` and every safe method of
 //! `sys::loader::Api` (what `Acl::api()` returns), with its kind and source (the table is
 //! parsed and checked against the source in `raw_query_table`). Here:

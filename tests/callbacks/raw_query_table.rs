@@ -1,4 +1,4 @@
-//! The table of the raw layer's safe functions (issue 23, item 6; C8): `docs/protocol.md`,
+//! The table of the raw layer's safe functions (C8): `docs/protocol.md`,
 //! "C8 and the raw layer", lists every safe function of `src/result` and every safe method of
 //! `sys::loader::Api` (what `Acl::api()` returns), with its kind and source. Here the table is
 //! parsed (for `raw_queries` too) and checked against the source: a safe `pub fn` added to

@@ -1,4 +1,4 @@
-//! Issue 23: a program that drops its values in the order Rust chooses never leaks.
+//! A program that drops its values in the order Rust chooses never leaks.
 //!
 //! Each group below is a handful of handles that can live together, each created with work
 //! still pending (a slow simulated kernel ahead of records, copies, host functions,
@@ -34,7 +34,7 @@
 //! its child process, and the handles' helpers. The groups are in `drop_orders_runtime`
 //! (devices, contexts, streams), `drop_orders_events` (events, callbacks, report threads),
 //! `drop_orders_memory` (memory, async scopes, pipelines) and `drop_orders_models` (models,
-//! model sources, the case of issue 23).
+//! model sources, a pipeline and its model).
 
 use crate::support;
 

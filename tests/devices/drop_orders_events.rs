@@ -1,4 +1,4 @@
-//! Issue 23: a program that drops its values in the order Rust chooses never leaks. The
+//! A program that drops its values in the order Rust chooses never leaks. The
 //! harness, and how a case runs and passes, are in `drop_orders`; this module's groups:
 //! events in their states, host callbacks, report threads.
 

@@ -1,6 +1,6 @@
-//! Issue 23: a program that drops its values in the order Rust chooses never leaks. The
+//! A program that drops its values in the order Rust chooses never leaks. The
 //! harness, and how a case runs and passes, are in `drop_orders`; this module's groups:
-//! models in a pipeline, model sources, and the case of issue 23 written out.
+//! models in a pipeline, model sources, and the case of a pipeline and its model written out.
 
 use std::fmt::Debug;
 use std::time::Instant;
@@ -329,7 +329,7 @@ fn model_sources_in_every_order() {
 }
 
 // ---------------------------------------------------------------------------------------
-// The case of issue 23, written out: create a pipeline, load a model, submit a frame that
+// The case of a pipeline and its model, written out: create a pipeline, load a model, submit a frame that
 // executes it, return; in both declaration orders. The model declared after the pipeline
 // drops first, its execution pending: its unload waits until the pipeline proves the frame
 // done.
@@ -341,7 +341,7 @@ enum Issue {
 }
 
 const ISSUE_23: Group<Issue> = Group {
-    name: "issue 23: a pipeline and the model it executes",
+    name: "a pipeline and the model it executes",
     nodes: &[Issue::Pipeline, Issue::Model],
     borrows: |_| &[],
     // Two programs written out, each ended as a whole.

@@ -1,6 +1,6 @@
-//! Issue 2: finding and opening the runtime library (`src/sys/loader.rs`).
+//! Finding and opening the runtime library (`src/sys/loader.rs`).
 //!
-//! Bare names (issue 23): the files found on `LD_LIBRARY_PATH`, checked in glibc's order
+//! Bare names: the files found on `LD_LIBRARY_PATH`, checked in glibc's order
 //! (`$ORIGIN` included): a FIFO or a truncated model library is refused naming it; the
 //! library line names the simulator when the simulator loaded.
 
@@ -144,7 +144,7 @@ fn a_truncated_model_library_beside_the_runtime_is_refused() {
     );
 }
 
-/// `Acl::library` says when the simulator is what loaded (issue 24): under `cargo` the
+/// `Acl::library` says when the simulator is what loaded: under `cargo` the
 /// system loader finds it on cargo's library path, and "found by: system loader" alone
 /// would read like a vendor runtime.
 #[test]

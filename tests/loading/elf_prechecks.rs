@@ -1,6 +1,6 @@
-//! Issue 2: finding and opening the runtime library (`src/sys/loader.rs`).
+//! Finding and opening the runtime library (`src/sys/loader.rs`).
 //!
-//! Bad library files (issue 23): refused before `dlopen`, through every entry (each in a
+//! Bad library files: refused before `dlopen`, through every entry (each in a
 //! child process): truncated, empty, special or huge files, ELF files for another target,
 //! patched copies of the simulator, segments not mapped from their own bytes.
 

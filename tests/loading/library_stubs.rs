@@ -1,4 +1,4 @@
-//! Issue 2: finding and opening the runtime library (`src/sys/loader.rs`).
+//! Finding and opening the runtime library (`src/sys/loader.rs`).
 //!
 //! * `Api::load` on missing and broken files, and on C stubs compiled here with `cc` (a stub
 //!   without the optional symbols, one without a required symbol), and as the process's

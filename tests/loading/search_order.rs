@@ -1,4 +1,4 @@
-//! Issue 2: finding and opening the runtime library (`src/sys/loader.rs`).
+//! Finding and opening the runtime library (`src/sys/loader.rs`).
 //!
 //! * the search order, through the pure `candidates` function (no environment mutation);
 //! * the simulator, loaded from beside the test executable;

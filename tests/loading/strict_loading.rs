@@ -1,4 +1,4 @@
-//! Issue 2: finding and opening the runtime library (`src/sys/loader.rs`).
+//! Finding and opening the runtime library (`src/sys/loader.rs`).
 //!
 //! Strict loading (deployments): no relative paths, bare names or fallback, the functions
 //! from the one file named, a link followed as it is at the load; paths and files the loader

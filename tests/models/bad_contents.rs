@@ -1,4 +1,4 @@
-//! Red-team attacks on issue 23's promise: every function that takes a path, a size or bytes
+//! Bad input: every function that takes a path, a size or bytes
 //! from the user answers bad input with a typed error (never a signal, a hang or an unbounded
 //! allocation), and the simulator never blocks other threads on a slow file.
 //!
@@ -36,7 +36,7 @@ fn contents_a_long_line_is_parsed_within_the_documented_memory_bound() {
         );
         return;
     }
-    let dir = support::scratch_dir("red_team_long_line");
+    let dir = support::scratch_dir("bad_input_long_line");
     let path = dir.join("long.om");
     {
         let mut text = String::from("aclsim-model 1\ninput x f32 1\noutput y f32 1\nop matmul 1 1");
@@ -138,7 +138,7 @@ fn contents_malformed_model_bytes_are_typed_errors() {
             format!("{head}{io}").replace('\n', "\r\n").into_bytes(),
         ),
     ];
-    let dir = support::scratch_dir("red_team_contents");
+    let dir = support::scratch_dir("bad_input_contents");
     let session = Session::start();
     session.expect_findings();
     let reports = DropErrors::capture();

@@ -1,4 +1,4 @@
-//! What the red-team attacks on issue 23's bad inputs share (`bad_sizes`, `bad_paths`,
+//! What the bad-input tests share (`bad_sizes`, `bad_paths`,
 //! `bad_contents`, `slow_inputs`, `bad_library_paths`): the child-process runner with its
 //! deadline, bounds on how long a call took and how long other threads waited for the
 //! simulator, the peak RSS, FIFOs, and the checks of typed errors.
@@ -16,7 +16,7 @@ use support::DropErrors;
 use support::sim::Session;
 
 /// Set in a child process: the test body runs there.
-pub(crate) const CHILD: &str = "RED_TEAM_INPUTS_CHILD";
+pub(crate) const CHILD: &str = "BAD_INPUTS_CHILD";
 
 pub(crate) const POLICY: MallocPolicy = MallocPolicy::HugeFirst;
 

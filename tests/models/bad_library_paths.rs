@@ -1,4 +1,4 @@
-//! Red-team attacks on issue 23's promise: every function that takes a path, a size or bytes
+//! Bad input: every function that takes a path, a size or bytes
 //! from the user answers bad input with a typed error (never a signal, a hang or an unbounded
 //! allocation), and the simulator never blocks other threads on a slow file.
 //!
@@ -57,8 +57,8 @@ fn loader_a_library_swapped_for_a_fifo_after_the_check_blocks_only_on_that_fifo(
         return;
     }
     let lib = support::compile_shared_library(
-        "red_team_not_a_runtime",
-        "int red_team_nothing(void) { return 0; }\n",
+        "bad_input_not_a_runtime",
+        "int bad_input_nothing(void) { return 0; }\n",
     );
     let dir = lib.parent().unwrap().to_path_buf();
     let fifo = dir.join("lib.fifo");
@@ -166,7 +166,7 @@ fn loader_a_library_swapped_for_a_fifo_after_the_check_blocks_only_on_that_fifo(
 #[test]
 fn loader_a_fifo_on_the_system_search_path_does_not_hang() {
     if !is_child() {
-        let dir = support::scratch_dir("red_team_ld_fifo");
+        let dir = support::scratch_dir("bad_input_ld_fifo");
         mkfifo(&dir.join("libascendcl.so"));
         let mut search = dir.into_os_string();
         if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
@@ -223,17 +223,17 @@ fn loader_a_pt_dynamic_moved_inside_another_segment_is_refused() {
         let mut copy = bytes.clone();
         copy[dynamic + 16..dynamic + 24].copy_from_slice(&code_vaddr.to_le_bytes());
         copy[dynamic + 24..dynamic + 32].copy_from_slice(&code_vaddr.to_le_bytes());
-        let dir = support::scratch_dir("red_team_dynamic_in_code");
+        let dir = support::scratch_dir("bad_input_dynamic_in_code");
         let path = dir.join("libascendcl.so");
         std::fs::write(&path, copy).unwrap();
         run_child(
             "loader_a_pt_dynamic_moved_inside_another_segment_is_refused",
-            &[("RED_TEAM_LIBRARY", path.as_os_str())],
+            &[("BAD_INPUTS_LIBRARY", path.as_os_str())],
             Duration::from_secs(30),
         );
         return;
     }
-    let path = PathBuf::from(std::env::var_os("RED_TEAM_LIBRARY").expect("the library"));
+    let path = PathBuf::from(std::env::var_os("BAD_INPUTS_LIBRARY").expect("the library"));
     match Acl::init_with(&InitOptions::default().library(&path)) {
         Ok(acl) => panic!("loaded {}", acl.library()),
         Err(e) => println!("refused: {e}"),

@@ -1,4 +1,4 @@
-//! Red-team attacks on issue 23's promise: every function that takes a path, a size or bytes
+//! Bad input: every function that takes a path, a size or bytes
 //! from the user answers bad input with a typed error (never a signal, a hang or an unbounded
 //! allocation), and the simulator never blocks other threads on a slow file.
 //!
@@ -31,7 +31,7 @@ use super::bad_inputs_common::{
 #[test]
 fn paths_every_model_entry_refuses_odd_paths_before_the_runtime() {
     use std::os::unix::ffi::OsStrExt;
-    let dir = support::scratch_dir("red_team_odd_paths");
+    let dir = support::scratch_dir("bad_input_odd_paths");
     let (a, b) = (dir.join("a.om"), dir.join("b.om"));
     std::os::unix::fs::symlink(&b, &a).unwrap();
     std::os::unix::fs::symlink(&a, &b).unwrap();
@@ -113,7 +113,7 @@ fn paths_a_model_file_swapped_for_a_fifo_after_the_check() {
         );
         return;
     }
-    let dir = support::scratch_dir("red_team_swap_model");
+    let dir = support::scratch_dir("bad_input_swap_model");
     let model = dir.join("model.real");
     SimModel::new(SimDtype::F32, &[4], SimDtype::F32, &[4])
         .write(&model)
@@ -195,7 +195,7 @@ fn config_a_fifo_directory_or_missing_file_is_refused_before_aclinit() {
         );
         return;
     }
-    let dir = support::scratch_dir("red_team_config");
+    let dir = support::scratch_dir("bad_input_config");
     let fifo = dir.join("acl.json");
     mkfifo(&fifo);
     let cases = [

@@ -1,4 +1,4 @@
-//! Red-team attacks on issue 23's promise: every function that takes a path, a size or bytes
+//! Bad input: every function that takes a path, a size or bytes
 //! from the user answers bad input with a typed error (never a signal, a hang or an unbounded
 //! allocation), and the simulator never blocks other threads on a slow file.
 //!

@@ -1,4 +1,4 @@
-//! Bounds (issue 23): what the simulator refuses at load or allocation, at once: a model
+//! Bounds: what the simulator refuses at load or allocation, at once: a model
 //! larger than the device, one that never finishes (P5), a path that is not a regular file,
 //! an allocation beyond the device memory.
 

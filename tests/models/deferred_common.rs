@@ -1,4 +1,4 @@
-//! What the red-team attacks on issue 23's deferred release share (`deferred_unloads`,
+//! What the tests of the deferred release share (`deferred_unloads`,
 //! `deferred_resets`, `deferred_plain_forms`): the child process each test runs in, a small
 //! model and its file, the runtime's configuration, findings by rule.
 

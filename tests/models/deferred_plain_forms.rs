@@ -1,4 +1,4 @@
-//! Red-team attacks on issue 23 (deferred model release, counted model objects, pipeline
+//! Attacks on the model's clean-up (deferred model release, counted model objects, pipeline
 //! resets, plain/try forms, `retry_cleanup`), written with safe code only.
 //!
 //! Every test runs in a child process of its own (`support::child`): an attack that makes

@@ -1,4 +1,4 @@
-//! Element types (MD13, issue 24): checked against the model's description before anything
+//! Element types (MD13): checked against the model's description before anything
 //! runs; a buffer read or written as another type is refused before any call, a pipeline of
 //! other element types at its first execution; float16 models run through `F16`.
 

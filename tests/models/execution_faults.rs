@@ -182,7 +182,7 @@ fn md5_a_failed_dataset_clean_up_is_reported() {
     ends_clean(session);
 }
 
-/// Each destroy of a model object failing every time it is tried (issue 23): the object is kept,
+/// Each destroy of a model object failing every time it is tried: the object is kept,
 /// still counted in its context, which then refuses to be destroyed over it (D3) — never
 /// `aclFinalize` over a live dataset, data buffer or description (P2). In a child process:
 /// the runtime stays initialised.
@@ -313,7 +313,7 @@ fn md4_a_model_given_back_by_a_failed_unload_is_whole() {
 /// One fault in each model-related call, at each of its first four calls, over a file load, a
 /// load with caller memory, a load from bytes and a dynamic model in a pipeline: every handle
 /// is destroyed or its failure returned or reported; no finding but P2 for reported leaks.
-/// (From a red-team round; it found the silent dataset and description leaks.)
+/// (It found the silent dataset and description leaks once.)
 #[test]
 fn md2_md3_md5_fault_sweep_over_load_io_unload() {
     const CALLS: &[&str] = &[

@@ -127,7 +127,7 @@ fn md7_md8_a_pending_execution_keeps_the_model_loaded_and_on_its_stream() {
     ends_clean(session);
 }
 
-/// The natural drop order (issue 23): a model declared after the pipeline that runs it drops
+/// The natural drop order: a model declared after the pipeline that runs it drops
 /// first, with its frame pending. Its unload waits for the pipeline to prove the frame done
 /// (MD7), then runs: nothing leaks, nothing is reported, whichever order the two are declared
 /// in, dropped at scope end, by `?`, or by a panic unwinding.

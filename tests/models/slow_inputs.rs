@@ -1,4 +1,4 @@
-//! Red-team attacks on issue 23's promise: every function that takes a path, a size or bytes
+//! Bad input: every function that takes a path, a size or bytes
 //! from the user answers bad input with a typed error (never a signal, a hang or an unbounded
 //! allocation), and the simulator never blocks other threads on a slow file.
 //!
@@ -120,7 +120,7 @@ fn slow_a_huge_sparse_file_is_refused_without_reading_it_whole() {
         );
         return;
     }
-    let dir = support::scratch_dir("red_team_sparse_model");
+    let dir = support::scratch_dir("bad_input_sparse_model");
     let path = dir.join("sparse.om");
     std::fs::File::create(&path)
         .unwrap()

@@ -184,7 +184,7 @@ fn md2_md3_loads_with_memory_and_from_bytes_keep_it_until_unload() {
 }
 
 /// A file the simulator cannot parse is the runtime's error; a path that names no regular
-/// file is refused before the runtime is called, naming the file (issue 23: a FIFO would
+/// file is refused before the runtime is called, naming the file (a FIFO would
 /// block the runtime's reader): missing, a directory, a FIFO, a device, a NUL byte, through
 /// every entry that takes a path.
 #[test]

@@ -171,3 +171,53 @@ fn every_cited_repository_path_exists() {
         ["src/lib.rs", "tests/x.rs", "sim/a.rs"]
     );
 }
+
+/// Names and docs say what is checked, never when or by whom: no issue numbers, review
+/// rounds or attack teams in the sources, tests, scripts and docs (the commit history keeps
+/// those). Built from pieces, so that this file does not match itself.
+#[test]
+fn no_file_names_its_history() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut all = Vec::new();
+    files(root, &mut all);
+    let words = [
+        ["red ", "team"].concat(),
+        ["red-", "team"].concat(),
+        ["red_", "team"].concat(),
+        ["advers", "arial"].concat(),
+        ["roun", "d2"].concat(),
+        ["roun", "d3"].concat(),
+    ];
+    let mut found = Vec::new();
+    for path in &all {
+        let text_file = path
+            .extension()
+            .is_some_and(|e| matches!(e.to_str(), Some("rs" | "md" | "sh" | "toml" | "c")))
+            || path.ends_with(".ci/run");
+        if !text_file || path.starts_with(root.join("tests/downstream/target")) {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        let lower = text.to_lowercase();
+        let rel = path
+            .strip_prefix(root)
+            .unwrap_or(path)
+            .display()
+            .to_string();
+        for word in &words {
+            if lower.contains(word.as_str()) {
+                found.push(format!("{rel}: {word}"));
+            }
+        }
+        // "issue" followed by a number.
+        let issue = ["iss", "ue "].concat();
+        for (at, _) in lower.match_indices(issue.as_str()) {
+            if lower[at + issue.len()..].starts_with(|c: char| c.is_ascii_digit()) {
+                found.push(format!("{rel}: {}", &text[at..(at + 9).min(text.len())]));
+            }
+        }
+    }
+    assert!(found.is_empty(), "history in names or docs: {found:#?}");
+}

@@ -1,5 +1,5 @@
 //! Systematic fault injection over what the crate gained since `tests/simulator/fault_sweep.rs` was
-//! written (issue 23): device states, stream configurations (stop on failure included), host
+//! written: device states, stream configurations (stop on failure included), host
 //! functions, E10 event re-use, force destroys, async scopes with simulated kernels and
 //! cross-stream pending results, callbacks in a device's default context, pipelines (with a
 //! simulated kernel and with models, run by another thread) and models executed
