@@ -424,7 +424,10 @@ pub mod sys;
 
 pub use sys::codes::AclError;
 pub use sys::loader::error::{LoadError, TriedPath};
-pub use typed::callback::{CallbackMode, MAX_REPORT_THREADS, ReportThread, Subscribed};
+pub use typed::callback::{
+    CallbackMode, DEFAULT_CALLBACK_CAPACITY, MAX_CALLBACK_CAPACITY, MAX_REPORT_THREADS,
+    ReportThread, Subscribed,
+};
 pub use typed::context::{Context, MemoryInfo, MemoryKind};
 pub use typed::device::{DefaultContext, Device, DeviceCapability, DeviceState, Set, SetState};
 pub use typed::dtype::{BF16, DataType, Element, F16, Format};

@@ -291,50 +291,93 @@ fn a_callback_cycle_allocates_and_creates_nothing_c1() {
     assert!(findings.is_empty(), "{findings:#?}");
 }
 
-/// Closures too large for a slot, and more callbacks in flight than there are slots (a
-/// blocking callback holds the stream), still run, each exactly once (boxed then).
+/// Launches allocate nothing at any depth: 1, 32, 64 and 256 callbacks in flight (a blocking
+/// callback holds the stream), on a subscription created for 256. One more is
+/// `Error::CallbackCapacity`, its closure dropped and never run; a closure too large for a
+/// slot is boxed but counted against the capacity too. Every launched one runs once.
 #[test]
-fn callbacks_beyond_the_slots_are_boxed_and_all_run_c1() {
-    use ascend_typestate::{CallbackMode, ReportThread};
+fn callbacks_in_flight_allocate_nothing_at_any_depth_c1() {
+    use ascend_typestate::{CallbackMode, Error, ReportThread};
     use std::sync::Arc;
     use std::sync::atomic::AtomicUsize;
+    struct Counted(Arc<AtomicUsize>);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
     let session = Session::start();
     {
         let device = session.default_device(0);
         let report = ReportThread::spawn(&device).unwrap();
-        let stream = report.subscribe(device.create_stream().unwrap()).unwrap();
-        let ran = Arc::new(AtomicUsize::new(0));
-        let gate = Arc::new(std::sync::Barrier::new(2));
-        let g = Arc::clone(&gate);
-        stream
-            .launch(CallbackMode::Blocking, move || {
-                g.wait();
-            })
-            .unwrap();
-        // 100 small ones (the first 31 in slots, the rest boxed) and 10 large ones.
-        for i in 0..100usize {
-            let ran = Arc::clone(&ran);
+        for depth in [1usize, 32, 64, 256] {
+            let stream = report
+                .subscribe_with_capacity(device.create_stream().unwrap(), 256)
+                .unwrap();
+            let ran = Arc::new(AtomicUsize::new(0));
+            let gate = Arc::new(std::sync::Barrier::new(2));
+            let g = Arc::clone(&gate);
             stream
-                .launch(CallbackMode::NonBlocking, move || {
-                    ran.fetch_add(usize::from(i < 100), Ordering::Relaxed);
+                .launch(CallbackMode::Blocking, move || {
+                    g.wait();
                 })
                 .unwrap();
-        }
-        for _ in 0..10 {
-            let ran = Arc::clone(&ran);
+            ALLOCATIONS.store(0, Ordering::Relaxed);
+            COUNTED.with(|c| c.set(true));
+            for _ in 1..depth {
+                let ran = Arc::clone(&ran);
+                stream
+                    .launch(CallbackMode::NonBlocking, move || {
+                        ran.fetch_add(1, Ordering::Relaxed);
+                    })
+                    .unwrap();
+            }
+            COUNTED.with(|c| c.set(false));
+            assert_eq!(ALLOCATIONS.load(Ordering::Relaxed), 0, "depth {depth}");
+            assert_eq!(stream.pending_callbacks(), depth);
+            if depth == 256 {
+                // Full: refused with a typed error; the closure is dropped, never run.
+                let dropped = Arc::new(AtomicUsize::new(0));
+                let counted = Counted(Arc::clone(&dropped));
+                let ran_too = Arc::clone(&ran);
+                let refused = stream.launch(CallbackMode::NonBlocking, move || {
+                    let _keep = &counted;
+                    ran_too.fetch_add(1000, Ordering::Relaxed);
+                });
+                assert!(
+                    matches!(refused, Err(Error::CallbackCapacity { capacity: 256 })),
+                    "{refused:?}"
+                );
+                assert_eq!(dropped.load(Ordering::Relaxed), 1, "dropped once");
+                let big = [1u8; 256];
+                let refused = stream.launch(CallbackMode::NonBlocking, move || {
+                    std::hint::black_box(big);
+                });
+                assert!(matches!(refused, Err(Error::CallbackCapacity { .. })));
+            }
+            gate.wait();
+            stream.synchronize().unwrap();
+            assert_eq!(ran.load(Ordering::Relaxed), depth - 1, "each ran once");
+            // A closure too large for a slot still runs (boxed, in a slot).
+            let ran_big = Arc::clone(&ran);
             let big = [1u8; 256];
             stream
                 .launch(CallbackMode::NonBlocking, move || {
-                    ran.fetch_add(usize::from(big[255]), Ordering::Relaxed);
+                    ran_big.fetch_add(usize::from(big[255]), Ordering::Relaxed);
                 })
                 .unwrap();
+            stream.synchronize().unwrap();
+            assert_eq!(ran.load(Ordering::Relaxed), depth);
+            stream.unsubscribe().unwrap().destroy().unwrap();
         }
-        assert!(stream.pending_callbacks() > 32);
-        gate.wait();
-        stream.synchronize().unwrap();
-        let stream = stream.unsubscribe().unwrap();
-        assert_eq!(ran.load(Ordering::Relaxed), 110);
-        stream.destroy().unwrap();
+        // A capacity of 0 or beyond the maximum is refused, the stream given back.
+        match report.try_subscribe_with_capacity(device.create_stream().unwrap(), 0) {
+            Err(failed) => {
+                assert!(matches!(failed.error, Error::InvalidArgument(_)));
+                failed.value.destroy().unwrap();
+            }
+            Ok(_) => panic!("capacity 0 accepted"),
+        }
         report.stop().unwrap();
         device.reset().unwrap();
     }

@@ -201,6 +201,17 @@ pub enum Error {
         /// The count given.
         found: u32,
     },
+    /// A callback launched while the subscription already holds as many in flight as it was
+    /// created for (its slots, allocated at `subscribe`: no launch allocates one): the
+    /// closure is dropped, not run. Wait for some to run, or subscribe with a larger
+    /// capacity ([`ReportThread::subscribe_with_capacity`](crate::ReportThread::subscribe_with_capacity)).
+    #[error(
+        "{capacity} callbacks are already in flight on this stream, its subscription's capacity: wait for some to run, or subscribe with a larger capacity"
+    )]
+    CallbackCapacity {
+        /// The subscription's capacity.
+        capacity: u32,
+    },
     /// A batch size that is not one of the model's compiled gears (MD11).
     #[error("batch {batch} is not one of the model's gears (MD11: the gears it was compiled with)")]
     NotAGear {
@@ -447,6 +458,11 @@ impl fmt::Debug for Error {
                 .field("what", what)
                 .field("expected", expected)
                 .field("found", found)
+                .field("hint", &Hint(self))
+                .finish(),
+            Error::CallbackCapacity { capacity } => f
+                .debug_struct("CallbackCapacity")
+                .field("capacity", capacity)
                 .field("hint", &Hint(self))
                 .finish(),
             Error::ModelSizeMismatch { expected, found } => f

@@ -1,7 +1,7 @@
 //! Callback slots: the slot trampoline per closure type, the first-slot fast path and the
 //! out-of-line search. Every launched closure must run exactly once and be dropped exactly once,
 //! with its own captures (no type confusion), refused ones dropped once and never run; slots
-//! never reused while busy; >32 in flight; several threads.
+//! never reused while busy; many in flight; several threads.
 
 use crate::support;
 
@@ -381,7 +381,9 @@ fn zst_and_same_layout_types() {
         let device = session.acl().set_device(0).unwrap();
         let ctx = device.create_context().unwrap();
         let report = ReportThread::spawn(&ctx).unwrap();
-        let stream = report.subscribe(ctx.create_stream().unwrap()).unwrap();
+        let stream = report
+            .subscribe_with_capacity(ctx.create_stream().unwrap(), 1024)
+            .unwrap();
         for i in 0..200u64 {
             stream
                 .launch(CallbackMode::NonBlocking, || {

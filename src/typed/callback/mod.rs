@@ -25,8 +25,8 @@ pub const MAX_REPORT_THREADS: usize = 1024;
 
 mod subscribed;
 
-pub use subscribed::Subscribed;
 pub(crate) use subscribed::panic_message;
+pub use subscribed::{DEFAULT_CALLBACK_CAPACITY, MAX_CALLBACK_CAPACITY, Subscribed};
 
 static REPORT_THREADS: AtomicUsize = AtomicUsize::new(0);
 
@@ -230,9 +230,11 @@ unsafe impl Send for SendContext {}
 ///   [`Error::InsideCallback`] by the typed API (and flagged C8 by the simulator). A panic is
 ///   caught at the FFI boundary, never unwinds into C, and is reported by
 ///   [`ReportThread::take_panics`] and [`ReportThread::stop`].
-/// * Nothing launched is lost or run twice: each callback's closure is stored once (in an
-///   inline slot of its subscription, or boxed when large) and taken by the only run of its
-///   trampoline; `unsubscribe` waits until every callback launched on the
+/// * Nothing launched is lost or run twice: each callback holds one of its subscription's
+///   slots, allocated at `subscribe` (their number is the subscription's capacity, 64 unless
+///   [`ReportThread::subscribe_with_capacity`] says otherwise; a launch beyond it is
+///   [`Error::CallbackCapacity`], never an allocation); its closure is stored once (in the
+///   slot, or boxed when large) and taken by the only run of its trampoline; `unsubscribe` waits until every callback launched on the
 ///   stream has run, and `stop` does not compile while a stream is subscribed. A leaked
 ///   (`mem::forget`) [`Subscribed`] leaves its stream subscribed: `stop` then returns
 ///   [`Error::LiveChildren`] and the thread keeps serving it for the life of the process.
@@ -343,11 +345,41 @@ impl<'ctx> ReportThread<'ctx> {
 
     /// `aclrtSubscribeReport(thread, stream)` (C1 step 2): callbacks launched on the stream
     /// run on this thread. The stream must be of this thread's device (C3); on failure it is
-    /// given back.
+    /// given back. The subscription holds up to [`DEFAULT_CALLBACK_CAPACITY`] callbacks in
+    /// flight ([`subscribe_with_capacity`](Self::subscribe_with_capacity) chooses).
     pub fn try_subscribe<'s>(
         &self,
         stream: Stream<'s>,
     ) -> Result<Subscribed<'_, 's>, Failed<Stream<'s>>> {
+        self.try_subscribe_with_capacity(stream, DEFAULT_CALLBACK_CAPACITY)
+    }
+
+    /// As [`subscribe`](Self::subscribe), for a subscription that holds up to `capacity`
+    /// callbacks in flight (1 to [`MAX_CALLBACK_CAPACITY`], else
+    /// [`Error::InvalidArgument`]): its slots are allocated here, once, so that no launch
+    /// allocates; a launch beyond them is [`Error::CallbackCapacity`].
+    pub fn subscribe_with_capacity<'s>(
+        &self,
+        stream: Stream<'s>,
+        capacity: usize,
+    ) -> Result<Subscribed<'_, 's>> {
+        self.try_subscribe_with_capacity(stream, capacity)
+            .map_err(Error::from)
+    }
+
+    /// As [`try_subscribe`](Self::try_subscribe), with a capacity (see
+    /// [`subscribe_with_capacity`](Self::subscribe_with_capacity)).
+    pub fn try_subscribe_with_capacity<'s>(
+        &self,
+        stream: Stream<'s>,
+        capacity: usize,
+    ) -> Result<Subscribed<'_, 's>, Failed<Stream<'s>>> {
+        if capacity == 0 || capacity > MAX_CALLBACK_CAPACITY {
+            let e = Error::InvalidArgument(
+                "a subscription holds 1 to MAX_CALLBACK_CAPACITY callbacks in flight",
+            );
+            return Err(Failed::new(e, stream));
+        }
         let found = stream.context().device_id();
         if found != self.device_id() {
             let e = Error::DeviceMismatch {
@@ -380,7 +412,10 @@ impl<'ctx> ReportThread<'ctx> {
             Ok(()) => Ok(Subscribed {
                 stream: ManuallyDrop::new(stream),
                 report: self,
-                flight: ManuallyDrop::new(subscribed::Flight::new(Arc::clone(&self.shared))),
+                flight: ManuallyDrop::new(subscribed::Flight::new(
+                    Arc::clone(&self.shared),
+                    capacity,
+                )),
             }),
             Err(e) => {
                 self.shared.subscriptions.fetch_sub(1, Ordering::AcqRel);

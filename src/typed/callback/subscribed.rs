@@ -33,8 +33,11 @@ pub struct Subscribed<'r, 's> {
 /// Bytes of closure a slot holds inline: a launch of a closure this small (six words:
 /// e.g. an `Arc`, a sender and a few numbers) allocates nothing.
 const SLOT_BYTES: usize = 48;
-/// Slots per subscription: callbacks in flight at once without an allocation.
-const SLOTS: usize = 32;
+/// How many callbacks a subscription holds in flight unless told otherwise
+/// ([`ReportThread::subscribe_with_capacity`]).
+pub const DEFAULT_CALLBACK_CAPACITY: usize = 64;
+/// The most callbacks in flight a subscription may be created for.
+pub const MAX_CALLBACK_CAPACITY: usize = 65_536;
 
 /// The callbacks in flight on one subscribed stream, allocated once at `subscribe`.
 pub(super) struct Flight {
@@ -44,7 +47,8 @@ pub(super) struct Flight {
     shared: Arc<Shared>,
     /// Where the search for a free slot starts (the last one taken, plus one).
     next: AtomicUsize,
-    slots: [Slot; SLOTS],
+    /// One per callback the subscription may hold in flight (its capacity).
+    slots: Box<[Slot]>,
 }
 
 /// One closure in flight, stored inline. Exclusive to whoever set `busy`: the launching
@@ -64,30 +68,36 @@ unsafe impl Sync for Slot {}
 unsafe impl Send for Slot {}
 
 impl Flight {
-    pub(super) fn new(shared: Arc<Shared>) -> Arc<Flight> {
+    /// `capacity` slots, 1 to [`MAX_CALLBACK_CAPACITY`] (checked by the caller).
+    pub(super) fn new(shared: Arc<Shared>, capacity: usize) -> Arc<Flight> {
         Arc::new_cyclic(|me| Flight {
             pending: AtomicUsize::new(0),
             shared,
             next: AtomicUsize::new(0),
-            slots: std::array::from_fn(|_| Slot {
-                busy: AtomicBool::new(false),
-                data: UnsafeCell::new(MaybeUninit::uninit()),
-                flight: me.as_ptr(),
-            }),
+            slots: (0..capacity)
+                .map(|_| Slot {
+                    busy: AtomicBool::new(false),
+                    data: UnsafeCell::new(MaybeUninit::uninit()),
+                    flight: me.as_ptr(),
+                })
+                .collect(),
         })
     }
 
-    /// A free slot for a closure of type `F`, taken; `None` if `F` does not fit or every
-    /// slot is in use.
+    /// How many callbacks it holds in flight at most.
+    fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// A free slot, taken; `None` if every slot is in use (the subscription holds as many
+    /// callbacks in flight as it can).
     #[inline(always)]
-    fn take_slot<F>(&self) -> Option<&Slot> {
-        if size_of::<F>() > SLOT_BYTES || align_of::<F>() > align_of::<usize>() {
-            return None;
-        }
+    fn take_slot(&self) -> Option<&Slot> {
         // The slot after the last one taken is usually free (callbacks run in launch order).
-        let start = self.next.load(Ordering::Relaxed) % SLOTS;
-        let slot = &self.slots[start];
-        if slot.take() {
+        let start = self.next.load(Ordering::Relaxed);
+        if let Some(slot) = self.slots.get(start)
+            && slot.take()
+        {
             self.next.store(start + 1, Ordering::Relaxed);
             return Some(slot);
         }
@@ -98,8 +108,9 @@ impl Flight {
     #[cold]
     #[inline(never)]
     fn take_another_slot(&self, start: usize) -> Option<&Slot> {
-        let index = (1..SLOTS)
-            .map(|i| (start + i) % SLOTS)
+        let len = self.slots.len();
+        let index = (1..=len)
+            .map(|i| (start + i) % len)
             .find(|&i| self.slots[i].take())?;
         self.next.store(index + 1, Ordering::Relaxed);
         Some(&self.slots[index])
@@ -123,11 +134,34 @@ impl<'s> Deref for Subscribed<'_, 's> {
     }
 }
 
-/// One launched callback too large for a slot (or launched while every slot was in use):
-/// freed by the only run of [`trampoline`].
+/// A launch while every slot is in flight.
+#[cold]
+#[inline(never)]
+fn full(capacity: usize) -> Error {
+    Error::CallbackCapacity {
+        capacity: u32::try_from(capacity).unwrap_or(u32::MAX),
+    }
+}
+
+/// The closure boxed with its slot, as `user_data` for `trampoline`.
+#[cold]
+#[inline(never)]
+fn boxed<F>(slot: &Slot, body: F) -> *mut c_void
+where
+    F: FnOnce() + Send + 'static,
+{
+    let payload = Box::new(Payload {
+        body: Box::new(body),
+        slot,
+    });
+    Box::into_raw(payload).cast()
+}
+
+/// One launched callback too large for a slot's storage: boxed, in a slot all the same (so
+/// that the capacity counts it), freed by the only run of [`trampoline`].
 struct Payload {
     body: Box<dyn FnOnce() + Send + 'static>,
-    flight: Arc<Flight>,
+    slot: *const Slot,
 }
 
 pub(crate) fn panic_message(panic: &(dyn Any + Send)) -> String {
@@ -169,7 +203,7 @@ fn ran(shared: &Shared, pending: &AtomicUsize) {
     pending.fetch_sub(1, Ordering::AcqRel);
 }
 
-/// The C callback of a boxed closure: runs it once.
+/// The C callback of a boxed closure: runs it once, then frees its slot.
 unsafe extern "C" fn trampoline(user_data: *mut c_void) {
     if user_data.is_null() {
         return;
@@ -177,8 +211,14 @@ unsafe extern "C" fn trampoline(user_data: *mut c_void) {
     // SAFETY: `user_data` is the `Box<Payload>` leaked by `launch`, and the runtime calls each
     // callback exactly once (C1 step 4), so this is the only owner.
     let payload = unsafe { Box::from_raw(user_data.cast::<Payload>()) };
-    let Payload { body, flight } = *payload;
+    let Payload { body, slot } = *payload;
+    // SAFETY: the slot `launch` took for this callback, of a `Flight` kept alive until it
+    // has run (`pending` counts it), held by this run.
+    let slot = unsafe { &*slot };
+    // SAFETY: the slot's own `Flight`, alive (above).
+    let flight = unsafe { &*slot.flight };
     run_callback(&flight.shared, body);
+    slot.busy.store(false, Ordering::Release);
     ran(&flight.shared, &flight.pending);
 }
 
@@ -204,6 +244,11 @@ unsafe extern "C" fn slot_trampoline<F: FnOnce()>(user_data: *mut c_void) {
     ran(&flight.shared, &flight.pending);
 }
 
+/// Whether a closure of type `F` is stored in its slot (else boxed).
+const fn fits_inline<F>() -> bool {
+    size_of::<F>() <= SLOT_BYTES && align_of::<F>() <= align_of::<usize>()
+}
+
 impl<'r, 's> Subscribed<'r, 's> {
     /// `aclrtLaunchCallback` (C1 step 4, C5): `body` runs once on the report thread when the
     /// stream reaches this point. `Blocking` holds the stream's later tasks until it has run.
@@ -211,10 +256,13 @@ impl<'r, 's> Subscribed<'r, 's> {
     /// `body` receives nothing and must be `'static`: it has no handle to call the runtime
     /// with (C8).
     ///
+    /// Each callback in flight holds one of the subscription's slots, allocated at
+    /// `subscribe` ([`DEFAULT_CALLBACK_CAPACITY`], or the capacity given to
+    /// [`ReportThread::subscribe_with_capacity`]); a launch while every slot is in flight is
+    /// [`Error::CallbackCapacity`] (the closure is dropped, not run), never an allocation.
     /// A closure of at most six words (`size_of` ≤ 48 bytes, word-aligned: an `Arc`, a
-    /// channel sender and a few numbers) is stored in one of the subscription's 32 slots,
-    /// allocated at `subscribe`: such a launch allocates nothing. A larger closure, or one
-    /// launched while 32 are already in flight on this stream, is boxed.
+    /// channel sender and a few numbers) is stored in its slot: such a launch allocates
+    /// nothing, at any depth. A larger closure is boxed.
     #[inline(always)]
     pub fn launch<F>(&self, mode: CallbackMode, body: F) -> Result<()>
     where
@@ -225,26 +273,26 @@ impl<'r, 's> Subscribed<'r, 's> {
         // report thread's): one load fewer than through `self.report`.
         flight.shared.alive()?;
         self.stream.bind()?;
-        // Small closures go in a slot (no allocation); others, or when every slot is in
-        // flight, in a box (out of line: the launch a loop runs is the slot's).
-        let slot = flight.take_slot::<F>();
-        let (callback, user_data): (aclrtCallback, *mut c_void) = match slot {
-            Some(slot) => {
-                // SAFETY: this thread holds the slot (taken above); `F` fits its storage in
-                // size and alignment (checked by `take_slot`).
-                unsafe { slot.data.get().cast::<F>().write(body) };
-                (
-                    Some(slot_trampoline::<F>),
-                    std::ptr::from_ref(slot).cast_mut().cast(),
-                )
-            }
-            None => (Some(trampoline), self.boxed(body)),
+        let Some(slot) = flight.take_slot() else {
+            return Err(full(flight.capacity()));
+        };
+        let (callback, user_data): (aclrtCallback, *mut c_void) = if fits_inline::<F>() {
+            // SAFETY: this thread holds the slot (taken above); `F` fits its storage in
+            // size and alignment (`fits_inline`).
+            unsafe { slot.data.get().cast::<F>().write(body) };
+            (
+                Some(slot_trampoline::<F>),
+                std::ptr::from_ref(slot).cast_mut().cast(),
+            )
+        } else {
+            // Large closures, out of line: the launch a loop runs is the slot's.
+            (Some(trampoline), boxed(slot, body))
         };
         flight.pending.fetch_add(1, Ordering::AcqRel);
         flight.shared.outstanding.fetch_add(1, Ordering::AcqRel);
         // SAFETY: the stream is live, subscribed and its context current; the trampoline
-        // frees `user_data` (the box, or the slot) on its only run, and the closure owns
-        // everything it needs ('static).
+        // frees `user_data` (the slot, or the box and its slot) on its only run, and the
+        // closure owns everything it needs ('static).
         let launched = unsafe {
             self.stream.context().api().launch_callback(
                 callback,
@@ -255,38 +303,25 @@ impl<'r, 's> Subscribed<'r, 's> {
         };
         if let Err(e) = launched {
             // SAFETY: the runtime refused the callback: `user_data` is this launch's, still
-            // holding the `F` written above, in `slot` if there is one, else boxed.
+            // holding the `F` written above, in `slot` or boxed (as `fits_inline` says).
             return Err(unsafe { self.not_launched::<F>(slot, user_data, e) });
         }
         flight.shared.enqueued.fetch_add(1, Ordering::AcqRel);
         Ok(())
     }
 
-    /// The closure boxed with the subscription's counters, as `user_data` for `trampoline`.
-    #[cold]
-    #[inline(never)]
-    fn boxed<F>(&self, body: F) -> *mut c_void
-    where
-        F: FnOnce() + Send + 'static,
-    {
-        let payload = Box::new(Payload {
-            body: Box::new(body),
-            flight: Arc::clone(&self.flight),
-        });
-        Box::into_raw(payload).cast()
-    }
-
     /// A launch the runtime refused: the counters first (the closure's captures may panic
-    /// when dropped), then the closure taken back, so that it is neither lost nor run.
+    /// when dropped), then the closure taken back and the slot freed, so that the closure
+    /// is neither lost nor run.
     ///
     /// # Safety
-    /// `user_data` is what `launch` made for an `F` and the runtime did not take: the slot
-    /// `slot` holding it, or (no slot) the box of `boxed`.
+    /// `slot` is the slot `launch` took, and `user_data` what it made for an `F` and the
+    /// runtime did not take: the slot itself holding it, or the box of `boxed`.
     #[cold]
     #[inline(never)]
     unsafe fn not_launched<F>(
         &self,
-        slot: Option<&Slot>,
+        slot: &Slot,
         user_data: *mut c_void,
         e: crate::result::CallError,
     ) -> Error
@@ -296,19 +331,18 @@ impl<'r, 's> Subscribed<'r, 's> {
         let flight: &Flight = &self.flight;
         flight.pending.fetch_sub(1, Ordering::AcqRel);
         flight.shared.outstanding.fetch_sub(1, Ordering::AcqRel);
-        match slot {
-            None => {
-                // SAFETY: the caller's contract: the box is still ours alone.
-                drop(unsafe { Box::from_raw(user_data.cast::<Payload>()) });
-            }
-            Some(slot) => {
-                // SAFETY: the caller's contract: the slot is still this thread's, and it
-                // holds the initialised `F`, moved out once, here.
-                let body = unsafe { std::ptr::read(slot.data.get().cast::<F>()) };
-                // Freed before the closure is dropped: its drop may panic.
-                slot.busy.store(false, Ordering::Release);
-                drop(body);
-            }
+        if fits_inline::<F>() {
+            // SAFETY: the caller's contract: the slot is still this thread's, and it holds
+            // the initialised `F`, moved out once, here.
+            let body = unsafe { std::ptr::read(slot.data.get().cast::<F>()) };
+            // Freed before the closure is dropped: its drop may panic.
+            slot.busy.store(false, Ordering::Release);
+            drop(body);
+        } else {
+            // SAFETY: the caller's contract: the box is still ours alone.
+            let payload = unsafe { Box::from_raw(user_data.cast::<Payload>()) };
+            slot.busy.store(false, Ordering::Release);
+            drop(payload);
         }
         e.into()
     }

@@ -64,7 +64,7 @@ macro_rules! buffer_end {
 ///                        └── free() / Drop ──► Freed (consumed)
 /// ```
 ///
-/// Freeing takes `self`, so it does not compile while an [`AsyncScope`] borrows the buffer
+/// Freeing takes `self`, so it does not compile while an [`AsyncScope`](crate::AsyncScope) borrows the buffer
 /// (M2); outside a scope no task can be using it.
 ///
 /// `Send + Sync`: the host never dereferences device memory; a shared borrow only lets

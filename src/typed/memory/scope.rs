@@ -303,9 +303,9 @@ pending_source!(PendingDevice, Location::Device);
 /// Neither `Send` nor `Sync`: it is used by the thread that opened it, which is the thread
 /// that synchronises its streams.
 ///
-/// * [`DeviceBuffer`]: `aclrtMalloc` / `aclrtFree`, with the [`MallocPolicy`] as a typed
+/// * [`DeviceBuffer`](crate::DeviceBuffer): `aclrtMalloc` / `aclrtFree`, with the [`MallocPolicy`](crate::MallocPolicy) as a typed
 ///   choice. Device memory cannot be read or written from the host except by a copy.
-/// * [`HostBuffer`]: page-locked host memory, `aclrtMallocHost` / `aclrtFreeHost`; it
+/// * [`HostBuffer`](crate::HostBuffer): page-locked host memory, `aclrtMallocHost` / `aclrtFreeHost`; it
 ///   dereferences to a slice.
 /// * Ordinary Rust slices (`[T]`) are host memory too.
 ///
@@ -316,7 +316,7 @@ pending_source!(PendingDevice, Location::Device);
 /// The `aclrtMemcpyKind` is derived from the buffer types at compile time ([`Location`] of
 /// source and destination), so a wrong kind cannot be written. `destMax` is always the
 /// destination's size and `count` the source's; a source larger than its destination is a
-/// typed [`Error::InvalidArgument`] before any call (take a [`DeviceBuffer::slice`] or a
+/// typed [`Error::InvalidArgument`] before any call (take a [`DeviceBuffer::slice`](crate::DeviceBuffer::slice) or a
 /// sub-slice to copy part of a buffer).
 ///
 /// # Asynchronous copies (M1, M2)
