@@ -47,6 +47,67 @@ fn e10_a_timing_event_is_created_once_and_recorded_every_frame() {
     assert!(findings.is_empty(), "{findings:#?}");
 }
 
+/// The crate docs' long-lived worker: synchronise the frame's event, reset it, record it
+/// again. After `synchronize` has proven the record complete, `reset_completed` asks
+/// nothing: 3 runtime calls per frame, as the C program makes (E10). Without the proof it
+/// queries (1 more), and a pending record is refused (below).
+#[test]
+fn e10_reset_completed_after_synchronize_makes_no_query() {
+    let session = Session::start();
+    {
+        let device = session.default_device(0);
+        let stream = device.create_stream().unwrap();
+        let mut done = device.create_event().unwrap().record(&stream).unwrap();
+        done.synchronize().unwrap();
+        session.sim.reset_call_counts();
+        for _frame in 0..50 {
+            session.sim.sleep_kernel(stream.as_raw(), 20);
+            done.synchronize().unwrap();
+            done = done
+                .reset_completed(&stream)
+                .unwrap()
+                .record(&stream)
+                .unwrap();
+        }
+        let calls: Vec<u64> = [
+            "aclrtSynchronizeEvent",
+            "aclrtQueryEventStatus",
+            "aclrtResetEvent",
+            "aclrtRecordEvent",
+        ]
+        .iter()
+        .map(|call| session.sim.call_count(call))
+        .collect();
+        assert_eq!(
+            calls,
+            [50, 0, 50, 50],
+            "per frame: synchronize, reset, record"
+        );
+        // Not synchronised: the completion is asked for, once.
+        session.sim.reset_call_counts();
+        while !done.is_complete().unwrap() {
+            std::thread::yield_now();
+        }
+        let queries = session.sim.call_count("aclrtQueryEventStatus");
+        done = done
+            .reset_completed(&stream)
+            .unwrap()
+            .record(&stream)
+            .unwrap();
+        assert_eq!(
+            session.sim.call_count("aclrtQueryEventStatus"),
+            queries,
+            "a query that answered complete is proof too"
+        );
+        done.synchronize().unwrap();
+        done.destroy().unwrap();
+        stream.destroy().unwrap();
+        device.reset().unwrap();
+    }
+    let findings = session.finish();
+    assert!(findings.is_empty(), "{findings:#?}");
+}
+
 /// A record still pending cannot be reset (it could set the flag again after the reset):
 /// a typed error, the event given back; after `synchronize` it works.
 #[test]

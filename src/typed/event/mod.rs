@@ -73,6 +73,9 @@ pub trait Recordable: EventState {}
 impl Recordable for Created {}
 impl Recordable for Reset {}
 
+/// The bit of [`Event`]'s stream pointer that says its record is proven complete.
+const COMPLETE: usize = 1;
+
 /// An `ACL_EVENT_SYNC` event in state `S`, usable by streams that outlive `'s`.
 ///
 /// The lifetime `'s` shrinks to the shortest of the context and every stream the event was
@@ -172,7 +175,15 @@ pub struct Event<'s, S: EventState> {
     /// The stream of the event's last reset, or null. Borrowed for `'s` (so it neither
     /// moves nor drops while the event lives); a raw pointer so that the event stays `Send`
     /// (`Stream` is not `Sync`): only its raw handle and its atomic flag are read.
-    stream: *const Stream<'s>,
+    ///
+    /// In the *Recorded* state its lowest bit (never set in a `Stream`'s address, which is
+    /// word-aligned) says the record is proven complete: a synchronisation of the event, or
+    /// a query that answered complete, has seen it done. Nothing can make it pending again
+    /// while the event is *Recorded* (recording again needs *Reset*), so
+    /// [`reset_completed`](Event::reset_completed) needs no query then (E10).
+    /// (Stored with its lifetime erased, so that the event stays covariant in `'s`; read
+    /// back only as `&'s Stream<'s>`.)
+    stream: std::cell::Cell<*const Stream<'static>>,
     _state: PhantomData<(S, std::cell::Cell<()>)>,
 }
 
@@ -187,7 +198,7 @@ impl<'s, S: EventState> Event<'s, S> {
         Event {
             raw: this.raw,
             ctx: this.ctx,
-            stream,
+            stream: std::cell::Cell::new(stream.cast()),
             _state: PhantomData,
         }
     }
@@ -257,7 +268,7 @@ impl<'s> Event<'s, Created> {
         Event {
             raw,
             ctx,
-            stream: ptr::null(),
+            stream: std::cell::Cell::new(ptr::null()),
             _state: PhantomData,
         }
     }
@@ -317,7 +328,7 @@ impl<'s, S: Recordable> Event<'s, S> {
         match unsafe { self.ctx.api().record_event(self.raw, stream.as_raw()) } {
             Ok(()) => {
                 // Keep the last resetting stream: its reset may still be pending (E9).
-                let reset_stream = self.stream;
+                let reset_stream = self.reset_stream_ptr();
                 Ok(self.into_state(reset_stream))
             }
             Err(e) => Err(Failed::new(e.into(), self)),
@@ -347,7 +358,7 @@ impl<'s, S: EventState> Event<'s, S> {
     /// event in memory, copying it at every transition of a loop (zero cost).
     #[inline(always)]
     fn prepare_slow(&self, stream: &Stream<'_>) -> Result<()> {
-        prepare_slow(self.ctx, self.stream, stream)
+        prepare_slow(self.ctx, self.reset_stream_ptr(), stream)
     }
 
     /// The stream of the event's last reset.
@@ -355,7 +366,34 @@ impl<'s, S: EventState> Event<'s, S> {
     fn reset_stream(&self) -> Option<&'s Stream<'s>> {
         // SAFETY: a non-null pointer comes from a `&'s Stream` (see the field), borrowed for
         // as long as the event; only its raw handle and atomic flag are used.
-        unsafe { self.stream.as_ref() }
+        unsafe { self.reset_stream_ptr().as_ref() }
+    }
+
+    /// The field's pointer without its completion bit.
+    #[inline(always)]
+    fn reset_stream_ptr(&self) -> *const Stream<'s> {
+        let stream = self.stream.get();
+        // Only a *Recorded* event carries the bit: the other states' hot paths (`record`)
+        // read the pointer as it is.
+        if matches!(S::PENDING, PendingTask::Record) {
+            stream.map_addr(|a| a & !COMPLETE).cast()
+        } else {
+            stream.cast()
+        }
+    }
+
+    /// Whether the record is proven complete (*Recorded* only; see the field).
+    #[inline(always)]
+    fn proven_complete(&self) -> bool {
+        self.stream.get().addr() & COMPLETE != 0
+    }
+
+    /// Marks the record proven complete (*Recorded* only: a synchronisation or a query saw
+    /// it done).
+    #[inline(always)]
+    fn prove_complete(&self) {
+        self.stream
+            .set(self.stream.get().map_addr(|a| a | COMPLETE));
     }
 }
 
@@ -364,7 +402,7 @@ impl<S: EventState> Drop for Event<'_, S> {
     // for why the event's address must not escape.
     #[inline(always)]
     fn drop(&mut self) {
-        drop_event::<S>(self.raw, self.ctx, self.stream);
+        drop_event::<S>(self.raw, self.ctx, self.reset_stream_ptr());
     }
 }
 
@@ -376,7 +414,7 @@ fn drop_event<'s, S: EventState>(raw: aclrtEvent, ctx: &'s Context<'s>, stream: 
     let event = ManuallyDrop::new(Event::<'s, S> {
         raw,
         ctx,
-        stream,
+        stream: std::cell::Cell::new(stream.cast()),
         _state: PhantomData,
     });
     release_on_drop("Event", || event.release());

@@ -192,7 +192,7 @@ fn reset_on_unwind(scope: &WaitScope<'_>) {
     drop(Event::<Reset> {
         raw: scope.raw,
         ctx: scope.ctx,
-        stream: scope.reset_stream,
+        stream: std::cell::Cell::new(std::ptr::from_ref(scope.reset_stream).cast()),
         _state: PhantomData,
     });
 }

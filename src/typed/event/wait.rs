@@ -13,7 +13,10 @@ impl<'s> Event<'s, Recorded> {
     pub fn synchronize(&self) -> Result<()> {
         self.ctx.bind()?;
         // SAFETY: the event is live.
-        Ok(unsafe { self.ctx.api().synchronize_event(self.raw) }?)
+        unsafe { self.ctx.api().synchronize_event(self.raw) }?;
+        // Its record is done: `reset_completed` needs no query (E10).
+        self.prove_complete();
+        Ok(())
     }
 
     /// `aclrtSynchronizeEventWithTimeout` (E6). [`Error::Unsupported`] on runtimes that
@@ -21,18 +24,27 @@ impl<'s> Event<'s, Recorded> {
     pub fn synchronize_with(&self, timeout: Timeout) -> Result<()> {
         self.ctx.bind()?;
         // SAFETY: the event is live; `Timeout` holds only -1 or > 0 (E6).
-        Ok(unsafe {
+        unsafe {
             self.ctx
                 .api()
                 .synchronize_event_with_timeout(self.raw, timeout.as_raw())
-        }?)
+        }?;
+        self.prove_complete();
+        Ok(())
     }
 
     /// `aclrtQueryEventStatus` (E2): whether the event has completed, without blocking.
     pub fn is_complete(&self) -> Result<bool> {
+        if self.proven_complete() {
+            return Ok(true);
+        }
         self.ctx.bind()?;
         // SAFETY: the event is live.
-        Ok(unsafe { self.ctx.api().query_event_status(self.raw) }?)
+        let complete = unsafe { self.ctx.api().query_event_status(self.raw) }?;
+        if complete {
+            self.prove_complete();
+        }
+        Ok(complete)
     }
 
     /// Resets a *Recorded* event whose record is complete, on `stream`, so that it can be
@@ -51,11 +63,13 @@ impl<'s> Event<'s, Recorded> {
     /// event whose record is complete, so that it can be recorded again: a per-frame timing
     /// or host-synchronisation event is created once.
     ///
-    /// The record must be complete (`aclrtQueryEventStatus`; after
-    /// [`synchronize`](Self::synchronize) it is): a record still pending could set the flag
-    /// again after the reset, and a later wait would pass on it. Otherwise
-    /// [`Error::NotComplete`] and the event is given back, as on any failure, with nothing
-    /// issued (the query is the only runtime call). Recording again on the same stream then
+    /// The record must be complete: a record still pending could set the flag again after
+    /// the reset, and a later wait would pass on it. After [`synchronize`](Self::synchronize)
+    /// (or an [`is_complete`](Self::is_complete) that answered `true`) it is proven, and no
+    /// runtime call asks again: the reset and the next record are the frame's only calls, as
+    /// in C. Otherwise `aclrtQueryEventStatus` asks, and a pending record is
+    /// [`Error::NotComplete`], the event given back, as on any failure, with nothing issued
+    /// (the query is the only runtime call). Recording again on the same stream then
     /// needs no join. A record that a stopped context dropped (S6: stop on failure) never
     /// completes: such an event keeps answering `NotComplete` and can only be destroyed.
     ///
