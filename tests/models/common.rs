@@ -1,5 +1,5 @@
 //! What the tests of model execution share (`synchronous`, `pipelined`, `execution_faults`,
-//! `bounds`, `element_types`): a linear classifier in the simulator's text format
+//! `bounds`, `element_types`, and the `scoped_*` modules): a linear classifier in the simulator's text format
 //! (`simulator::SimModel`) and what it computes, model files, frame inputs, and the clean end
 //! of a session (zero checker findings, no live runtime object).
 

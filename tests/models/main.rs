@@ -25,7 +25,6 @@ mod element_types;
 mod execution_faults;
 mod pipelined;
 mod scoped_attacks;
-mod scoped_common;
 mod scoped_execution;
 mod scoped_faults;
 mod scoped_tensors;

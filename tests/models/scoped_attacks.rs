@@ -24,7 +24,7 @@ use ascend_typestate::simulator::{SimDtype, SimModel};
 use ascend_typestate::{Error, F16, MallocPolicy, PipelineConfig};
 use support::sim::Session;
 
-use super::scoped_common::{
+use super::common::{
     CLASSES, FEATURES, assert_close, classifier, ends_clean, expected, frame_input, model_file,
 };
 
@@ -52,7 +52,7 @@ fn run_once(
 
 #[test]
 fn held_pipeline_slot_sizes_and_types_must_match_the_model() {
-    let path = model_file("slot_sizes", &classifier(2, &[]));
+    let path = model_file("scoped_slot_sizes", &classifier(2, &[]));
     let session = Session::start();
     {
         let ctx = session.default_device(0);
@@ -106,7 +106,7 @@ fn held_pipeline_slot_sizes_and_types_must_match_the_model() {
 fn held_f16_model_in_a_scope_and_type_checks_of_outputs() {
     let model =
         SimModel::new(SimDtype::F16, &[2, FEATURES], SimDtype::F16, &[2, FEATURES]).scale(2.0);
-    let path = model_file("f16", &model);
+    let path = model_file("scoped_f16", &model);
     let session = Session::start();
     {
         let ctx = session.default_device(0);
@@ -222,11 +222,11 @@ fn halved(x: f32) -> f32 {
 #[test]
 fn held_outputs_consumed_on_other_streams_by_a_kernel_and_a_second_model() {
     let slow = classifier(2, &[]).time_per_item(Duration::from_millis(20));
-    let path = model_file("chain", &slow);
+    let path = model_file("scoped_chain", &slow);
     let second = SimModel::new(SimDtype::F32, &[2, CLASSES], SimDtype::F32, &[2, CLASSES])
         .scale(3.0)
         .time_per_item(Duration::from_millis(10));
-    let path2 = model_file("chain2", &second);
+    let path2 = model_file("scoped_chain2", &second);
     let session = Session::start();
     {
         let ctx = session.default_device(0);
@@ -288,7 +288,7 @@ fn held_outputs_consumed_on_other_streams_by_a_kernel_and_a_second_model() {
 /// I/O memory of another context of the same device in a scope of the model's context.
 #[test]
 fn held_buffers_of_another_context_on_the_same_device() {
-    let path = model_file("other_ctx_buffers", &classifier(2, &[]));
+    let path = model_file("scoped_other_ctx_buffers", &classifier(2, &[]));
     let session = Session::start();
     {
         let device = session.default_device(0);
@@ -316,7 +316,7 @@ fn held_buffers_of_another_context_on_the_same_device() {
 
 #[test]
 fn held_dynamic_gears_out_of_range_are_refused_before_any_call() {
-    let path = model_file("gears", &classifier(4, &[1, 2, 4]));
+    let path = model_file("scoped_gears", &classifier(4, &[1, 2, 4]));
     let session = Session::start();
     session.sim.reset_call_counts();
     {

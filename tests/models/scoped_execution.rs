@@ -12,7 +12,7 @@ use ascend_typestate::simulator::{SimDtype, SimModel};
 use ascend_typestate::{DataType, Error, MallocPolicy, ModelTensor, PipelineConfig};
 use support::sim::Session;
 
-use super::scoped_common::{
+use super::common::{
     CLASSES, FEATURES, assert_close, classifier, ends_clean, expected, frame_input, model_file,
     weights,
 };
@@ -23,7 +23,7 @@ fn doubled(x: f32) -> f32 {
 
 #[test]
 fn md6_a_model_runs_in_an_async_scope_between_copies() {
-    let path = model_file("copies", &classifier(2, &[]));
+    let path = model_file("scoped_copies", &classifier(2, &[]));
     let session = Session::start();
     session.sim.reset_call_counts();
     {
@@ -66,7 +66,7 @@ fn md6_a_model_runs_in_an_async_scope_between_copies() {
 
 #[test]
 fn e2_a_model_fed_by_a_kernel_on_another_stream_reads_the_kernel_s_result() {
-    let path = model_file("kernel", &classifier(2, &[]));
+    let path = model_file("scoped_kernel", &classifier(2, &[]));
     let session = Session::start();
     {
         let ctx = session.default_device(0);
@@ -112,7 +112,7 @@ fn e2_a_model_fed_by_a_kernel_on_another_stream_reads_the_kernel_s_result() {
 #[test]
 fn e2_a_model_s_output_read_on_another_stream_is_complete() {
     let slow = classifier(2, &[]).time_per_item(Duration::from_millis(15));
-    let path = model_file("slow", &slow);
+    let path = model_file("scoped_slow", &slow);
     let session = Session::start();
     {
         let ctx = session.default_device(0);
@@ -141,7 +141,7 @@ fn e2_a_model_s_output_read_on_another_stream_is_complete() {
 
 #[test]
 fn md11_a_dynamic_model_runs_each_gear_in_a_scope() {
-    let path = model_file("dynamic", &classifier(4, &[1, 2, 4]));
+    let path = model_file("scoped_dynamic", &classifier(4, &[1, 2, 4]));
     let session = Session::start();
     {
         let ctx = session.default_device(0);
@@ -204,7 +204,7 @@ fn md10_md13_types_sizes_and_counts_are_checked_before_any_call() {
     let argmax = SimModel::new(SimDtype::F32, &[2, FEATURES], SimDtype::I32, &[2])
         .matmul(FEATURES, CLASSES, &weights())
         .argmax(CLASSES);
-    let path = model_file("checks", &argmax);
+    let path = model_file("scoped_checks", &argmax);
     let session = Session::start();
     {
         let ctx = session.default_device(0);
@@ -390,7 +390,7 @@ fn expected_argmax(input: &[f32]) -> Vec<i32> {
 
 #[test]
 fn md5_other_buffers_rebuild_the_datasets_and_nothing_is_lost() {
-    let path = model_file("rebuild", &classifier(2, &[]));
+    let path = model_file("scoped_rebuild", &classifier(2, &[]));
     let session = Session::start();
     session.sim.reset_call_counts();
     {
@@ -437,7 +437,7 @@ fn md5_other_buffers_rebuild_the_datasets_and_nothing_is_lost() {
 
 #[test]
 fn md8_a_model_pending_in_a_pipeline_is_refused_on_another_stream() {
-    let path = model_file("pipeline", &classifier(2, &[]));
+    let path = model_file("scoped_pipeline", &classifier(2, &[]));
     let session = Session::start();
     {
         let ctx = session.default_device(0);
@@ -488,7 +488,7 @@ fn md8_a_model_pending_in_a_pipeline_is_refused_on_another_stream() {
 
 #[test]
 fn md1_a_model_of_another_context_is_refused() {
-    let path = model_file("contexts", &classifier(2, &[]));
+    let path = model_file("scoped_contexts", &classifier(2, &[]));
     let session = Session::start();
     {
         let device = session.default_device(0);
@@ -523,7 +523,7 @@ fn md1_a_model_of_another_context_is_refused() {
 #[test]
 fn m1_a_panic_after_an_execution_synchronises_before_the_buffers_are_released() {
     let slow = classifier(2, &[]).time_per_item(Duration::from_millis(20));
-    let path = model_file("panic", &slow);
+    let path = model_file("scoped_panic", &slow);
     let session = Session::start();
     {
         let ctx = session.default_device(0);
@@ -560,7 +560,7 @@ fn m1_a_panic_after_an_execution_synchronises_before_the_buffers_are_released() 
 
 #[test]
 fn md5_buffers_freed_before_the_model_leave_nothing_behind() {
-    let path = model_file("freed", &classifier(2, &[]));
+    let path = model_file("scoped_freed", &classifier(2, &[]));
     let session = Session::start();
     {
         let ctx = session.default_device(0);

@@ -12,7 +12,7 @@ use std::time::Duration;
 use ascend_typestate::{Error, MallocPolicy, PipelineConfig};
 use support::sim::Session;
 
-use super::scoped_common::{
+use super::common::{
     CLASSES, FEATURES, assert_close, classifier, ends_clean, expected, frame_input, model_file,
 };
 
@@ -42,7 +42,7 @@ fn run_once(
 
 #[test]
 fn held_faults_on_every_call_of_a_static_scoped_execution_lose_nothing() {
-    let path = model_file("faults_static", &classifier(2, &[]));
+    let path = model_file("scoped_faults_static", &classifier(2, &[]));
     let drops = support::DropErrors::capture();
     for call in [
         "aclmdlCreateDataset",
@@ -90,7 +90,7 @@ fn held_faults_on_every_call_of_a_static_scoped_execution_lose_nothing() {
 
 #[test]
 fn held_faults_on_a_dynamic_scoped_execution_lose_nothing() {
-    let path = model_file("faults_dynamic", &classifier(4, &[1, 2, 4]));
+    let path = model_file("scoped_faults_dynamic", &classifier(4, &[1, 2, 4]));
     let drops = support::DropErrors::capture();
     for (call, skip) in [
         ("aclrtMalloc", 0u32),
@@ -163,7 +163,7 @@ fn held_faults_on_a_dynamic_scoped_execution_lose_nothing() {
 /// again: nothing is left behind, and each failure is reported, not swallowed.
 #[test]
 fn held_transient_destroy_faults_of_kept_datasets_are_retried_and_reported() {
-    let path = model_file("destroy_faults", &classifier(2, &[]));
+    let path = model_file("scoped_destroy_faults", &classifier(2, &[]));
     let drops = support::DropErrors::capture();
     drops.take();
     for call in ["aclDestroyDataBuffer", "aclmdlDestroyDataset"] {
@@ -217,7 +217,7 @@ fn held_transient_destroy_faults_of_kept_datasets_are_retried_and_reported() {
 /// model keeps datasets naming the buffers): nothing is left, no finding.
 #[test]
 fn held_every_drop_order_after_scoped_executions() {
-    let path = model_file("drop_orders", &classifier(2, &[]));
+    let path = model_file("scoped_drop_orders", &classifier(2, &[]));
     // 0 model, 1 input, 2 output, 3 stream
     let orders: [[usize; 4]; 6] = [
         [0, 1, 2, 3],
@@ -264,7 +264,7 @@ fn held_every_drop_order_after_scoped_executions() {
 #[test]
 fn held_model_with_kept_datasets_dropped_while_pending_in_a_pipeline() {
     let path = model_file(
-        "deferred",
+        "scoped_deferred",
         &classifier(2, &[]).time_per_item(Duration::from_millis(5)),
     );
     let session = Session::start();
@@ -302,7 +302,7 @@ fn held_model_with_kept_datasets_dropped_while_pending_in_a_pipeline() {
 /// `ModelInUse` and make `unload` fail).
 #[test]
 fn held_a_failed_pipeline_launch_does_not_pin_the_model() {
-    let path = model_file("failed_launch", &classifier(2, &[]));
+    let path = model_file("scoped_failed_launch", &classifier(2, &[]));
     let drops = support::DropErrors::capture();
     let session = Session::start();
     session.expect_findings();
@@ -351,7 +351,7 @@ fn held_an_undestroyable_kept_dataset_keeps_its_context() {
     ) {
         return;
     }
-    let path = model_file("stuck_dataset", &classifier(2, &[]));
+    let path = model_file("scoped_stuck_dataset", &classifier(2, &[]));
     let drops = support::DropErrors::capture();
     drops.take();
     let session = Session::start();
@@ -405,7 +405,7 @@ fn held_an_undestroyable_kept_dataset_keeps_its_context() {
 #[test]
 fn held_a_failing_scope_synchronisation_after_an_execution() {
     let slow = classifier(2, &[]).time_per_item(Duration::from_millis(10));
-    let path = model_file("sync_fault", &slow);
+    let path = model_file("scoped_sync_fault", &slow);
     let drops = support::DropErrors::capture();
     let session = Session::start();
     session.expect_findings();

@@ -5,7 +5,7 @@
 use ascend_typestate::simulator::{SimDtype, SimModel};
 use ascend_typestate::{DataType, Error, MallocPolicy, ModelTensor, PipelineConfig};
 
-use super::scoped_common::{assert_close, ends_clean, model_file};
+use super::common::{assert_close, ends_clean, model_file};
 use crate::support::sim::Session;
 
 /// A detector-like model: an `f32` image (8 values) and an `i32` scale (1 value) in; `f32`
@@ -20,7 +20,7 @@ fn detector() -> SimModel {
 
 #[test]
 fn md6_a_model_with_inputs_and_outputs_of_mixed_types_runs_in_a_scope() {
-    let path = model_file("detector", &detector());
+    let path = model_file("scoped_detector", &detector());
     let session = Session::start();
     {
         let ctx = session.default_device(0);
@@ -95,7 +95,7 @@ fn md11_a_dynamic_model_with_two_inputs_runs_in_a_scope() {
         .and_input(SimDtype::F32, &[4, 2])
         .batch_gears(&[1, 4])
         .scale(3.0);
-    let path = model_file("dynamic_two", &model);
+    let path = model_file("scoped_dynamic_two", &model);
     let session = Session::start();
     {
         let ctx = session.default_device(0);
@@ -154,7 +154,7 @@ fn md10_a_pipeline_carries_a_model_with_two_inputs_and_two_outputs() {
         .and_input(SimDtype::F32, &[5])
         .and_output(SimDtype::F32, &[6])
         .offset(1.0);
-    let path = model_file("pipeline_two", &model);
+    let path = model_file("scoped_pipeline_two", &model);
     let session = Session::start();
     {
         let ctx = session.default_device(0);
