@@ -66,8 +66,21 @@ pub struct Stream<'ctx> {
     /// resets up to there are done. Pending iff the two differ (a counter rather than a flag,
     /// so that a synchronisation racing with a new reset on another thread cannot hide it).
     resets_synced: AtomicU64,
+    /// Unique in the process (never reused): what [`joined`](Self::joined) names a stream
+    /// by, where a raw handle could be reused once its stream is destroyed.
+    id: u64,
+    /// The last join this stream was ordered by after another stream's resets (E5): that
+    /// stream's `id` and its `resets_issued` when the join was issued. Every reset counted
+    /// up to there is ordered before this stream's later tasks, so while that stream issues
+    /// no further reset, another join from it is not needed: K events reset on one stream
+    /// and recorded on this one cost one join, as in C. (A `Cell`: the stream is not `Sync`,
+    /// so only the thread using it reads or writes it.)
+    joined: std::cell::Cell<(u64, u64)>,
     _not_sync: PhantomData<std::cell::Cell<()>>,
 }
+
+/// The next [`Stream::id`]; 0 is never one (`joined` starts at `(0, 0)`).
+static NEXT_STREAM_ID: AtomicU64 = AtomicU64::new(1);
 
 // SAFETY: the raw stream is an opaque handle the runtime lets any thread use once the
 // stream's context is current there; every call binds it first (D6). `Context` is `Sync`,
@@ -84,6 +97,8 @@ impl<'ctx> Stream<'ctx> {
             ctx,
             resets_issued: AtomicU64::new(0),
             resets_synced: AtomicU64::new(0),
+            id: NEXT_STREAM_ID.fetch_add(1, Ordering::Relaxed),
+            joined: std::cell::Cell::new((0, 0)),
             _not_sync: PhantomData,
         }
     }
@@ -215,6 +230,26 @@ impl<'ctx> Stream<'ctx> {
     #[inline(always)]
     pub(crate) fn mark_reset_pending(&self) {
         self.resets_issued.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Whether this stream was joined after every reset `from` has issued so far (E5).
+    #[inline]
+    pub(crate) fn joined_after_resets_of(&self, from: &Stream<'_>) -> bool {
+        self.joined.get() == (from.id, from.resets_issued.load(Ordering::Acquire))
+    }
+
+    /// `from`'s resets issued up to now, for [`joined_after`](Self::joined_after) once the
+    /// join is issued: taken before it, so that every reset it counts precedes the join.
+    #[inline]
+    pub(crate) fn resets_of(from: &Stream<'_>) -> (u64, u64) {
+        (from.id, from.resets_issued.load(Ordering::Acquire))
+    }
+
+    /// A join from the stream `resets` was taken of (by [`resets_of`](Self::resets_of)) to
+    /// this one was issued: later tasks here follow those resets.
+    #[inline]
+    pub(crate) fn joined_after(&self, resets: (u64, u64)) {
+        self.joined.set(resets);
     }
 
     #[inline(always)]

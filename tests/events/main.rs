@@ -12,6 +12,7 @@ mod cleanup_faults;
 mod drop_error_handler;
 mod elapsed;
 mod fault_sweep;
+mod joins;
 mod ownership;
 mod random_programs;
 mod record_and_wait;

@@ -158,7 +158,11 @@ const COMPLETE: usize = 1;
 /// reset on another stream is joined after that reset. Otherwise the new record could run
 /// before the old scope's waits and release them early, or a new wait could pass on the old
 /// record's flag. In the usual pipeline (producer records, consumer waits and resets) that
-/// is one join per cycle, on the producer; none when the same stream records and resets.
+/// is one join per cycle, on the producer; none when the same stream records and resets. It
+/// is one join per ordering need, not per event: a stream joined after every reset another
+/// stream has issued so far needs no other join from it until that stream resets again, so
+/// K events reset on the consumer and all recorded again on the producer cost one join, as
+/// the C program that joins once (`tests/events/joins.rs`).
 ///
 /// A join event is recorded again only once a synchronisation has shown its record, wait and
 /// reset all done (E9): the context keeps up to 64 such events for the next joins and
@@ -458,7 +462,10 @@ fn after_reset_on(
 ) -> Result<()> {
     match reset_stream {
         Some(r) if needs_join(reset_stream, stream) => {
-            ctx.join_streams(r.as_raw(), stream.as_raw())
+            let resets = Stream::resets_of(r);
+            ctx.join_streams(r.as_raw(), stream.as_raw())?;
+            stream.joined_after(resets);
+            Ok(())
         }
         _ => Ok(()),
     }
@@ -469,7 +476,11 @@ fn after_reset_on(
 #[inline(always)]
 fn needs_join(reset_stream: Option<&Stream<'_>>, stream: &Stream<'_>) -> bool {
     match reset_stream {
-        Some(r) => r.as_raw() != stream.as_raw() && r.has_reset_pending(),
+        Some(r) => {
+            r.as_raw() != stream.as_raw()
+                && r.has_reset_pending()
+                && !stream.joined_after_resets_of(r)
+        }
         None => false,
     }
 }
