@@ -13,6 +13,7 @@ mod drop_error_handler;
 mod elapsed;
 mod fault_sweep;
 mod ownership;
+mod proof_attacks;
 mod random_programs;
 mod record_and_wait;
 mod reset_pending_race;
