@@ -10,6 +10,7 @@ mod support;
 
 mod c8_every_entry_point;
 mod c8_leaked_handles;
+mod capacity_attacks;
 mod detached_report_threads;
 mod failing_report_thread;
 mod ffi_panic_stderr_full;

@@ -14,6 +14,7 @@ mod elapsed;
 mod fault_sweep;
 mod joins;
 mod ownership;
+mod proof_attacks;
 mod random_programs;
 mod record_and_wait;
 mod reset_pending_race;
