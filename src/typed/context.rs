@@ -254,6 +254,13 @@ impl<'dev> Context<'dev> {
         }
     }
 
+    /// Whether a stream of this context may stop on failure (S6), dropping tasks that then
+    /// never run: a wait on one of them can end without it having run.
+    #[inline]
+    pub(crate) fn may_stop(&self) -> bool {
+        self.exclusive_use.load(Ordering::Acquire) == STOPS_ON_FAILURE
+    }
+
     /// `aclrtGetMemInfo(attr, &free, &total)` (D8): the free and total bytes of this
     /// context's device, for one kind of memory.
     pub fn memory_info(&self, kind: MemoryKind) -> Result<MemoryInfo> {

@@ -231,7 +231,7 @@ fn slot_search_wraps_around_without_losing_or_repeating() {
                 let o = Arc::clone(&order);
                 let me = seq;
                 // Boxed every third: the boxed path frees its slot too.
-                let launched = if me % 3 == 0 {
+                let launched = if me.is_multiple_of(3) {
                     let pad = [me; 16];
                     stream.launch(CallbackMode::NonBlocking, move || {
                         o.lock().unwrap().push(pad[15]);

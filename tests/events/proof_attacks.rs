@@ -259,12 +259,10 @@ fn wait_scope_error_after_proof() {
 
 /// S6: a stop-on-failure stream stops its context at a failed task, and the record behind
 /// it is dropped: it never completes. The first `synchronize` reports the drop; the
-/// runtime answers a second one with success (the dropped record no longer counts). The
-/// crate takes that success for proof that the record completed: `is_complete` answers
-/// `true` without asking (the runtime says not complete), and `reset_completed` no longer
-/// answers `NotComplete` as its documentation says ("such an event keeps answering
-/// `NotComplete` and can only be destroyed").
-// FINDING: a second synchronize after a dropped record (S6) proves it complete.
+/// runtime answers a second one with success (the dropped record no longer counts). That
+/// success must not be taken for proof that the record completed (it once was): in a
+/// context that may stop, only the query answers, so `is_complete` stays `false` and
+/// `reset_completed` keeps answering `NotComplete`, as its documentation says.
 #[test]
 fn dropped_record_is_never_proven_complete() {
     let session = Session::start();

@@ -393,11 +393,15 @@ impl<'s, S: EventState> Event<'s, S> {
     }
 
     /// Marks the record proven complete (*Recorded* only: a synchronisation or a query saw
-    /// it done).
+    /// it done). Not in a context that may stop on failure (S6): a record the stop dropped
+    /// never runs, yet a later synchronisation of it returns (the runtime no longer counts
+    /// it), so there only the query answers, every time.
     #[inline(always)]
     fn prove_complete(&self) {
-        self.stream
-            .set(self.stream.get().map_addr(|a| a | COMPLETE));
+        if !self.ctx.may_stop() {
+            self.stream
+                .set(self.stream.get().map_addr(|a| a | COMPLETE));
+        }
     }
 }
 
