@@ -51,6 +51,53 @@ fn event_cycles(
     Ok(())
 }
 
+/// Counted by callgrind: N cycles of K events as C writes them: one join per cycle (the
+/// consumer's resets ordered before the producer's records, `join` reused once the producer
+/// is synchronised), K records, K waits and resets, the producer synchronised.
+#[unsafe(no_mangle)]
+#[inline(never)]
+fn raw_many_events(
+    api: &Api,
+    join: aclrtEvent,
+    events: &[aclrtEvent],
+    producer: aclrtStream,
+    consumer: aclrtStream,
+    n: u64,
+) -> Result<(), Error> {
+    events_k_cycles(api, join, events, producer, consumer, n)
+}
+
+/// The loop, also run once (uncounted) as the warm-up.
+#[inline(never)]
+fn events_k_cycles(
+    api: &Api,
+    join: aclrtEvent,
+    events: &[aclrtEvent],
+    producer: aclrtStream,
+    consumer: aclrtStream,
+    n: u64,
+) -> Result<(), Error> {
+    for _ in 0..n {
+        // SAFETY: live handles of the current context; each event recorded, waited on and
+        // reset in E1 order; `join` recorded after the consumer's resets, waited on and reset
+        // by the producer, recorded again only after the producer was synchronised (E4, E5).
+        unsafe {
+            api.record_event(join, consumer)?;
+            api.stream_wait_event(producer, join)?;
+            api.reset_event(join, producer)?;
+            for &event in events {
+                api.record_event(event, producer)?;
+            }
+            for &event in events {
+                api.stream_wait_event(consumer, event)?;
+                api.reset_event(event, consumer)?;
+            }
+            api.synchronize_stream(producer)?;
+        }
+    }
+    Ok(())
+}
+
 /// Counted by callgrind: N copies, nothing else.
 #[unsafe(no_mangle)]
 #[inline(never)]
@@ -136,6 +183,27 @@ fn main() -> Result<(), Error> {
             // SAFETY: both streams are synchronised; destroyed once.
             unsafe { api.destroy_event(event)? };
         }
+        "events_k" => {
+            let k: usize = args.next().map_or(8, |s| s.parse().expect("K"));
+            // SAFETY: raw events of the current context, destroyed below.
+            let join = unsafe { api.create_event_with_flag(ACL_EVENT_SYNC)? };
+            let mut events = Vec::with_capacity(k);
+            for _ in 0..k {
+                // SAFETY: as above.
+                events.push(unsafe { api.create_event_with_flag(ACL_EVENT_SYNC)? });
+            }
+            events_k_cycles(api, join, &events, s1, s2, 2)?;
+            raw_many_events(api, join, &events, s1, s2, n)?;
+            // SAFETY: both streams synchronised first; each event destroyed once.
+            unsafe {
+                api.synchronize_stream(s2)?;
+                api.synchronize_stream(s1)?;
+                api.destroy_event(join)?;
+                for event in events {
+                    api.destroy_event(event)?;
+                }
+            }
+        }
         "copies" => {
             let buffers = raw_buffers(api)?;
             copy_cycles(api, s1, buffers.0, buffers.1, 1)?;
@@ -165,7 +233,7 @@ fn main() -> Result<(), Error> {
             raw_pipeline(&mut frames, warm, n)?;
             frames.finish()?;
         }
-        other => panic!("unknown workload {other:?} (events|copies|callbacks|pipeline)"),
+        other => panic!("unknown workload {other:?} (events|events_k|copies|callbacks|pipeline)"),
     }
     // SAFETY: synchronised, destroyed once, in the current context.
     unsafe {

@@ -57,6 +57,43 @@ macro_rules! event_loop {
 event_loop!(event_cycles, typed_event_cycle);
 event_loop!(event_cycles_direct, typed_event_cycle_direct);
 
+/// Counted by callgrind: N cycles of K events (all recorded on the producer, then each
+/// waited on and reset by the consumer; the host synchronises the producer only), nothing
+/// else.
+#[unsafe(no_mangle)]
+#[inline(never)]
+fn typed_many_events<'t>(
+    events: &mut [Option<Event<'t, Reset>>],
+    producer: &'t Stream<'t>,
+    consumer: &'t Stream<'t>,
+    n: u64,
+) -> Result<(), Error> {
+    events_k_cycles(events, producer, consumer, n)
+}
+
+/// The loop, also run once (uncounted) as the warm-up.
+#[inline(never)]
+fn events_k_cycles<'t>(
+    events: &mut [Option<Event<'t, Reset>>],
+    producer: &'t Stream<'t>,
+    consumer: &'t Stream<'t>,
+    n: u64,
+) -> Result<(), Error> {
+    let mut recorded = Vec::with_capacity(events.len());
+    for _ in 0..n {
+        for slot in events.iter_mut() {
+            if let Some(event) = slot.take() {
+                recorded.push(event.record(producer)?);
+            }
+        }
+        for (slot, event) in events.iter_mut().zip(recorded.drain(..)) {
+            *slot = Some(event.wait_and_reset(consumer)?);
+        }
+        producer.synchronize()?;
+    }
+    Ok(())
+}
+
 /// Counted by callgrind: N copies, nothing else.
 #[unsafe(no_mangle)]
 #[inline(never)]
@@ -138,6 +175,19 @@ fn main() -> Result<(), Error> {
             let event = event_cycles_direct(first, &s1, &s2, 1)?;
             typed_events_direct(event, &s1, &s2, n)?.destroy()?;
         }
+        "events_k" => {
+            let k: usize = args.next().map_or(8, |s| s.parse().expect("K"));
+            let mut events: Vec<Option<Event<'_, Reset>>> = Vec::with_capacity(k);
+            for _ in 0..k {
+                events.push(Some(ctx.create_event()?.into()));
+            }
+            events_k_cycles(&mut events, &s1, &s2, 2)?;
+            typed_many_events(&mut events, &s1, &s2, n)?;
+            s2.synchronize()?;
+            for event in events.into_iter().flatten() {
+                event.destroy()?;
+            }
+        }
         "copies" => {
             let mut dst = ctx.alloc::<u8>(COPY_BYTES, MallocPolicy::HugeFirst)?;
             let src = ctx.alloc_host::<u8>(COPY_BYTES)?;
@@ -162,7 +212,9 @@ fn main() -> Result<(), Error> {
             frames.finish()?;
         }
         other => {
-            panic!("unknown workload {other:?} (events|events_direct|copies|callbacks|pipeline)")
+            panic!(
+                "unknown workload {other:?} (events|events_direct|events_k|copies|callbacks|pipeline)"
+            )
         }
     }
     s1.destroy()?;
