@@ -12,6 +12,7 @@ mod cleanup_faults;
 mod drop_error_handler;
 mod elapsed;
 mod fault_sweep;
+mod join_attacks;
 mod joins;
 mod ownership;
 mod proof_attacks;
