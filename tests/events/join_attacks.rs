@@ -137,10 +137,10 @@ fn e5_unrelated_resets_on_the_consumer_thread_between_joins() {
                 own.destroy().unwrap();
             });
             to_consumer
-                .send(fresh(&ctx).record(&producer).unwrap())
+                .send(fresh(ctx).record(&producer).unwrap())
                 .unwrap();
             to_consumer
-                .send(fresh(&ctx).record(&producer).unwrap())
+                .send(fresh(ctx).record(&producer).unwrap())
                 .unwrap();
             for i in 0..2 * ROUNDS {
                 let event = from_consumer.recv().unwrap();
