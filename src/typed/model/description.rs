@@ -52,13 +52,7 @@ pub(super) fn check_tensor(
     data_type: DataType,
     byte_len: usize,
 ) -> Result<()> {
-    if data_type != desc.data_type {
-        return Err(Error::ModelTypeMismatch {
-            tensor,
-            expected: desc.data_type,
-            found: data_type,
-        });
-    }
+    check_data_type(tensor, desc.data_type, data_type)?;
     if byte_len != desc.byte_len {
         return Err(Error::ModelSizeMismatch {
             expected: desc.byte_len,
@@ -71,13 +65,23 @@ pub(super) fn check_tensor(
 /// Checks that `T` is the element type of `tensor` (MD13).
 #[inline]
 pub(super) fn check_element<T: Element>(tensor: ModelTensor, desc: &TensorDesc) -> Result<()> {
-    if T::DATA_TYPE == desc.data_type {
+    check_data_type(tensor, desc.data_type, T::DATA_TYPE)
+}
+
+/// Checks that `found` is `expected`, the element type of `tensor` (MD13).
+#[inline]
+pub(super) fn check_data_type(
+    tensor: ModelTensor,
+    expected: DataType,
+    found: DataType,
+) -> Result<()> {
+    if found == expected {
         Ok(())
     } else {
         Err(Error::ModelTypeMismatch {
             tensor,
-            expected: desc.data_type,
-            found: T::DATA_TYPE,
+            expected,
+            found,
         })
     }
 }

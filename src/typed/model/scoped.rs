@@ -6,7 +6,7 @@ use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::mem::size_of;
 
-use super::description::check_tensor;
+use super::description::{check_data_type, check_tensor};
 use super::slot::SlotDatasets;
 use super::{Dynamic, Model, ModelKind, Static};
 use crate::sys::bindings::aclrtStream;
@@ -142,13 +142,7 @@ impl<'scope, const M: usize> Executed<'scope, M> {
         let Some(output) = self.outputs.get(index) else {
             return Err(Error::InvalidArgument("no such model output"));
         };
-        if output.data_type != T::DATA_TYPE {
-            return Err(Error::ModelTypeMismatch {
-                tensor: ModelTensor::output(index),
-                expected: output.data_type,
-                found: T::DATA_TYPE,
-            });
-        }
+        check_data_type(ModelTensor::output(index), output.data_type, T::DATA_TYPE)?;
         // Equal element types have equal sizes and alignments (the `Element` contract), so
         // the buffer, made from a `T`-typed one, holds whole, aligned `T`s.
         Ok(Pending::device(
