@@ -428,7 +428,7 @@ pub use typed::callback::{
     CallbackMode, DEFAULT_CALLBACK_CAPACITY, MAX_CALLBACK_CAPACITY, MAX_REPORT_THREADS,
     ReportThread, Subscribed,
 };
-pub use typed::context::{Context, MemoryInfo, MemoryKind};
+pub use typed::context::{Context, DEFAULT_JOIN_CAPACITY, MemoryInfo, MemoryKind};
 pub use typed::device::{DefaultContext, Device, DeviceCapability, DeviceState, Set, SetState};
 pub use typed::dtype::{BF16, DataType, Element, F16, Format};
 pub use typed::error::{Error, ModelFileProblem, ModelTensor, Result};
@@ -468,7 +468,7 @@ mod assertions {
     assert_eq_size!(Acl, Raw); // the loaded library
     assert_eq_size!(Device<'static, Set>, [Raw; 4]); // library + id + live contexts + default context
     assert_eq_size!(Device<'static, Set>, Device<'static, Reset>);
-    assert_eq_size!(Stream<'static>, [Raw; 7]); // stream + context (D6) + reset counts, id, last join (E5)
+    assert_eq_size!(Stream<'static>, [Raw; 9]); // stream + context (D6) + reset counts, id, last join (E5) + joins (E9)
     assert_eq_size!(Event<'static, Recorded>, [Raw; 3]); // event + context + last reset stream (E9)
     assert_eq_size!(Event<'static, Created>, Event<'static, Reset>);
     assert_eq_size!(Timeout, i32);
@@ -497,7 +497,7 @@ mod assertions {
     assert_not_impl_any!(Subscribed<'static, 'static>: Sync);
     assert_impl_all!(HostFnStream<'static>: Send);
     assert_not_impl_any!(HostFnStream<'static>: Sync);
-    assert_eq_size!(HostFnStream<'static>, [Raw; 8]); // stream + closures shared with the runtime
+    assert_eq_size!(HostFnStream<'static>, [Raw; 10]); // stream + closures shared with the runtime
     assert_impl_all!(StreamConfig: Send, Sync, Copy);
     assert_eq_size!(DeviceBuffer<'static, f32>, [Raw; 3]); // pointer + length + context
     assert_impl_all!(Timeout: Send, Sync, Copy);

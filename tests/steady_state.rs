@@ -221,9 +221,11 @@ fn a_hand_off_synchronised_every_tenth_cycle_reuses_its_join_events_e5_e9() {
     });
 }
 
-/// When the stream that waits on the joins is never synchronised (E5, E9): once 64 join
-/// events wait for it, the crate synchronises it and reuses them, so 100,000 cycles create
-/// at most 64 join events, nothing per cycle once there, and keep memory flat.
+/// When the stream that waits on the joins is never synchronised (E5, E9), only the event
+/// (the host reads what it stands for): once 64 join events wait for the stream, the
+/// crate queries it (never synchronises it) and, found idle, reuses them, so 100,000 cycles
+/// create at most 64 join events, nothing per cycle once there, make no synchronisation the
+/// program did not write, and keep memory flat.
 #[test]
 fn an_unsynchronised_hand_off_cycle_keeps_its_join_events_bounded_e5_e9() {
     hand_off(|sim, producer, consumer, event| {
@@ -231,10 +233,16 @@ fn an_unsynchronised_hand_off_cycle_keeps_its_join_events_bounded_e5_e9() {
         let rss_before = resident_kib();
         let (allocations, calls) = measure(sim, 100_000, || {
             let reset = event.take().unwrap().wait_and_reset(consumer).unwrap();
-            event = Some(reset.record(producer).unwrap());
+            let recorded = reset.record(producer).unwrap();
+            recorded.synchronize().unwrap();
+            event = Some(recorded);
         });
         let rss_after = resident_kib();
         assert_eq!(allocations, 0);
+        // (`measure` counts from the end of its warm-up.)
+        assert_eq!(sim.call_count("aclrtSynchronizeStream"), 0, "a hidden synchronisation");
+        let queries = sim.call_count("aclrtStreamQuery");
+        assert!(queries <= 100_000 / 64 + 1, "{queries} queries: one per 64 joins at most");
         // The warm-up's 10 cycles created 10; at most 64 in all.
         assert!(calls <= 64 - 10, "{calls} create/destroy calls");
         assert!(
@@ -242,6 +250,42 @@ fn an_unsynchronised_hand_off_cycle_keeps_its_join_events_bounded_e5_e9() {
             "resident memory grew from {rss_before} to {rss_after} KiB"
         );
         event.unwrap()
+    });
+}
+
+/// A hand-off whose host synchronises nothing at all queues work without bound; the joins
+/// it needs stop at the context's join capacity with `Error::JoinCapacity` (E5, E9): no
+/// hidden synchronisation, nothing issued for the refused join, nothing lost.
+#[test]
+fn a_hand_off_that_never_synchronises_stops_at_the_join_capacity_e5_e9() {
+    hand_off(|sim, producer, consumer, event| {
+        producer.context().set_join_capacity(128).unwrap();
+        sim.reset_call_counts();
+        let mut event = Some(event);
+        let mut refused = None;
+        for cycle in 0..10_000 {
+            let reset = event.take().unwrap().wait_and_reset(consumer).unwrap();
+            let syncs = sim.call_count("aclrtSynchronizeStream");
+            match reset.record(producer) {
+                Ok(recorded) => event = Some(recorded),
+                Err(error) => {
+                    // The refused event's own release synchronised its reset's stream (E9).
+                    let by_release = sim.call_count("aclrtSynchronizeStream") - syncs;
+                    refused = Some((cycle, error, syncs, by_release));
+                    break;
+                }
+            }
+        }
+        let (cycle, error, syncs, by_release) = refused.expect("the capacity was never reached");
+        assert!(
+            matches!(error, ascend_typestate::Error::JoinCapacity { capacity: 128 }),
+            "{error:?}"
+        );
+        assert!(cycle >= 128, "refused after {cycle} cycles");
+        assert_eq!(syncs, 0, "a hidden synchronisation");
+        assert_eq!(by_release, 1, "the dropped event's release");
+        producer.synchronize().unwrap();
+        producer.context().create_event().unwrap().record(producer).unwrap()
     });
 }
 

@@ -6,52 +6,66 @@
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use crate::result::current;
-use crate::sys::bindings::ACL_EVENT_SYNC;
 use crate::sys::bindings::{aclrtContext, aclrtEvent, aclrtStream};
 use crate::sys::loader::Api;
 use crate::typed::error::Result;
-use crate::typed::handle::{
-    Failed, may_release, refuse_inside_callback, release_on_drop, report_drop_error, retry_cleanup,
-};
+use crate::typed::handle::{Failed, may_release, refuse_inside_callback, release_on_drop, report_drop_error};
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-
-/// [`Context::id_if_no_joins`] while join events wait: neither an id (they count up from 1)
-/// nor a value of the current-context cache (0, [`current::INSIDE_CALLBACK`]).
-const JOINS_WAITING: u64 = u64::MAX - 1;
-static_assertions::const_assert!(JOINS_WAITING != 0 && JOINS_WAITING != current::INSIDE_CALLBACK);
 
 /// [`Context::claim`]: a stream of the context was subscribed for callbacks (C1).
 pub(crate) const USES_CALLBACKS: u8 = 1;
 /// [`Context::claim`]: a stream of the context stops it on failure (S6).
 pub(crate) const STOPS_ON_FAILURE: u8 = 2;
 
-/// A join event to release once the stream that waited on it is synchronised (E9).
+/// A join event the context keeps until a synchronisation shows it done (E9): one whose
+/// waiting stream was destroyed without a synchronisation (S8) or could not keep it, one
+/// referred to only by a record on another stream (a failed wait), or one whose destruction
+/// failed. Off the hot path: joins live in their waiting stream's list
+/// ([`StreamJoins`](crate::typed::join::StreamJoins)).
 #[derive(Clone, Copy)]
-struct Deferred {
+pub(crate) struct Parked {
+    /// 0 when known done; else from [`Context::next_join_seq`].
     seq: u64,
+    /// The stream whose synchronisation finishes it, or null (only the device's does).
     stream: aclrtStream,
     event: aclrtEvent,
-    /// Its record, wait and reset were all issued: once its stream is synchronised it is
-    /// back to a fresh event (flag clear, no task refers to it), and may join again.
-    reusable: bool,
 }
 
-/// Join events waiting for a synchronisation, and those known to be done and kept for the
-/// next joins (no create/destroy per join in a loop that synchronises now and then).
-#[derive(Default)]
-struct Joins {
-    deferred: Vec<Deferred>,
-    pool: Vec<aclrtEvent>,
+impl Parked {
+    /// Its tasks were issued before `seq`'s join number was taken: a device
+    /// synchronisation finishes it.
+    pub(crate) fn issued(seq: u64, event: aclrtEvent) -> Parked {
+        Parked {
+            seq,
+            stream: std::ptr::null_mut(),
+            event,
+        }
+    }
+
+    /// Waited on (and reset) by `stream`: its synchronisation finishes it too.
+    pub(crate) fn waited_by(seq: u64, stream: aclrtStream, event: aclrtEvent) -> Parked {
+        Parked { seq, stream, event }
+    }
+
+    /// Every task using it is done: only its destruction is left.
+    pub(crate) fn done(event: aclrtEvent) -> Parked {
+        Parked {
+            seq: 0,
+            stream: std::ptr::null_mut(),
+            event,
+        }
+    }
 }
 
-/// The most done join events a context keeps for reuse; more are destroyed.
-const JOIN_POOL: usize = 64;
+/// Join events a stream may have waiting for its synchronisation unless the context says
+/// otherwise ([`Context::set_join_capacity`]).
+pub const DEFAULT_JOIN_CAPACITY: u32 = 1024;
 
-/// Which deferred join events a synchronisation has shown to be done.
+/// Which parked join events a synchronisation has shown to be done.
 #[derive(Clone, Copy)]
 pub(crate) enum Finished {
     /// Those waited on by this stream and issued before `before` (it was synchronised).
@@ -103,9 +117,10 @@ pub struct Context<'dev> {
     id: u64,
     device: i32,
     api: &'static Api,
-    /// Join events of multi-stream waits (E5), destroyed once the stream they were issued on
-    /// has been synchronised (E9): `(stream, event)`.
-    deferred: Mutex<Joins>,
+    /// Join events kept off their streams' lists ([`Parked`]); the hot path never locks it.
+    parked: Mutex<Vec<Parked>>,
+    /// Whether `parked` is not empty: a device synchronisation looks at it only then.
+    any_parked: AtomicBool,
     /// Live streams, events, buffers and report threads created in this context. Only a
     /// leak (`mem::forget`) can leave any at `destroy`; then the context is kept (D3).
     children: AtomicUsize,
@@ -116,18 +131,20 @@ pub struct Context<'dev> {
     /// What the context's streams are used for that excludes the other (S6): 0 nothing yet,
     /// [`USES_CALLBACKS`] or [`STOPS_ON_FAILURE`]. Sticky for the context's life.
     exclusive_use: AtomicU8,
-    /// The sequence number of the next deferred entry.
-    deferred_seq: AtomicU64,
-    /// This context's `id` while `deferred` is empty, else [`JOINS_WAITING`] (never a
-    /// thread's current context): a synchronisation checks both its binding (D6) and that
-    /// no join event waits (which would need the lock) in one compare.
-    id_if_no_joins: AtomicU64,
+    /// The number of the next join event (from 1; 0 marks a done [`Parked`] entry).
+    join_seq: AtomicU64,
+    /// Every join numbered below this is done: a device synchronisation that began after it
+    /// was issued has returned. Streams reuse their joins below it without a lock.
+    device_synced_before: AtomicU64,
+    /// [`Error::JoinCapacity`](crate::Error::JoinCapacity) past this many joins waiting on
+    /// one stream.
+    join_capacity: AtomicU32,
     /// Covariant in `'dev`, as the borrow of the device it stands for.
     _device: PhantomData<&'dev ()>,
 }
 
 // SAFETY: the raw context is an opaque runtime handle; the runtime allows using a context from
-// any thread after making it current there, which every call does (D6). The deferred list is
+// any thread after making it current there, which every call does (D6). The parked list is
 // behind a mutex.
 unsafe impl Send for Context<'_> {}
 // SAFETY: as above; shared references only issue runtime calls, which are thread-safe, and
@@ -170,11 +187,13 @@ impl<'dev> Context<'dev> {
             id,
             device,
             api,
-            deferred: Mutex::new(Joins::default()),
+            parked: Mutex::new(Vec::new()),
+            any_parked: AtomicBool::new(false),
             children: AtomicUsize::new(0),
             device_contexts,
-            deferred_seq: AtomicU64::new(0),
-            id_if_no_joins: AtomicU64::new(id),
+            join_seq: AtomicU64::new(1),
+            device_synced_before: AtomicU64::new(0),
+            join_capacity: AtomicU32::new(DEFAULT_JOIN_CAPACITY),
             exclusive_use: AtomicU8::new(0),
             _device: PhantomData,
         }
@@ -274,10 +293,10 @@ impl<'dev> Context<'dev> {
         self.bind()?;
         // Only joins issued before the synchronisation started are known to be done: another
         // thread may issue more meanwhile (the context is `Sync`).
-        let before = self.deferred_seq.load(Ordering::Acquire);
+        let before = self.join_seq.load(Ordering::Acquire);
         // SAFETY: bound above, so not inside a callback (C8); it waits, changing nothing.
         unsafe { self.api.synchronize_device()? };
-        self.destroy_deferred(Finished::IssuedBefore(before));
+        self.device_synchronized(before);
         Ok(())
     }
 
@@ -285,268 +304,109 @@ impl<'dev> Context<'dev> {
     /// on runtimes that lack it.
     pub fn synchronize_device_with(&self, timeout: crate::Timeout) -> Result<()> {
         self.bind()?;
-        let before = self.deferred_seq.load(Ordering::Acquire);
+        let before = self.join_seq.load(Ordering::Acquire);
         // SAFETY: as in `synchronize_device`; `Timeout` holds only -1 or > 0.
         unsafe { self.api.synchronize_device_with_timeout(timeout.as_raw())? };
-        self.destroy_deferred(Finished::IssuedBefore(before));
+        self.device_synchronized(before);
         Ok(())
     }
 
-    /// Orders `to` after the tasks issued on `from` so far, with a fresh join event: recorded
-    /// on `from`, waited on and reset by `to` (its only waiter, so the reset cannot overtake
-    /// another wait, E5), destroyed once `to` is synchronised (E9). Both streams must be in
-    /// this context, which the caller has bound (D6).
-    pub(crate) fn join_streams(&self, from: aclrtStream, to: aclrtStream) -> Result<()> {
-        if from == to {
-            return Ok(());
-        }
-        let api = self.api;
-        let join = match self.pooled_join() {
-            Some(join) => join,
-            None => match self.reclaim_joins_of(to)? {
-                Some(join) => join,
-                // SAFETY: a crate-private event in the bound context, released through the
-                // deferred list below (E9).
-                None => unsafe { api.create_event_with_flag(ACL_EVENT_SYNC)? },
-            },
-        };
-        // SAFETY: `join` is fresh, or pooled (a join whose record, wait and reset have all
-        // run: its flag is clear and no task refers to it); both streams are live (the
-        // caller borrows them) and in the current context; `join` is recorded before it is
-        // waited on (E1) and reset right after the wait on its only waiting stream (E4); it is
-        // recorded again only once all that has run (pooled).
-        let recorded = unsafe { api.record_event(join, from) };
-        if let Err(error) = recorded {
-            // Nothing refers to it: destroyed once `to` is synchronised, like the others.
-            self.defer_destroy(to, join, false);
-            return Err(error.into());
-        }
-        // SAFETY: as above.
-        if let Err(error) = unsafe { api.stream_wait_event(to, join) } {
-            // Only the record, on `from`, refers to it: destroyed once `from` is
-            // synchronised (E9). Its flag stays set: never reused.
-            self.defer_destroy(from, join, false);
-            return Err(error.into());
-        }
-        // SAFETY: as above. A failed reset issued nothing: it is tried again while the
-        // runtime fails it (E4), each error reported.
-        let reset = retry_cleanup("join event (a reset tried again)", || unsafe {
-            api.reset_event(join, to)
-        })
-        .or_else(|failed| {
-            report_drop_error("join event (a reset that kept failing)", Err(failed));
-            // Once `to` has passed its wait, the reset can be issued after it alone.
-            // SAFETY: as above; `to` is live (borrowed by the caller).
-            retry_cleanup("join event (its stream's synchronisation)", || unsafe {
-                api.synchronize_stream(to)
-            })
-            .and_then(|()| {
-                // SAFETY: as above.
-                retry_cleanup("join event (a reset issued alone)", || unsafe {
-                    api.reset_event(join, to)
-                })
-            })
-        });
-        match reset {
-            // Once `to` has passed its wait the record is done too: destroyed (or reused)
-            // once `to` is synchronised (E9).
-            Ok(()) => {
-                self.defer_destroy(to, join, true);
-                Ok(())
-            }
-            // After a stop (S6) no reset can ever be issued, and the runtime allows the
-            // destroy: destroyed once `to` is synchronised (E9), never reused.
-            Err(error) if error.is_stop() => {
-                self.defer_destroy(to, join, false);
-                Err(error)
-            }
-            Err(error) => {
-                // Waited and never reset: never destroyed (E4), nor reused. Kept, counted
-                // as a live handle of the context, which is then not released over it (D3).
-                self.adopt();
-                Err(error)
-            }
-        }
+    /// A device synchronisation that began when `before` was the next join number
+    /// succeeded: every join numbered below it is done (E9).
+    fn device_synchronized(&self, before: u64) {
+        self.device_synced_before.fetch_max(before, Ordering::AcqRel);
+        self.destroy_parked(Finished::IssuedBefore(before));
     }
 
-    /// A join event known to be done, kept for reuse.
+    /// The number of a join event whose tasks were all issued before this call.
     #[inline]
-    fn pooled_join(&self) -> Option<aclrtEvent> {
-        let mut joins = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
-        joins.pool.pop()
+    pub(crate) fn next_join_seq(&self) -> u64 {
+        self.join_seq.fetch_add(1, Ordering::AcqRel)
     }
 
-    /// No join event is free: if `JOIN_POOL` of them already wait for `to` to be
-    /// synchronised, synchronise it here (they are then done and kept for reuse, E9) and take
-    /// one, rather than create another. So a loop that never synchronises the stream that
-    /// waits on its joins keeps at most `JOIN_POOL` of them alive, and creates none once it
-    /// has that many: the crate synchronises that stream once every `JOIN_POOL` joins. An
-    /// error of one of its tasks is returned (it is not lost: the caller's call fails with it).
-    #[cold]
-    #[inline(never)]
-    fn reclaim_joins_of(&self, to: aclrtStream) -> Result<Option<aclrtEvent>> {
-        let waiting = {
-            let joins = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
-            joins.deferred.iter().filter(|e| e.stream == to).count()
-        };
-        if waiting < JOIN_POOL {
-            return Ok(None);
-        }
-        let before = self.deferred_seq.load(Ordering::Acquire);
-        // SAFETY: `to` is live (the caller borrows its stream) and in the bound context.
-        unsafe { self.api.synchronize_stream(to)? };
-        self.destroy_deferred(Finished::Stream { stream: to, before });
-        Ok(self.pooled_join())
-    }
-
-    /// The join events `stream` waited on no longer wait for its synchronisation (it was
-    /// destroyed without one, S8): a device synchronisation or the context's end destroys
-    /// them.
-    pub(crate) fn orphan_deferred_of(&self, stream: aclrtStream) {
-        if !self.has_deferred() {
-            return;
-        }
-        let mut joins = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
-        for entry in joins.deferred.iter_mut().filter(|e| e.stream == stream) {
-            entry.stream = std::ptr::null_mut();
-            // Its tasks may have been dropped unrun (S8): its flag is unknown.
-            entry.reusable = false;
-        }
-    }
-
-    pub(crate) fn defer_destroy(&self, stream: aclrtStream, event: aclrtEvent, reusable: bool) {
-        let mut joins = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
-        if joins.deferred.capacity() == 0 {
-            // Once, with the first join: the lists then never grow in a loop's steady state
-            // (at most `JOIN_POOL` wait for one stream before it is synchronised).
-            joins.deferred.reserve(JOIN_POOL);
-            joins.pool.reserve(JOIN_POOL);
-        }
-        let seq = self.deferred_seq.fetch_add(1, Ordering::AcqRel);
-        joins.deferred.push(Deferred {
-            seq,
-            stream,
-            event,
-            reusable,
-        });
-        self.set_deferred_len(joins.deferred.len());
-    }
-
-    /// Keeps [`id_if_no_joins`](Self::id_if_no_joins) in step with `deferred`'s length;
-    /// called with the lock of `deferred` held.
-    fn set_deferred_len(&self, len: usize) {
-        let value = if len == 0 { self.id } else { JOINS_WAITING };
-        self.id_if_no_joins.store(value, Ordering::Release);
-    }
-
-    /// Destroys the deferred events whose tasks the caller has just seen complete.
+    /// Every join numbered below this is done (a device synchronisation covered it).
     #[inline]
-    pub(crate) fn destroy_deferred(&self, finished: Finished) {
-        if self.has_deferred() {
-            self.destroy_deferred_slow(finished);
+    pub(crate) fn device_synced_before(&self) -> u64 {
+        self.device_synced_before.load(Ordering::Acquire)
+    }
+
+    /// The most join events one stream of this context may have waiting for its
+    /// synchronisation ([`set_join_capacity`](Self::set_join_capacity)).
+    pub fn join_capacity(&self) -> u32 {
+        self.join_capacity.load(Ordering::Relaxed)
+    }
+
+    /// Sets how many join events one stream of this context may have waiting for its
+    /// synchronisation (E5, E9; default [`DEFAULT_JOIN_CAPACITY`]). A join is the event the
+    /// crate issues when a task must follow a reset or a write on another stream that has
+    /// not been synchronised since; it is reused once the stream that waited on it (or the
+    /// device) has been synchronised. A join past the capacity is
+    /// [`Error::JoinCapacity`](crate::Error::JoinCapacity) (unless the stream is found
+    /// idle), never a synchronisation the program did not ask for. `capacity` 0 is
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument).
+    pub fn set_join_capacity(&self, capacity: u32) -> Result<()> {
+        if capacity == 0 {
+            return Err(crate::Error::InvalidArgument(
+                "a join capacity is at least 1 (E5)",
+            ));
         }
+        self.join_capacity.store(capacity, Ordering::Relaxed);
+        Ok(())
     }
 
-    /// Whether a join event is waiting to be destroyed or pooled (E9).
-    #[inline(always)]
-    pub(crate) fn has_deferred(&self) -> bool {
-        self.id_if_no_joins.load(Ordering::Acquire) != self.id
+    /// Keeps a join event until a synchronisation shows it done ([`Parked`]).
+    #[cold]
+    pub(crate) fn park(&self, entry: Parked) {
+        let mut parked = self.parked.lock().unwrap_or_else(|p| p.into_inner());
+        parked.push(entry);
+        self.any_parked.store(true, Ordering::Release);
     }
 
-    /// Bound on this thread (D6) with no join event waiting (E9): the usual stream
-    /// synchronisation's one test.
-    #[inline(always)]
-    pub(crate) fn is_bound_without_joins(&self) -> bool {
-        current::get() == self.id_if_no_joins.load(Ordering::Acquire)
-    }
-
-    /// The sequence number the next join event will get if any join event is waiting (so
-    /// that one of them may be done by a synchronisation starting now), else 0 (which no
-    /// join event precedes).
-    #[inline(always)]
-    pub(crate) fn deferred_seq_if_any(&self) -> u64 {
-        if self.has_deferred() {
-            // At least one entry was pushed, so this is at least 1.
-            self.deferred_seq.load(Ordering::Acquire)
-        } else {
-            0
-        }
-    }
-
-    /// [`destroy_deferred`](Self::destroy_deferred) of `Finished::Stream`, given
-    /// [`deferred_seq_if_any`](Self::deferred_seq_if_any) at the start of the synchronisation:
-    /// one test when no join was waiting then.
-    #[inline(always)]
-    pub(crate) fn destroy_deferred_of(&self, stream: aclrtStream, before: u64) {
-        if before != 0 {
-            self.destroy_deferred_of_slow(stream, before);
+    /// Destroys the parked events `finished` covers.
+    #[inline]
+    pub(crate) fn destroy_parked(&self, finished: Finished) {
+        if self.any_parked.load(Ordering::Acquire) {
+            self.destroy_parked_slow(finished);
         }
     }
 
     #[cold]
-    #[inline(never)]
-    fn destroy_deferred_of_slow(&self, stream: aclrtStream, before: u64) {
-        self.destroy_deferred_slow(Finished::Stream { stream, before });
+    fn destroy_parked_slow(&self, finished: Finished) {
+        report_drop_error("join event", self.try_destroy_parked(finished));
     }
 
-    #[cold]
-    fn destroy_deferred_slow(&self, finished: Finished) {
-        report_drop_error("join event", self.try_destroy_deferred(finished));
-    }
-
-    /// Destroys the deferred events `finished` covers; one whose destruction fails is kept
+    /// Destroys the parked events `finished` covers; one whose destruction fails is kept
     /// for the next try (E9: its tasks are done, so any later time is right). Returns the
     /// first error; the others are reported.
-    fn try_destroy_deferred(&self, finished: Finished) -> Result<()> {
-        let done: Vec<Deferred> = {
-            let mut joins = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
-            let Joins { deferred, pool } = &mut *joins;
-            // Allocated only for events that must be destroyed (not pooled): none in the
-            // steady state of a loop.
+    fn try_destroy_parked(&self, finished: Finished) -> Result<()> {
+        let done: Vec<Parked> = {
+            let mut parked = self.parked.lock().unwrap_or_else(|p| p.into_inner());
             let mut done = Vec::new();
-            deferred.retain(|entry| {
-                let is_done = match finished {
-                    Finished::Stream { stream, before } => {
-                        entry.stream == stream && entry.seq < before
-                    }
-                    Finished::IssuedBefore(seq) => entry.seq < seq,
-                    Finished::All => true,
-                };
+            parked.retain(|entry| {
+                let is_done = entry.seq == 0
+                    || match finished {
+                        Finished::Stream { stream, before } => {
+                            entry.stream == stream && entry.seq < before
+                        }
+                        Finished::IssuedBefore(seq) => entry.seq < seq,
+                        Finished::All => true,
+                    };
                 if is_done {
-                    let keep = entry.reusable
-                        && !matches!(finished, Finished::All)
-                        && pool.len() < JOIN_POOL;
-                    if keep {
-                        // Every task using it has run (E9): a fresh event again.
-                        pool.push(entry.event);
-                    } else {
-                        done.push(*entry);
-                    }
+                    done.push(*entry);
                 }
                 !is_done
             });
-            if matches!(finished, Finished::All) {
-                // The context ends: the kept ones go too.
-                done.extend(pool.drain(..).map(|event| Deferred {
-                    seq: 0,
-                    stream: std::ptr::null_mut(),
-                    event,
-                    reusable: true,
-                }));
-            }
-            self.set_deferred_len(deferred.len());
+            self.any_parked.store(!parked.is_empty(), Ordering::Release);
             done
         };
         let mut errors = Vec::new();
         for entry in done {
             // SAFETY: the event was created by this crate, is referenced by no handle, and
-            // every task using it was on a stream that has just been synchronised (E9).
+            // every task using it is done (a synchronisation covered it, E9).
             if let Err(error) = unsafe { self.api.destroy_event(entry.event) } {
                 // Still alive: kept, and destroyed by a later synchronisation, or before the
                 // context (which is not destroyed over it, D3).
-                let mut joins = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
-                joins.deferred.push(entry);
-                self.set_deferred_len(joins.deferred.len());
+                self.park(Parked::done(entry.event));
                 errors.push(error);
             }
         }
@@ -575,7 +435,7 @@ impl<'dev> Context<'dev> {
         may_release(self.children.load(Ordering::Acquire))?;
         // Every stream borrowing this context is gone, so their tasks are done. A join event
         // that cannot be destroyed keeps the context (D3).
-        self.try_destroy_deferred(Finished::All)?;
+        self.try_destroy_parked(Finished::All)?;
         let Some(device_contexts) = self.device_contexts else {
             // The default context: nothing of this crate is left in it; the device's reset
             // ends it (D5: destroying it is an error).
@@ -601,7 +461,7 @@ impl<'dev> Context<'dev> {
     pub(crate) fn forget_released(self) {
         let mut this = ManuallyDrop::new(self);
         drop(std::mem::take(
-            this.deferred.get_mut().unwrap_or_else(|p| p.into_inner()),
+            this.parked.get_mut().unwrap_or_else(|p| p.into_inner()),
         ));
     }
 

@@ -212,6 +212,18 @@ pub enum Error {
         /// The subscription's capacity.
         capacity: u32,
     },
+    /// A task had to be ordered after another stream's (a join event, E5) while the stream
+    /// already has as many joins waiting for its synchronisation as its context allows, and
+    /// a query did not find it idle. Nothing was issued. Synchronise the stream (or the
+    /// device) more often, or raise the capacity
+    /// ([`Context::set_join_capacity`](crate::Context::set_join_capacity)).
+    #[error(
+        "{capacity} join events already wait for this stream's synchronisation, its context's join capacity: synchronise the stream or the device, or raise the capacity with Context::set_join_capacity"
+    )]
+    JoinCapacity {
+        /// The context's join capacity.
+        capacity: u32,
+    },
     /// A batch size that is not one of the model's compiled gears (MD11).
     #[error("batch {batch} is not one of the model's gears (MD11: the gears it was compiled with)")]
     NotAGear {
@@ -462,6 +474,11 @@ impl fmt::Debug for Error {
                 .finish(),
             Error::CallbackCapacity { capacity } => f
                 .debug_struct("CallbackCapacity")
+                .field("capacity", capacity)
+                .field("hint", &Hint(self))
+                .finish(),
+            Error::JoinCapacity { capacity } => f
+                .debug_struct("JoinCapacity")
                 .field("capacity", capacity)
                 .field("hint", &Hint(self))
                 .finish(),

@@ -15,6 +15,7 @@ pub(crate) mod error;
 pub(crate) mod event;
 pub(crate) mod handle;
 pub(crate) mod host_fn;
+pub(crate) mod join;
 pub(crate) mod memory;
 pub(crate) mod model;
 pub(crate) mod pipeline;

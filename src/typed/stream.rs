@@ -1,22 +1,15 @@
 //! Streams: ordered task queues (S1-S8).
 
+use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::sys::bindings::ACL_STOP_ON_FAILURE;
 use crate::sys::bindings::aclrtStream;
-use crate::typed::context::{Context, STOPS_ON_FAILURE};
+use crate::typed::context::{Context, Finished, STOPS_ON_FAILURE};
 use crate::typed::error::Result;
 use crate::typed::handle::{Failed, Timeout, release_on_drop, retry_cleanup};
-
-/// What [`Stream::synchronized`] needs to know about the start of a synchronisation.
-#[derive(Clone, Copy)]
-struct SyncSnapshot {
-    resets: u64,
-    /// The next join event's sequence number, or 0 if the context had none waiting (then
-    /// none of those issued before can be done, and the check after the sync is one test).
-    deferred: u64,
-}
+use crate::typed::join::{JoinTarget, Joins};
 
 /// A stream created by [`Context::create_stream`], borrowing its context.
 ///
@@ -40,8 +33,9 @@ struct SyncSnapshot {
 /// `Send`, not `Sync`: tasks issued from two threads at once would have no defined order
 /// (S1); move the stream (or use one stream per thread) instead.
 ///
-/// Size: four words: the raw `aclrtStream`, the context it needs for binding (D6), and two
-/// counts that let events skip ordering joins once the stream has been synchronised.
+/// Size: 9 words: the raw `aclrtStream`, the context it needs for binding (D6), two
+/// counts that let events skip ordering joins once the stream has been synchronised, its
+/// id and last join (E5), and the join events it waited on (E9, boxed with its first join).
 ///
 /// ```no_run
 /// # use ascend_typestate::Acl;
@@ -76,6 +70,11 @@ pub struct Stream<'ctx> {
     /// and recorded on this one cost one join, as in C. (A `Cell`: the stream is not `Sync`,
     /// so only the thread using it reads or writes it.)
     joined: std::cell::Cell<(u64, u64)>,
+    /// The join events this stream waited on, done at its next synchronisation (E9), and
+    /// those done and kept for its next joins. Only the thread using the stream touches it.
+    /// Never touched through an event (which may be on another thread): see
+    /// [`synchronize_shared`](Self::synchronize_shared).
+    joins: Joins,
     _not_sync: PhantomData<std::cell::Cell<()>>,
 }
 
@@ -99,6 +98,7 @@ impl<'ctx> Stream<'ctx> {
             resets_synced: AtomicU64::new(0),
             id: NEXT_STREAM_ID.fetch_add(1, Ordering::Relaxed),
             joined: std::cell::Cell::new((0, 0)),
+            joins: RefCell::new(None),
             _not_sync: PhantomData,
         }
     }
@@ -137,26 +137,24 @@ impl<'ctx> Stream<'ctx> {
     /// has it at hand).
     #[inline(always)]
     pub(crate) fn synchronize_in(&self, ctx: &Context<'_>) -> Result<()> {
-        if !ctx.is_bound_without_joins() {
+        if !ctx.is_bound() || self.join_target().any_waiting() {
             return self.synchronize_unbound_or_joins(ctx);
         }
         self.synchronize_counting_resets(ctx)
     }
 
     /// [`synchronize_in`](Self::synchronize_in) when the context must be bound first (D6)
-    /// or join events are waiting.
+    /// or join events wait for this stream.
     #[cold]
     #[inline(never)]
     fn synchronize_unbound_or_joins(&self, ctx: &Context<'_>) -> Result<()> {
         ctx.bind()?;
-        if ctx.has_deferred() {
-            return self.synchronize_with_joins(ctx);
-        }
-        self.synchronize_counting_resets(ctx)
+        self.synchronize_counting_resets(ctx)?;
+        self.join_target().synchronized();
+        Ok(())
     }
 
-    /// The synchronisation when no join event was waiting as it began, so that none can be
-    /// done by it: only the resets are counted. The context is bound.
+    /// The synchronisation itself, counting the resets it covers. The context is bound.
     #[inline(always)]
     fn synchronize_counting_resets(&self, ctx: &Context<'_>) -> Result<()> {
         let resets = self.resets_issued.load(Ordering::Acquire);
@@ -166,50 +164,45 @@ impl<'ctx> Stream<'ctx> {
         Ok(())
     }
 
-    /// [`synchronize_in`](Self::synchronize_in) when join events are waiting: those issued
-    /// before it began are done once it returns, and destroyed or pooled (E9).
-    #[cold]
-    #[inline(never)]
-    fn synchronize_with_joins(&self, ctx: &Context<'_>) -> Result<()> {
-        let before = self.sync_snapshot();
-        // SAFETY: `self.raw` is live for as long as `self`.
-        unsafe { ctx.api().synchronize_stream(self.raw)? };
-        self.synchronized(before);
-        Ok(())
-    }
-
     /// `aclrtSynchronizeStreamWithTimeout` (S3): as [`synchronize`](Self::synchronize), giving
     /// up after `timeout` with [`AclError::RtStreamSyncTimeout`](crate::AclError::RtStreamSyncTimeout).
     pub fn synchronize_with(&self, timeout: Timeout) -> Result<()> {
         self.bind()?;
-        let before = self.sync_snapshot();
+        let resets = self.resets_issued.load(Ordering::Acquire);
         // SAFETY: `self.raw` is live; `Timeout` holds only -1 or > 0 (S3).
         unsafe {
             self.ctx
                 .api()
                 .synchronize_stream_with_timeout(self.raw, timeout.as_raw())?
         };
-        self.synchronized(before);
+        self.resets_synced.store(resets, Ordering::Release);
+        self.join_target().synchronized();
         Ok(())
     }
 
-    /// What a synchronisation starting now will have covered once it returns: the resets
-    /// issued so far, and (only if the context has any join events waiting) the sequence
-    /// number of the next one.
+    /// `aclrtSynchronizeStream` through a handle that may be on another thread than the
+    /// stream's user (an event's release): it counts the resets it covers (atomics) and
+    /// leaves the join list, which only the stream's user touches, to the stream's own
+    /// next synchronisation (the joins are done; that one reuses them).
+    pub(crate) fn synchronize_shared(&self) -> Result<()> {
+        self.bind()?;
+        self.synchronize_counting_resets(self.ctx)
+    }
+
+    /// This stream's join bookkeeping (E5, E9).
     #[inline(always)]
-    fn sync_snapshot(&self) -> SyncSnapshot {
-        SyncSnapshot {
-            resets: self.resets_issued.load(Ordering::Acquire),
-            deferred: self.ctx.deferred_seq_if_any(),
+    fn join_target(&self) -> JoinTarget<'_> {
+        JoinTarget {
+            ctx: self.ctx,
+            raw: self.raw,
+            joins: &self.joins,
         }
     }
 
-    /// A synchronisation that began at `before` succeeded: the resets and the join events
-    /// issued until then are done (the latter are destroyed, E9).
-    #[inline(always)]
-    fn synchronized(&self, before: SyncSnapshot) {
-        self.resets_synced.store(before.resets, Ordering::Release);
-        self.ctx.destroy_deferred_of(self.raw, before.deferred);
+    /// Orders this stream after the tasks issued on `from` so far, with a join event (E5).
+    /// The caller has bound the context (D6); `from` is a live stream of it.
+    pub(crate) fn join_after(&self, from: aclrtStream) -> Result<()> {
+        self.join_target().join_after(from)
     }
 
     /// Synchronises until the stream is seen done. An asynchronous task's error is reported
@@ -259,7 +252,12 @@ impl<'ctx> Stream<'ctx> {
 
     fn release(&self) -> Result<()> {
         self.bind()?;
+        let before = self.ctx.next_join_seq();
         self.synchronize()?;
+        // Every join this stream waited on is done (E9): destroyed with it.
+        self.join_target().release_all();
+        self.ctx
+            .destroy_parked(Finished::Stream { stream: self.raw, before });
         // SAFETY: `self.raw` is live, its context is current (bound above), every task is done
         // (S4), and the value is consumed or being dropped, so this is the only destruction.
         unsafe { self.ctx.api().destroy_stream(self.raw)? };
@@ -298,7 +296,7 @@ impl<'ctx> Stream<'ctx> {
         // handle. (Marked after the call, a device synchronisation returning while the
         // destroy runs, which no longer waits for this stream, could keep one for reuse
         // with its flag set.) If the destroy fails, they are only released later.
-        self.ctx.orphan_deferred_of(self.raw);
+        self.join_target().orphan_all();
         // SAFETY: `self.raw` is live and its context current (bound above); the value is
         // consumed, so this is the only destruction. Nothing of the typed API waits for a
         // task of this stream: events borrow the streams they were used on, so none is
@@ -426,6 +424,9 @@ impl Drop for Stream<'_> {
         // synchronised or bound, e.g. inside a callback (C8): that one is leaked and
         // reported, never destroyed with work pending (S4).
         release_on_drop("Stream", || self.release());
+        // Kept after a failed release: its joins go to the context (E9), which keeps them
+        // until a device synchronisation.
+        self.join_target().orphan_all();
     }
 }
 

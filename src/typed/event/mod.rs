@@ -233,13 +233,13 @@ impl<'s, S: EventState> Event<'s, S> {
         let pending_reset = self.reset_stream().filter(|r| r.has_reset_pending());
         if let Some(reset_stream) = pending_reset.filter(|_| S::PENDING != PendingTask::Nothing) {
             // `'s` keeps the resetting stream alive as long as the event.
-            if let Err(first) = reset_stream.synchronize() {
+            if let Err(first) = reset_stream.synchronize_shared() {
                 // A task of the stream failed (reported once: the second synchronisation
                 // sees the stream done). It may be a wait that ended without its event (a
                 // timeout armed through the raw layer, P3a, or a device fault), whose record
                 // may still be pending on another stream: wait for it too (E9).
                 report_drop_error("Event (an error of the stream that reset it)", Err(first));
-                reset_stream.synchronize()?;
+                reset_stream.synchronize_shared()?;
                 // SAFETY: the event is live for as long as `self`.
                 unsafe { api.synchronize_event(self.raw)? };
             }
@@ -369,7 +369,8 @@ impl<'s, S: EventState> Event<'s, S> {
     #[inline]
     fn reset_stream(&self) -> Option<&'s Stream<'s>> {
         // SAFETY: a non-null pointer comes from a `&'s Stream` (see the field), borrowed for
-        // as long as the event; only its raw handle and atomic flag are used.
+        // as long as the event; only its raw handle, context and atomic counts are used
+        // (`Stream::synchronize_shared`, never its join list).
         unsafe { self.reset_stream_ptr().as_ref() }
     }
 
@@ -443,7 +444,7 @@ fn prepare_slow<'s>(
     ctx.check_stream(stream, "the stream")?;
     stream.bind()?;
     // SAFETY: as in `Event::reset_stream`: the event's field, borrowed for `'s`.
-    after_reset_on(ctx, unsafe { reset_stream.as_ref() }, stream)
+    after_reset_on(unsafe { reset_stream.as_ref() }, stream)
 }
 
 impl<S: EventState> std::fmt::Debug for Event<'_, S> {
@@ -460,14 +461,13 @@ impl<S: EventState> std::fmt::Debug for Event<'_, S> {
 /// caller has bound the context.
 #[inline]
 fn after_reset_on(
-    ctx: &Context<'_>,
     reset_stream: Option<&Stream<'_>>,
     stream: &Stream<'_>,
 ) -> Result<()> {
     match reset_stream {
         Some(r) if needs_join(reset_stream, stream) => {
             let resets = Stream::resets_of(r);
-            ctx.join_streams(r.as_raw(), stream.as_raw())?;
+            stream.join_after(r.as_raw())?;
             stream.joined_after(resets);
             Ok(())
         }

@@ -98,7 +98,7 @@ impl WaitScope<'_> {
         for (i, other) in others.iter().map(|s| s.as_raw()).enumerate() {
             let seen = others[..i].iter().any(|s| s.as_raw() == other);
             if other != target && !seen {
-                self.ctx.join_streams(other, target)?;
+                self.reset_stream.join_after(other)?;
             }
         }
         Ok(())
@@ -243,7 +243,7 @@ impl<'id, 't> Waited<'id, 't> {
         let scope = self.scope;
         scope.ctx.check_stream(stream, "the stream")?;
         stream.bind()?;
-        after_reset_on(scope.ctx, scope.previous_reset, stream)?;
+        after_reset_on(scope.previous_reset, stream)?;
         // SAFETY: both handles are live, the stream's context is current, and the event was
         // recorded before the scope began (E1).
         unsafe {

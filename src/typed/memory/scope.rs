@@ -402,7 +402,7 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
                 .ctx
                 .mismatch(writer_ctx, "a pending result (written in another scope)")),
             Some((writer, _)) if writer != stream.as_raw() => {
-                self.ctx.join_streams(writer, stream.as_raw())
+                stream.join_after(writer)
             }
             _ => Ok(()),
         }
