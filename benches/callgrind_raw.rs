@@ -8,8 +8,8 @@
 
 use std::ffi::c_void;
 
-use ascend_typestate::sys::bindings::ACL_EVENT_SYNC;
-use ascend_typestate::sys::bindings::{aclrtEvent, aclrtStream};
+use ascend_typestate::sys::bindings::{ACL_CALLBACK_BLOCK, ACL_EVENT_SYNC};
+use ascend_typestate::sys::bindings::{aclrtContext, aclrtEvent, aclrtStream};
 use ascend_typestate::sys::loader::Api;
 use ascend_typestate::{Acl, Error};
 
@@ -98,6 +98,53 @@ fn events_k_cycles(
     Ok(())
 }
 
+/// The join event and K events of `events_k`, raw, in the current context.
+fn k_events(api: &Api, k: usize) -> Result<(aclrtEvent, Vec<aclrtEvent>), Error> {
+    // SAFETY: raw events of the current context, destroyed by `destroy_k_events`.
+    let join = unsafe { api.create_event_with_flag(ACL_EVENT_SYNC)? };
+    let events = (0..k)
+        // SAFETY: as above.
+        .map(|_| unsafe { api.create_event_with_flag(ACL_EVENT_SYNC) })
+        .collect::<Result<_, _>>()?;
+    Ok((join, events))
+}
+
+/// # Safety
+/// Every stream that used the events has been synchronised; each is destroyed once.
+unsafe fn destroy_k_events(
+    api: &Api,
+    join: aclrtEvent,
+    events: Vec<aclrtEvent>,
+) -> Result<(), Error> {
+    // SAFETY: the caller's contract.
+    unsafe {
+        api.destroy_event(join)?;
+        for event in events {
+            api.destroy_event(event)?;
+        }
+    }
+    Ok(())
+}
+
+/// One of the other threads of `events_k K T`: the same loop (not counted), on its own two
+/// streams of the shared context, made current on this thread.
+fn other_thread_k_cycles(api: &Api, ctx: usize, k: usize, n: u64) -> Result<(), Error> {
+    // SAFETY: the context outlives the scope this thread runs in; its streams and events are
+    // created here and destroyed below after the synchronisations.
+    unsafe {
+        api.set_current_context(ctx as aclrtContext)?;
+        let (producer, consumer) = (api.create_stream()?, api.create_stream()?);
+        let (join, events) = k_events(api, k)?;
+        events_k_cycles(api, join, &events, producer, consumer, n + 2)?;
+        api.synchronize_stream(consumer)?;
+        api.synchronize_stream(producer)?;
+        destroy_k_events(api, join, events)?;
+        api.destroy_stream(producer)?;
+        api.destroy_stream(consumer)?;
+    }
+    Ok(())
+}
+
 /// Counted by callgrind: N copies, nothing else.
 #[unsafe(no_mangle)]
 #[inline(never)]
@@ -138,6 +185,32 @@ fn raw_callbacks(api: &Api, stream: aclrtStream, n: u64) -> Result<(), Error> {
 fn callback_cycles(api: &Api, stream: aclrtStream, n: u64) -> Result<(), Error> {
     for _ in 0..n {
         raw_callback(api, stream)?;
+    }
+    Ok(())
+}
+
+/// Counted by callgrind: N cycles of D callback launches, then one synchronisation, nothing
+/// else.
+#[unsafe(no_mangle)]
+#[inline(never)]
+fn raw_deep_callbacks(api: &Api, stream: aclrtStream, depth: u32, n: u64) -> Result<(), Error> {
+    deep_callback_cycles(api, stream, depth, n)
+}
+
+unsafe extern "C" fn noop(_user_data: *mut c_void) {}
+
+/// The loop, also run once (uncounted) as the warm-up.
+#[inline(never)]
+fn deep_callback_cycles(api: &Api, stream: aclrtStream, depth: u32, n: u64) -> Result<(), Error> {
+    for _ in 0..n {
+        // SAFETY: the stream is live and subscribed to a thread that processes reports; the
+        // callback uses no data.
+        unsafe {
+            for _ in 0..depth {
+                api.launch_callback(Some(noop), std::ptr::null_mut(), ACL_CALLBACK_BLOCK, stream)?;
+            }
+            api.synchronize_stream(stream)?;
+        }
     }
     Ok(())
 }
@@ -185,30 +258,44 @@ fn main() -> Result<(), Error> {
         }
         "events_k" => {
             let k: usize = args.next().map_or(8, |s| s.parse().expect("K"));
-            // SAFETY: raw events of the current context, destroyed below.
-            let join = unsafe { api.create_event_with_flag(ACL_EVENT_SYNC)? };
-            let mut events = Vec::with_capacity(k);
-            for _ in 0..k {
-                // SAFETY: as above.
-                events.push(unsafe { api.create_event_with_flag(ACL_EVENT_SYNC)? });
-            }
-            events_k_cycles(api, join, &events, s1, s2, 2)?;
-            raw_many_events(api, join, &events, s1, s2, n)?;
-            // SAFETY: both streams synchronised first; each event destroyed once.
-            unsafe {
-                api.synchronize_stream(s2)?;
-                api.synchronize_stream(s1)?;
-                api.destroy_event(join)?;
-                for event in events {
-                    api.destroy_event(event)?;
+            let t: usize = args.next().map_or(1, |s| s.parse().expect("T"));
+            let raw_ctx = ctx.as_raw() as usize;
+            std::thread::scope(|scope| -> Result<(), Error> {
+                let others: Vec<_> = (1..t)
+                    .map(|_| scope.spawn(move || other_thread_k_cycles(api, raw_ctx, k, n)))
+                    .collect();
+                let (join, events) = k_events(api, k)?;
+                events_k_cycles(api, join, &events, s1, s2, 2)?;
+                raw_many_events(api, join, &events, s1, s2, n)?;
+                // SAFETY: both streams synchronised first; each event destroyed once.
+                unsafe {
+                    api.synchronize_stream(s2)?;
+                    api.synchronize_stream(s1)?;
+                    destroy_k_events(api, join, events)?;
                 }
-            }
+                for other in others {
+                    other.join().expect("a bench thread panicked")?;
+                }
+                Ok(())
+            })?;
         }
         "copies" => {
             let buffers = raw_buffers(api)?;
             copy_cycles(api, s1, buffers.0, buffers.1, 1)?;
             raw_copies(api, s1, buffers.0, buffers.1, n)?;
             free_raw_buffers(api, buffers)?;
+        }
+        "callbacks_deep" => {
+            let depth: u32 = args.next().map_or(64, |s| s.parse().expect("D"));
+            let global = ascend_typestate::sys::loader::global().expect("loaded by Acl::init");
+            let thread = RawReportThread::spawn(global, ctx.as_raw());
+            // SAFETY: the stream is live; the thread processes reports until `stop`.
+            unsafe { api.subscribe_report(thread.thread_id, s1)? };
+            deep_callback_cycles(api, s1, depth, 1)?;
+            raw_deep_callbacks(api, s1, depth, n)?;
+            // SAFETY: every callback ran (synchronised); subscribed to this thread.
+            unsafe { api.unsubscribe_report(thread.thread_id, s1)? };
+            thread.stop();
         }
         "callbacks" => {
             // The raw report thread needs the `'static` table: the one `acl.api()` borrows

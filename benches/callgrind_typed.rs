@@ -5,7 +5,9 @@
 //! `--toggle-collect` counts. Setup and teardown are
 //! outside it, and so is one warm-up cycle (steady state: every counted cycle re-records).
 
-use ascend_typestate::{Acl, Context, Error, Event, ReportThread, Reset, Stream, Subscribed};
+use ascend_typestate::{
+    Acl, CallbackMode, Context, Error, Event, ReportThread, Reset, Stream, Subscribed,
+};
 use ascend_typestate::{DeviceBuffer, HostBuffer, MallocPolicy};
 
 #[path = "common/mod.rs"]
@@ -94,6 +96,31 @@ fn events_k_cycles<'t>(
     Ok(())
 }
 
+fn k_events<'c>(ctx: &'c Context<'_>, k: usize) -> Result<Vec<Option<Event<'c, Reset>>>, Error> {
+    (0..k)
+        .map(|_| Ok(Some(ctx.create_event()?.into())))
+        .collect()
+}
+
+fn destroy_k_events(events: Vec<Option<Event<'_, Reset>>>) -> Result<(), Error> {
+    for event in events.into_iter().flatten() {
+        event.destroy()?;
+    }
+    Ok(())
+}
+
+/// One of the other threads of `events_k K T`: the same loop (not counted), on its own two
+/// streams of the shared context.
+fn other_thread_k_cycles(ctx: &Context<'_>, k: usize, n: u64) -> Result<(), Error> {
+    let (producer, consumer) = (ctx.create_stream()?, ctx.create_stream()?);
+    let mut events = k_events(ctx, k)?;
+    events_k_cycles(&mut events, &producer, &consumer, n + 2)?;
+    consumer.synchronize()?;
+    destroy_k_events(events)?;
+    producer.destroy()?;
+    consumer.destroy()
+}
+
 /// Counted by callgrind: N copies, nothing else.
 #[unsafe(no_mangle)]
 #[inline(never)]
@@ -138,6 +165,26 @@ fn callback_cycles(stream: &Subscribed<'_, '_>, n: u64) -> Result<(), Error> {
     Ok(())
 }
 
+/// Counted by callgrind: N cycles of D callback launches, then one synchronisation (up to D
+/// in flight on the stream), nothing else.
+#[unsafe(no_mangle)]
+#[inline(never)]
+fn typed_deep_callbacks(stream: &Subscribed<'_, '_>, depth: u32, n: u64) -> Result<(), Error> {
+    deep_callback_cycles(stream, depth, n)
+}
+
+/// The loop, also run once (uncounted) as the warm-up.
+#[inline(never)]
+fn deep_callback_cycles(stream: &Subscribed<'_, '_>, depth: u32, n: u64) -> Result<(), Error> {
+    for _ in 0..n {
+        for _ in 0..depth {
+            stream.launch(CallbackMode::Blocking, || {})?;
+        }
+        stream.synchronize()?;
+    }
+    Ok(())
+}
+
 /// Counted by callgrind: N frames of the double-buffered pipeline, nothing else.
 #[unsafe(no_mangle)]
 #[inline(never)]
@@ -177,16 +224,23 @@ fn main() -> Result<(), Error> {
         }
         "events_k" => {
             let k: usize = args.next().map_or(8, |s| s.parse().expect("K"));
-            let mut events: Vec<Option<Event<'_, Reset>>> = Vec::with_capacity(k);
-            for _ in 0..k {
-                events.push(Some(ctx.create_event()?.into()));
-            }
-            events_k_cycles(&mut events, &s1, &s2, 2)?;
-            typed_many_events(&mut events, &s1, &s2, n)?;
-            s2.synchronize()?;
-            for event in events.into_iter().flatten() {
-                event.destroy()?;
-            }
+            // T: the counted thread and T - 1 more running the same loop on their own streams
+            // in the same context, at the same time.
+            let t: usize = args.next().map_or(1, |s| s.parse().expect("T"));
+            std::thread::scope(|scope| -> Result<(), Error> {
+                let others: Vec<_> = (1..t)
+                    .map(|_| scope.spawn(|| other_thread_k_cycles(&ctx, k, n)))
+                    .collect();
+                let mut events = k_events(&ctx, k)?;
+                events_k_cycles(&mut events, &s1, &s2, 2)?;
+                typed_many_events(&mut events, &s1, &s2, n)?;
+                s2.synchronize()?;
+                destroy_k_events(events)?;
+                for other in others {
+                    other.join().expect("a bench thread panicked")?;
+                }
+                Ok(())
+            })?;
         }
         "copies" => {
             let mut dst = ctx.alloc::<u8>(COPY_BYTES, MallocPolicy::HugeFirst)?;
@@ -201,6 +255,16 @@ fn main() -> Result<(), Error> {
             let stream = report.subscribe(ctx.create_stream()?)?;
             callback_cycles(&stream, 1)?;
             typed_callbacks(&stream, n)?;
+            stream.unsubscribe()?.destroy()?;
+            report.stop()?;
+        }
+        "callbacks_deep" => {
+            let depth: u32 = args.next().map_or(64, |s| s.parse().expect("D"));
+            let report = ReportThread::spawn(&ctx)?;
+            let stream =
+                report.subscribe_with_capacity(ctx.create_stream()?, depth.max(1) as usize)?;
+            deep_callback_cycles(&stream, depth, 1)?;
+            typed_deep_callbacks(&stream, depth, n)?;
             stream.unsubscribe()?.destroy()?;
             report.stop()?;
         }

@@ -96,6 +96,7 @@ host() {
     --toggle-collect=typed_copies --toggle-collect=typed_callbacks \
     --toggle-collect=typed_pipeline --toggle-collect=raw_pipeline \
     --toggle-collect=typed_many_events --toggle-collect=raw_many_events \
+    --toggle-collect=typed_deep_callbacks --toggle-collect=raw_deep_callbacks \
     --toggle-collect=raw_events --toggle-collect=raw_copies --toggle-collect=raw_callbacks \
     --callgrind-out-file="$work/$name" "$@" >"$work/$name.log" 2>&1 \
     || { echo "callgrind.sh: $name failed:" >&2; cat "$work/$name.log" >&2; exit 1; }
@@ -134,8 +135,10 @@ worst=0
 # then 73, 60, 39, 36 once the event stayed out of memory (no reference to it escapes into
 # an out-of-line call), callback slots needed no take function, and a stream's usual
 # synchronisation checked its binding and the join bookkeeping in one compare; the
-# pipeline frame 126 once a simulated kernel launch built no error and was inlined).
-declare -A BUDGET=([events]=80 [events_direct]=66 [copies]=45 [callbacks]=42 [pipeline]=135)
+# pipeline frame 126 once a simulated kernel launch built no error and was inlined; events
+# 84 once joins moved onto their streams: the same instructions, but the bench loop keeps
+# the producer stream's pointer on the stack, five moves per cycle).
+declare -A BUDGET=([events]=85 [events_direct]=66 [copies]=45 [callbacks]=42 [pipeline]=135)
 over=""
 added_report=""
 row() { # run work typed_lib typed_rt raw_lib raw_rt
@@ -205,18 +208,50 @@ done
 echo
 # K events per cycle (all recorded on the producer, then each waited on and reset by the
 # consumer; the host synchronises the producer only): the typed API joins once per cycle, as
-# the C program does (E5). Measured, not gated: Ir per cycle on the host thread.
+# the C program does (E5). Then the same loop (K = 1) with T - 1 more threads doing the same
+# on their own streams of the same context: the counted thread's cost must not depend on T
+# (no lock or scan shared by the context's threads). Measured, not gated: Ir per cycle on the
+# host thread.
 nk=$(( n / 5 > 0 ? n / 5 : 1 ))
-echo "Host thread, K events per cycle ($nk cycles each; raw = one join per cycle, as C):"
-printf '%-4s %8s %8s %9s %9s %10s %12s\n' K typed raw 'rt(typed)' 'rt(raw)' same-rt 'added/event'
-for k in 1 8 64; do
-  read -r tl tr < <(host "t-events_k-$k" "$typed" events_k "$nk" "$k")
-  read -r rl rr < <(host "r-events_k-$k" "$raw" events_k "$nk" join "$k")
+k_row() { # label typed_args raw_args
+  local label="$1" tl tr rl rr ratio_k added_k
+  # shellcheck disable=SC2086
+  read -r tl tr < <(host "t-events_k-$label" "$typed" events_k "$nk" $2)
+  # shellcheck disable=SC2086
+  read -r rl rr < <(host "r-events_k-$label" "$raw" events_k "$nk" join $3)
   ratio_k="$(ratio "$tl" "$rl" "$(mean "$tr" "$rr")")"
-  per_k() { awk -v a="$1" -v n="$nk" 'BEGIN {printf "%.0f", a / n}'; }
-  added_k=$(awk -v t="$tl" -v r="$rl" -v n="$nk" -v k="$k" 'BEGIN {printf "%.1f", (t - r) / n / k}')
-  printf '%-4s %8s %8s %9s %9s %10s %12s\n' "$k" "$(per_k "$tl")" "$(per_k "$rl")" \
-    "$(per_k "$tr")" "$(per_k "$rr")" "$ratio_k" "$added_k"
+  added_k=$(awk -v t="$tl" -v r="$rl" -v n="$nk" -v k="$4" 'BEGIN {printf "%.1f", (t - r) / n / k}')
+  printf '%-6s %8s %8s %9s %9s %10s %12s\n' "$label" \
+    "$(awk -v a="$tl" -v n="$nk" 'BEGIN {printf "%.0f", a / n}')" \
+    "$(awk -v a="$rl" -v n="$nk" 'BEGIN {printf "%.0f", a / n}')" \
+    "$(awk -v a="$tr" -v n="$nk" 'BEGIN {printf "%.0f", a / n}')" \
+    "$(awk -v a="$rr" -v n="$nk" 'BEGIN {printf "%.0f", a / n}')" "$ratio_k" "$added_k"
+}
+echo "Host thread, K events per cycle ($nk cycles each; raw = one join per cycle, as C):"
+printf '%-6s %8s %8s %9s %9s %10s %12s\n' K typed raw 'rt(typed)' 'rt(raw)' same-rt 'added/event'
+for k in 1 8 64 256; do
+  k_row "$k" "$k" "$k" "$k"
+done
+echo
+echo "Host thread, K = 1, T threads sharing the context ($nk cycles each):"
+printf '%-6s %8s %8s %9s %9s %10s %12s\n' T typed raw 'rt(typed)' 'rt(raw)' same-rt 'added/cycle'
+for t in 1 2 8 32; do
+  k_row "$t" "1 $t" "1 $t" 1
+done
+echo
+# D callbacks launched per cycle, then one synchronisation: up to D in flight on the stream,
+# on a subscription created for D. Launch cost must be flat in D (no allocation at any depth:
+# tests/steady_state.rs). Measured, not gated.
+echo "Host thread, D callbacks in flight per cycle ($nk cycles each):"
+printf '%-6s %9s %9s %10s %12s\n' D typed raw same-rt 'added/launch'
+for d in 1 32 64 256; do
+  read -r tl tr < <(host "t-deep-$d" "$typed" callbacks_deep "$nk" "$d")
+  read -r rl rr < <(host "r-deep-$d" "$raw" callbacks_deep "$nk" join "$d")
+  printf '%-6s %9s %9s %10s %12s\n' "$d" \
+    "$(awk -v a="$tl" -v n="$nk" 'BEGIN {printf "%.0f", a / n}')" \
+    "$(awk -v a="$rl" -v n="$nk" 'BEGIN {printf "%.0f", a / n}')" \
+    "$(ratio "$tl" "$rl" "$(mean "$tr" "$rr")")" \
+    "$(awk -v t="$tl" -v r="$rl" -v n="$nk" -v d="$d" 'BEGIN {printf "%.1f", (t - r) / n / d}')"
 done
 if [ "$check" = 1 ]; then
   echo

@@ -240,9 +240,16 @@ fn an_unsynchronised_hand_off_cycle_keeps_its_join_events_bounded_e5_e9() {
         let rss_after = resident_kib();
         assert_eq!(allocations, 0);
         // (`measure` counts from the end of its warm-up.)
-        assert_eq!(sim.call_count("aclrtSynchronizeStream"), 0, "a hidden synchronisation");
+        assert_eq!(
+            sim.call_count("aclrtSynchronizeStream"),
+            0,
+            "a hidden synchronisation"
+        );
         let queries = sim.call_count("aclrtStreamQuery");
-        assert!(queries <= 100_000 / 64 + 1, "{queries} queries: one per 64 joins at most");
+        assert!(
+            queries <= 100_000 / 64 + 1,
+            "{queries} queries: one per 64 joins at most"
+        );
         // The warm-up's 10 cycles created 10; at most 64 in all.
         assert!(calls <= 64 - 10, "{calls} create/destroy calls");
         assert!(
@@ -278,14 +285,22 @@ fn a_hand_off_that_never_synchronises_stops_at_the_join_capacity_e5_e9() {
         }
         let (cycle, error, syncs, by_release) = refused.expect("the capacity was never reached");
         assert!(
-            matches!(error, ascend_typestate::Error::JoinCapacity { capacity: 128 }),
+            matches!(
+                error,
+                ascend_typestate::Error::JoinCapacity { capacity: 128 }
+            ),
             "{error:?}"
         );
         assert!(cycle >= 128, "refused after {cycle} cycles");
         assert_eq!(syncs, 0, "a hidden synchronisation");
         assert_eq!(by_release, 1, "the dropped event's release");
         producer.synchronize().unwrap();
-        producer.context().create_event().unwrap().record(producer).unwrap()
+        producer
+            .context()
+            .create_event()
+            .unwrap()
+            .record(producer)
+            .unwrap()
     });
 }
 

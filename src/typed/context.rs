@@ -9,10 +9,12 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use crate::result::current;
-use crate::sys::bindings::{aclrtContext, aclrtEvent, aclrtStream};
+use crate::sys::bindings::{aclrtContext, aclrtEvent};
 use crate::sys::loader::Api;
 use crate::typed::error::Result;
-use crate::typed::handle::{Failed, may_release, refuse_inside_callback, release_on_drop, report_drop_error};
+use crate::typed::handle::{
+    Failed, may_release, refuse_inside_callback, release_on_drop, report_drop_error,
+};
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -21,17 +23,15 @@ pub(crate) const USES_CALLBACKS: u8 = 1;
 /// [`Context::claim`]: a stream of the context stops it on failure (S6).
 pub(crate) const STOPS_ON_FAILURE: u8 = 2;
 
-/// A join event the context keeps until a synchronisation shows it done (E9): one whose
-/// waiting stream was destroyed without a synchronisation (S8) or could not keep it, one
-/// referred to only by a record on another stream (a failed wait), or one whose destruction
-/// failed. Off the hot path: joins live in their waiting stream's list
+/// A join event the context keeps until a device synchronisation shows it done (E9): one
+/// whose waiting stream was destroyed without a synchronisation (S8) or kept after a failed
+/// release, one referred to only by a record on another stream (a failed wait), or one
+/// whose destruction failed. Off the hot path: joins live in their waiting stream's list
 /// ([`StreamJoins`](crate::typed::join::StreamJoins)).
 #[derive(Clone, Copy)]
 pub(crate) struct Parked {
     /// 0 when known done; else from [`Context::next_join_seq`].
     seq: u64,
-    /// The stream whose synchronisation finishes it, or null (only the device's does).
-    stream: aclrtStream,
     event: aclrtEvent,
 }
 
@@ -39,25 +39,12 @@ impl Parked {
     /// Its tasks were issued before `seq`'s join number was taken: a device
     /// synchronisation finishes it.
     pub(crate) fn issued(seq: u64, event: aclrtEvent) -> Parked {
-        Parked {
-            seq,
-            stream: std::ptr::null_mut(),
-            event,
-        }
-    }
-
-    /// Waited on (and reset) by `stream`: its synchronisation finishes it too.
-    pub(crate) fn waited_by(seq: u64, stream: aclrtStream, event: aclrtEvent) -> Parked {
-        Parked { seq, stream, event }
+        Parked { seq, event }
     }
 
     /// Every task using it is done: only its destruction is left.
     pub(crate) fn done(event: aclrtEvent) -> Parked {
-        Parked {
-            seq: 0,
-            stream: std::ptr::null_mut(),
-            event,
-        }
+        Parked { seq: 0, event }
     }
 }
 
@@ -68,8 +55,8 @@ pub const DEFAULT_JOIN_CAPACITY: u32 = 1024;
 /// Which parked join events a synchronisation has shown to be done.
 #[derive(Clone, Copy)]
 pub(crate) enum Finished {
-    /// Those waited on by this stream and issued before `before` (it was synchronised).
-    Stream { stream: aclrtStream, before: u64 },
+    /// Those known done only (any time will do).
+    Done,
     /// Those issued before this sequence number (the device was synchronised).
     IssuedBefore(u64),
     /// All of them (every stream of the context is gone).
@@ -225,6 +212,12 @@ impl<'dev> Context<'dev> {
         Ok(())
     }
 
+    /// Unique in the process (never reused).
+    #[inline(always)]
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
     pub(crate) fn api(&self) -> &'static Api {
         self.api
     }
@@ -314,7 +307,8 @@ impl<'dev> Context<'dev> {
     /// A device synchronisation that began when `before` was the next join number
     /// succeeded: every join numbered below it is done (E9).
     fn device_synchronized(&self, before: u64) {
-        self.device_synced_before.fetch_max(before, Ordering::AcqRel);
+        self.device_synced_before
+            .fetch_max(before, Ordering::AcqRel);
         self.destroy_parked(Finished::IssuedBefore(before));
     }
 
@@ -385,9 +379,7 @@ impl<'dev> Context<'dev> {
             parked.retain(|entry| {
                 let is_done = entry.seq == 0
                     || match finished {
-                        Finished::Stream { stream, before } => {
-                            entry.stream == stream && entry.seq < before
-                        }
+                        Finished::Done => false,
                         Finished::IssuedBefore(seq) => entry.seq < seq,
                         Finished::All => true,
                     };

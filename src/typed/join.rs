@@ -6,8 +6,9 @@
 //! touches its list; the context is reached only for a sequence number (one atomic add per
 //! join) and, on error paths, to park an event until a device synchronisation.
 
-use std::cell::RefCell;
+use std::cell::{Cell, UnsafeCell};
 
+use crate::result::current;
 use crate::sys::bindings::ACL_EVENT_SYNC;
 use crate::sys::bindings::{aclrtEvent, aclrtStream};
 use crate::typed::context::{Context, Parked};
@@ -36,9 +37,49 @@ pub(crate) struct StreamJoins {
     pool: Vec<aclrtEvent>,
 }
 
-/// A stream's joins: boxed, so that a stream that never joins stays small and allocates
-/// nothing; allocated once, with its first join.
-pub(crate) type Joins = RefCell<Option<Box<StreamJoins>>>;
+/// [`Joins::sync_key`] while joins wait: neither a context id (they count up from 1) nor a
+/// value of the current-context cache (0, [`current::INSIDE_CALLBACK`]).
+const JOINS_WAITING: u64 = u64::MAX - 1;
+static_assertions::const_assert!(JOINS_WAITING != 0 && JOINS_WAITING != current::INSIDE_CALLBACK);
+
+/// A stream's joins: the list boxed, so that a stream that never joins stays small and
+/// allocates nothing (allocated once, with its first join), and the key its usual
+/// synchronisation compares with the thread's current context.
+pub(crate) struct Joins {
+    /// Only this module touches it, through [`Joins::with`]: see there why that is sound.
+    list: UnsafeCell<Option<Box<StreamJoins>>>,
+    /// The stream's context id while no join waits, else [`JOINS_WAITING`]: a
+    /// synchronisation checks its binding (D6) and that no join waits in one compare.
+    sync_key: Cell<u64>,
+}
+
+impl Joins {
+    pub(crate) fn new(ctx: &Context<'_>) -> Joins {
+        Joins {
+            list: UnsafeCell::new(None),
+            sync_key: Cell::new(ctx.id()),
+        }
+    }
+
+    /// Bound on this thread (D6) with no join waiting for the stream's synchronisation:
+    /// the usual synchronisation's one test.
+    #[inline(always)]
+    pub(crate) fn is_bound_without_joins(&self) -> bool {
+        current::get() == self.sync_key.get()
+    }
+
+    /// Runs `f` on the list. Sound because the list is reached only from the stream's
+    /// methods that the thread holding `&Stream` calls (a stream is not `Sync`; an event on
+    /// another thread uses `Stream::synchronize_shared`, which does not come here), and
+    /// every `f` in this module only moves values in and out of the list: it calls neither
+    /// the runtime nor user code (a drop-error handler), nor `with` again, so no other
+    /// reference to the list exists while it runs.
+    #[inline(always)]
+    fn with<R>(&self, f: impl FnOnce(&mut Option<Box<StreamJoins>>) -> R) -> R {
+        // SAFETY: see above: this is the only reference to the list while `f` runs.
+        f(unsafe { &mut *self.list.get() })
+    }
+}
 
 /// A stream's join bookkeeping, as the stream hands it to this module.
 pub(crate) struct JoinTarget<'a> {
@@ -103,11 +144,26 @@ impl JoinTarget<'_> {
 
     /// Resets `join` after the target's wait. A failed reset issued nothing: it is tried
     /// again while the runtime fails it (E4), each error reported; then issued alone once
-    /// the target has passed its wait.
+    /// the target has passed its wait. (The first try inline, the others out of line.)
     #[inline]
     fn reset(&self, join: aclrtEvent) -> Result<()> {
+        // SAFETY: `join` was recorded on `from` and waited on by the target just now; the
+        // target is live.
+        match unsafe { self.ctx.api().reset_event(join, self.raw) } {
+            Ok(()) => Ok(()),
+            Err(first) => self.reset_again(join, first.into()),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn reset_again(&self, join: aclrtEvent, first: Error) -> Result<()> {
         let (api, to) = (self.ctx.api(), self.raw);
-        // SAFETY: `join` was recorded on `from` and waited on by `to` just now; `to` is live.
+        if !matches!(first, Error::Runtime { .. }) {
+            return Err(first);
+        }
+        report_drop_error("join event (a reset tried again)", Err(first));
+        // SAFETY: as in `reset`.
         retry_cleanup("join event (a reset tried again)", || unsafe {
             api.reset_event(join, to)
         })
@@ -130,28 +186,28 @@ impl JoinTarget<'_> {
     /// finished since.
     #[inline]
     fn pooled(&self) -> Option<aclrtEvent> {
-        let mut cell = self.joins.try_borrow_mut().ok()?;
-        let joins = cell.as_mut()?;
-        if let Some(join) = joins.pool.pop() {
+        if let Some(join) = self.pop_pool() {
             return Some(join);
         }
         let synced_before = self.ctx.device_synced_before();
-        if joins.waiting.first().is_some_and(|w| w.seq < synced_before) {
-            drop(cell);
+        let oldest = self
+            .joins
+            .with(|j| j.as_ref()?.waiting.first().map(|w| w.seq));
+        if oldest.is_some_and(|seq| seq < synced_before) {
             self.finished(|w| w.seq < synced_before, true);
             return self.pop_pool();
         }
         None
     }
 
+    #[inline(always)]
     fn pop_pool(&self) -> Option<aclrtEvent> {
-        self.joins.try_borrow_mut().ok()?.as_mut()?.pool.pop()
+        self.joins.with(|j| j.as_mut()?.pool.pop())
     }
 
     fn waiting_len(&self) -> usize {
         self.joins
-            .try_borrow()
-            .map_or(0, |j| j.as_ref().map_or(0, |j| j.waiting.len()))
+            .with(|j| j.as_ref().map_or(0, |j| j.waiting.len()))
     }
 
     /// A new join event, unless a query finds the target idle once every [`JOIN_POOL`] joins
@@ -194,38 +250,49 @@ impl JoinTarget<'_> {
     /// Adds a join the target waited on (or that refers to nothing, if not `reusable`).
     fn push(&self, event: aclrtEvent, reusable: bool) {
         let seq = self.ctx.next_join_seq();
-        match self.joins.try_borrow_mut() {
-            Ok(mut cell) => {
-                // Once, with the stream's first join: the lists never grow in the steady
-                // state of a loop that synchronises now and then.
-                let joins = cell.get_or_insert_with(|| {
-                    Box::new(StreamJoins {
-                        waiting: Vec::with_capacity(JOIN_POOL),
-                        pool: Vec::with_capacity(JOIN_POOL),
-                    })
-                });
-                joins.waiting.push(Waiting {
-                    seq,
-                    event,
-                    reusable,
-                });
-            }
-            // Only a re-entrant call could hold the list: the context keeps it instead.
-            Err(_) => self.ctx.park(Parked::waited_by(seq, self.raw, event)),
-        }
+        self.joins.with(|list| {
+            // Once, with the stream's first join: the lists never grow in the steady state
+            // of a loop that synchronises now and then.
+            let joins = list.get_or_insert_with(|| {
+                Box::new(StreamJoins {
+                    waiting: Vec::with_capacity(JOIN_POOL),
+                    pool: Vec::with_capacity(JOIN_POOL),
+                })
+            });
+            joins.waiting.push(Waiting {
+                seq,
+                event,
+                reusable,
+            });
+        });
+        self.joins.sync_key.set(JOINS_WAITING);
     }
 
-    /// Whether joins wait for the target's synchronisation.
-    #[inline(always)]
-    pub(crate) fn any_waiting(&self) -> bool {
-        self.joins
-            .try_borrow()
-            .map_or(true, |j| j.as_ref().is_some_and(|j| !j.waiting.is_empty()))
-    }
-
-    /// The target was synchronised: every join it waited on is done.
+    /// The target was synchronised: every join it waited on is done, and goes to the pool
+    /// (the usual case: one move per join, out of line only if one must be destroyed).
     pub(crate) fn synchronized(&self) {
-        self.finished(|_| true, true);
+        let pooled = self.joins.with(|list| {
+            let Some(joins) = list.as_mut() else {
+                return true;
+            };
+            let StreamJoins { waiting, pool } = &mut **joins;
+            let fits = pool.len() + waiting.len() <= JOIN_POOL;
+            if !fits || waiting.iter().any(|w| !w.reusable) {
+                return false;
+            }
+            // Every task using them has run (E9): fresh events again. (Within the pool's
+            // capacity, reserved with the first join: no allocation.)
+            for w in waiting.iter() {
+                pool.push(w.event);
+            }
+            waiting.clear();
+            true
+        });
+        if pooled {
+            self.joins.sync_key.set(self.ctx.id());
+        } else {
+            self.finished(|_| true, true);
+        }
     }
 
     /// Moves the waiting joins `done` selects to the pool (if `reuse`), destroying those
@@ -234,9 +301,10 @@ impl JoinTarget<'_> {
     /// reported.
     fn finished(&self, done: impl Fn(&Waiting) -> bool, reuse: bool) {
         let mut destroy = Vec::new();
-        if let Ok(mut cell) = self.joins.try_borrow_mut()
-            && let Some(joins) = cell.as_mut()
-        {
+        let no_more_waiting = self.joins.with(|list| {
+            let Some(joins) = list.as_mut() else {
+                return true;
+            };
             let StreamJoins { waiting, pool } = &mut **joins;
             waiting.retain(|w| {
                 if !done(w) {
@@ -252,14 +320,20 @@ impl JoinTarget<'_> {
                 }
                 false
             });
+            waiting.is_empty()
+        });
+        if no_more_waiting {
+            self.joins.sync_key.set(self.ctx.id());
         }
-        self.destroy_all(destroy);
+        if !destroy.is_empty() {
+            self.destroy_all(destroy);
+        }
     }
 
     /// The target is being destroyed after a synchronisation: its joins are all done and
     /// destroyed (a failure parks the event in the context), and the lists freed.
     pub(crate) fn release_all(&self) {
-        let Some(joins) = self.joins.take() else {
+        let Some(joins) = self.take() else {
             return;
         };
         let events = joins.waiting.iter().map(|w| w.event);
@@ -270,7 +344,7 @@ impl JoinTarget<'_> {
     /// release: its waiting joins are parked in the context, whose device synchronisations
     /// and end release them; its pooled (done) ones are destroyed.
     pub(crate) fn orphan_all(&self) {
-        let Some(joins) = self.joins.take() else {
+        let Some(joins) = self.take() else {
             return;
         };
         for w in &joins.waiting {
@@ -278,6 +352,13 @@ impl JoinTarget<'_> {
             self.ctx.park(Parked::issued(w.seq, w.event));
         }
         self.destroy_all(joins.pool);
+    }
+
+    /// Empties the lists, handing them over.
+    fn take(&self) -> Option<Box<StreamJoins>> {
+        let joins = self.joins.with(Option::take);
+        self.joins.sync_key.set(self.ctx.id());
+        joins
     }
 
     fn destroy_all(&self, events: Vec<aclrtEvent>) {

@@ -1,6 +1,5 @@
 //! Streams: ordered task queues (S1-S8).
 
-use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -98,7 +97,7 @@ impl<'ctx> Stream<'ctx> {
             resets_synced: AtomicU64::new(0),
             id: NEXT_STREAM_ID.fetch_add(1, Ordering::Relaxed),
             joined: std::cell::Cell::new((0, 0)),
-            joins: RefCell::new(None),
+            joins: Joins::new(ctx),
             _not_sync: PhantomData,
         }
     }
@@ -137,7 +136,7 @@ impl<'ctx> Stream<'ctx> {
     /// has it at hand).
     #[inline(always)]
     pub(crate) fn synchronize_in(&self, ctx: &Context<'_>) -> Result<()> {
-        if !ctx.is_bound() || self.join_target().any_waiting() {
+        if !self.joins.is_bound_without_joins() {
             return self.synchronize_unbound_or_joins(ctx);
         }
         self.synchronize_counting_resets(ctx)
@@ -252,12 +251,11 @@ impl<'ctx> Stream<'ctx> {
 
     fn release(&self) -> Result<()> {
         self.bind()?;
-        let before = self.ctx.next_join_seq();
         self.synchronize()?;
-        // Every join this stream waited on is done (E9): destroyed with it.
+        // Every join this stream waited on is done (E9): destroyed with it (and any the
+        // context keeps whose destruction failed earlier, tried again).
         self.join_target().release_all();
-        self.ctx
-            .destroy_parked(Finished::Stream { stream: self.raw, before });
+        self.ctx.destroy_parked(Finished::Done);
         // SAFETY: `self.raw` is live, its context is current (bound above), every task is done
         // (S4), and the value is consumed or being dropped, so this is the only destruction.
         unsafe { self.ctx.api().destroy_stream(self.raw)? };

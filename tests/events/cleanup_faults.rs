@@ -223,7 +223,8 @@ fn e9_d3_failed_destroy_of_a_join_event_is_retried_before_its_context_goes() {
             b.destroy().unwrap();
             // Its destroy fails, and so does the retry right after the stream's release.
             session.sim.inject_fault("aclrtDestroyEvent", FAULT, 2);
-            a.destroy().expect("the stream goes; its join is kept by the context");
+            a.destroy()
+                .expect("the stream goes; its join is kept by the context");
             assert_eq!(reports.take().len(), 2, "each failed destroy is reported");
             session.sim.inject_fault("aclrtDestroyEvent", FAULT, 1);
             let (error, ctx) = ctx

@@ -460,10 +460,7 @@ impl<S: EventState> std::fmt::Debug for Event<'_, S> {
 /// (stream order, S1) or `reset_stream` was synchronised since (the reset is done). The
 /// caller has bound the context.
 #[inline]
-fn after_reset_on(
-    reset_stream: Option<&Stream<'_>>,
-    stream: &Stream<'_>,
-) -> Result<()> {
+fn after_reset_on(reset_stream: Option<&Stream<'_>>, stream: &Stream<'_>) -> Result<()> {
     match reset_stream {
         Some(r) if needs_join(reset_stream, stream) => {
             let resets = Stream::resets_of(r);

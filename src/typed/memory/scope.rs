@@ -401,9 +401,7 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
             Some((_, writer_ctx)) if !ptr::addr_eq(writer_ctx, self.ctx) => Err(self
                 .ctx
                 .mismatch(writer_ctx, "a pending result (written in another scope)")),
-            Some((writer, _)) if writer != stream.as_raw() => {
-                stream.join_after(writer)
-            }
+            Some((writer, _)) if writer != stream.as_raw() => stream.join_after(writer),
             _ => Ok(()),
         }
     }
