@@ -13,6 +13,7 @@ mod c8_leaked_handles;
 mod capacity_attacks;
 mod detached_report_threads;
 mod failing_report_thread;
+mod idle_cost;
 mod ffi_panic_stderr_full;
 mod forget;
 mod launch_fail;
