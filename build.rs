@@ -45,29 +45,123 @@ mod generate {
             println!("cargo:rustc-cfg=ascend_bindings_from_toolkit");
         }
         for (builder, file) in [
-            (crate::bindings_builder(), "bindings.rs"),
-            (crate::functions_builder(), "functions.rs"),
+            (
+                crate::bindings_builder as fn() -> bindgen::Builder,
+                "bindings.rs",
+            ),
+            (crate::functions_builder, "functions.rs"),
         ] {
-            let builder = match &toolkit {
-                Some((header, include)) => builder
-                    .header(header.to_string_lossy())
-                    .clang_arg(format!("-I{}", include.display())),
-                None => builder.header(crate_header.to_string_lossy()),
+            let from_crate = generate(builder().header(crate_header.to_string_lossy()));
+            let text = match &toolkit {
+                Some((header, include)) => {
+                    let from_toolkit = generate(
+                        builder()
+                            .header(header.to_string_lossy())
+                            .clang_arg(format!("-I{}", include.display())),
+                    );
+                    // What the toolkit's headers lack (functions newer than it, optional at
+                    // run time, and their types) comes from the crate's header: optional
+                    // functions must not be required at compile time.
+                    let (merged, added) = crate::merge::with_fallback(&from_toolkit, &from_crate);
+                    if !added.is_empty() {
+                        println!(
+                            "cargo:warning={file}: {} item(s) not in the toolkit's headers, declared from include/ascendcl.h: {}",
+                            added.len(),
+                            added.join(", ")
+                        );
+                    }
+                    merged
+                }
+                None => from_crate,
             };
             let path = out.join(file);
-            match builder.generate() {
-                Ok(bindings) => {
-                    if let Err(e) = bindings.write_to_file(&path) {
-                        println!("cargo:warning=cannot write {}: {e}", path.display());
-                        std::process::exit(1);
-                    }
-                }
-                Err(e) => {
-                    println!("cargo:warning=bindgen failed (is libclang installed?): {e}");
-                    std::process::exit(1);
-                }
+            if let Err(e) = std::fs::write(&path, text) {
+                println!("cargo:warning=cannot write {}: {e}", path.display());
+                std::process::exit(1);
             }
         }
+    }
+
+    fn generate(builder: bindgen::Builder) -> String {
+        match builder.generate() {
+            Ok(bindings) => bindings.to_string(),
+            Err(e) => {
+                println!("cargo:warning=bindgen failed (is libclang installed?): {e}");
+                std::process::exit(1);
+            }
+        }
+    }
+}
+
+/// Completing generated bindings from another generation: bindgen writes top-level items
+/// at column 0 (attributes first, then one item, each function in its own `extern` block),
+/// so items are split by brace depth and named by their first declaration.
+#[cfg(feature = "bindgen")]
+mod merge {
+    /// The top-level items of bindgen's output, with the lines before the first (the
+    /// file's header comment and `use` lines) as an item of their own.
+    fn items(text: &str) -> Vec<String> {
+        let mut items = Vec::new();
+        let mut current = String::new();
+        let mut depth: i64 = 0;
+        for line in text.lines() {
+            current.push_str(line);
+            current.push('\n');
+            depth += line.matches('{').count() as i64 - line.matches('}').count() as i64;
+            let ends = depth == 0
+                && !line.starts_with("#[")
+                && !line.starts_with("//")
+                && (line.ends_with(';') || line.ends_with('}'));
+            if ends {
+                items.push(std::mem::take(&mut current));
+            }
+        }
+        if !current.trim().is_empty() {
+            items.push(current);
+        }
+        items
+    }
+
+    /// The name an item declares (`fn`, `type`, `const`, `struct`, ...), or its first line
+    /// for an `impl` or anything else.
+    fn key(item: &str) -> String {
+        for word in [
+            "fn ", "type ", "const ", "static ", "struct ", "union ", "enum ",
+        ] {
+            for line in item.lines() {
+                let line = line.trim_start();
+                let Some(rest) = line.strip_prefix("pub ").and_then(|l| l.strip_prefix(word))
+                else {
+                    continue;
+                };
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                return format!("{word}{name}");
+            }
+        }
+        item.lines()
+            .find(|l| !l.starts_with("#[") && !l.trim().is_empty())
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    /// `primary` with every item of `fallback` it does not declare appended; and those
+    /// items' names.
+    pub fn with_fallback(primary: &str, fallback: &str) -> (String, Vec<String>) {
+        let have: std::collections::HashSet<String> =
+            items(primary).iter().map(|i| key(i)).collect();
+        let mut merged = primary.to_owned();
+        let mut added = Vec::new();
+        for item in items(fallback).into_iter().skip(1) {
+            let key = key(&item);
+            if !have.contains(&key) && !key.starts_with("use ") {
+                merged.push_str(&item);
+                added.push(key);
+            }
+        }
+        (merged, added)
     }
 }
 
@@ -79,6 +173,9 @@ mod generate {
 #[cfg(feature = "bindgen")]
 fn bindings_builder() -> bindgen::Builder {
     bindgen::Builder::default()
+        // A struct with a flexible array member gets unsafe accessors; edition 2024 wants
+        // their unsafe operations in `unsafe` blocks (real CANN headers have such structs).
+        .wrap_unsafe_ops(true)
         .allowlist_type("acl.*")
         .allowlist_var("ACL_.*")
         .ignore_functions()
@@ -97,6 +194,7 @@ fn bindings_builder() -> bindgen::Builder {
 #[cfg(feature = "bindgen")]
 fn functions_builder() -> bindgen::Builder {
     bindgen::Builder::default()
+        .wrap_unsafe_ops(true)
         .allowlist_function("acl.*")
         .allowlist_recursively(false)
         .default_enum_style(bindgen::EnumVariation::Consts)

@@ -12,10 +12,11 @@
 //!    An explicit choice is never silently replaced by another library.
 //! 3. For each install root, in order: `$ASCEND_HOME_PATH`, `$ASCEND_TOOLKIT_HOME`,
 //!    `/usr/local/Ascend/ascend-toolkit/latest`, `/usr/local/Ascend/cann`,
-//!    `$HOME/Ascend/ascend-toolkit/latest`: `ROOT/lib64/libascendcl.so`,
-//!    `ROOT/runtime/lib64/libascendcl.so`, then `ROOT/lib64/libacl_rt.so` (newer CANN).
-//! 4. The system loader: `libascendcl.so` through `LD_LIBRARY_PATH`, `ld.so.cache`, ... (this
-//!    is how the board's `set_env.sh` is honoured). What it would open from
+//!    `$HOME/Ascend/ascend-toolkit/latest`, `$HOME/Ascend/cann` (a non-root 9.x install):
+//!    `ROOT/lib64/libascendcl.so`, `ROOT/runtime/lib64/libascendcl.so`, then
+//!    `ROOT/lib64/libacl_rt.so` (newer CANN). Never `ROOT/devlib/` (link-time stubs on 9.x).
+//! 4. The system loader: `libascendcl.so`, then `libacl_rt.so`, through `LD_LIBRARY_PATH`,
+//!    `ld.so.cache`, ... (this is how the board's `set_env.sh` is honoured). What it would open from
 //!    `LD_LIBRARY_PATH` is checked first (see "Bare names").
 //! 5. Development fallback: `libascendcl.so` beside the running executable, or in the
 //!    `deps` directory of its Cargo target directory (`../deps` from an example, `deps/` from
@@ -206,6 +207,10 @@ use origin::{Origin, file_id};
 
 /// The library file name of the AscendCL runtime (and of the simulator).
 pub const LIBRARY_NAME: &str = "libascendcl.so";
+
+/// The runtime's library name on newer CANN, tried through the system loader after
+/// [`LIBRARY_NAME`].
+const RUNTIME_LIBRARY_NAME: &str = "libacl_rt.so";
 /// The environment variable naming the runtime library to load.
 pub const LIBRARY_ENV: &str = "ASCEND_ACL_LIB";
 
@@ -322,6 +327,8 @@ pub fn candidates(
             Path::new(&home).join("Ascend/ascend-toolkit/latest"),
             "$HOME install",
         ));
+        // A non-root CANN 9.x install.
+        roots.push((Path::new(&home).join("Ascend/cann"), "$HOME install"));
     }
     let mut list = Vec::new();
     for (root, source) in &roots {
@@ -336,10 +343,13 @@ pub fn candidates(
             });
         }
     }
-    list.push(Candidate {
-        path: PathBuf::from(LIBRARY_NAME),
-        source: "system loader",
-    });
+    // Never `ROOT/devlib/`: on 9.x that holds link-time stubs, not the runtime.
+    for name in [LIBRARY_NAME, RUNTIME_LIBRARY_NAME] {
+        list.push(Candidate {
+            path: PathBuf::from(name),
+            source: "system loader",
+        });
+    }
     if let Some(dir) = current_exe.and_then(Path::parent) {
         list.push(Candidate {
             path: dir.join(LIBRARY_NAME),

@@ -97,7 +97,9 @@ fn full_search_order() {
         "/home/user/Ascend/ascend-toolkit/latest",
         "$HOME install",
     ));
+    expected.extend(root_candidates("/home/user/Ascend/cann", "$HOME install"));
     expected.push(candidate("libascendcl.so", "system loader"));
+    expected.push(candidate("libacl_rt.so", "system loader"));
     expected.push(candidate(
         "/t/debug/examples/libascendcl.so",
         "beside the executable",
@@ -119,7 +121,20 @@ fn search_without_environment_or_executable() {
     ));
     expected.extend(root_candidates("/usr/local/Ascend/cann", "default install"));
     expected.push(candidate("libascendcl.so", "system loader"));
+    expected.push(candidate("libacl_rt.so", "system loader"));
     assert_eq!(list, expected);
+}
+
+/// CANN 9.x puts link-time stubs under `ROOT/devlib/`: never a candidate.
+#[test]
+fn devlib_stubs_are_never_candidates() {
+    let env = fake_env(&[("ASCEND_HOME_PATH", "/r"), ("HOME", "/h")]);
+    let list = candidates(None, env, Some(Path::new("/t/debug/deps/test-1")));
+    assert!(
+        list.iter()
+            .all(|c| !c.path.to_string_lossy().contains("devlib")),
+        "{list:?}"
+    );
 }
 
 #[test]

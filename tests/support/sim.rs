@@ -254,6 +254,22 @@ pub fn assert_no_findings(findings: &[Finding]) {
     assert!(findings.is_empty(), "checker findings: {findings:#?}");
 }
 
+/// Every finding is a task discarded by `aclrtDestroyStreamForce` (S8), and there are as
+/// many as `expected` allows (a task the stream's worker had already started is not
+/// discarded: it finishes).
+#[allow(dead_code)]
+pub fn assert_only_discarded(findings: &[Finding], expected: std::ops::RangeInclusive<usize>) {
+    let discarded = findings
+        .iter()
+        .filter(|f| f.rule == "S8" && f.message.contains("discarded"))
+        .count();
+    assert_eq!(discarded, findings.len(), "other findings: {findings:#?}");
+    assert!(
+        expected.contains(&discarded),
+        "{discarded} discarded tasks, expected {expected:?}: {findings:#?}"
+    );
+}
+
 impl Sim {
     /// Enqueues a synthetic kernel of `micros` µs on a raw stream whose `body` runs on the
     /// stream's worker thread when the task is reached, as `body(user_data, NULL, 0)` (no

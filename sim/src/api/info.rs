@@ -19,9 +19,20 @@ pub const INTERFACE_VERSION: (i32, i32, i32) = (1, 16, 0);
 pub const PACKAGE_VERSION: &str = "8.3.RC1-aclsim";
 /// `aclsysGetVersionNum`: 8.3.RC1 as major * 10^7 + minor * 10^5 + release candidate.
 pub const PACKAGE_VERSION_NUM: i32 = 80_300_001;
-/// Packages `aclsysGetVersionStr`/`Num` know (others: 100000).
+/// Packages `aclsysGetVersionStr`/`Num` know (P4): the directories a CANN install has under
+/// `$ASCEND_HOME_PATH/share/info/` (`CANN` on current installs), and `driver` and `firmware`
+/// (found through `/etc/ascend_install.info`). Others: 100003, as the runtime answers for a
+/// package whose version file it cannot find.
 pub const PACKAGES: &[&str] = &[
-    "runtime", "cann", "driver", "compiler", "toolkit", "opp", "hccl",
+    "CANN",
+    "runtime",
+    "compiler",
+    "opp",
+    "opp_kernel",
+    "toolkit",
+    "hccl",
+    "driver",
+    "firmware",
 ];
 /// `ACL_PKG_VERSION_MAX_SIZE`.
 const PKG_VERSION_MAX_SIZE: usize = 128;
@@ -52,15 +63,26 @@ pub extern "C" fn aclrtGetVersion(
     })
 }
 
-/// Resolves a package name (P4): unknown, non-UTF-8: 100000 with a reason.
+/// Whether the runtime finds package `name` (P4): the name as given, then (as the runtime
+/// tries) with every '-' turned into '_' if it has one, else every '_' into '-'.
+fn known_package(name: &str) -> bool {
+    let variant = if name.contains('-') {
+        name.replace('-', "_")
+    } else {
+        name.replace('_', "-")
+    };
+    PACKAGES.contains(&name) || PACKAGES.contains(&variant.as_str())
+}
+
+/// Resolves a package name (P4): unknown, non-UTF-8: 100003 (no version file) with a reason.
 fn package(pkg: *const c_char) -> R {
     // SAFETY: non-NULL (checked first by the callers), a NUL-terminated string (the API
     // contract of aclsysGetVersionStr/Num).
     let name = unsafe { CStr::from_ptr(pkg) };
     match name.to_str() {
-        Ok(n) if PACKAGES.contains(&n) => Ok(()),
+        Ok(n) if known_package(n) => Ok(()),
         _ => Err(errmsg::why(
-            code::INVALID_PARAM,
+            code::INVALID_FILE,
             format!(
                 "unknown package {:?} (known: {})",
                 name.to_string_lossy(),

@@ -73,9 +73,52 @@ pub extern "C" fn aclrtDestroyStreamForce(stream: *mut c_void) -> i32 {
                 ),
             );
         }
+        report_discarded(rt, sid);
         teardown_streams(&mut g, vec![sid]);
         Ok(())
     })
+}
+
+/// S8: what a forced destroy is about to discard (every queued task but one already
+/// running), one finding each, like a leak: the program learns why a result is missing.
+fn report_discarded(rt: &mut crate::state::Rt, sid: u64) {
+    let Some(s) = rt.streams.get(&sid) else {
+        return;
+    };
+    let running = s
+        .tasks
+        .front()
+        .is_some_and(|t| t.state == crate::state::TaskState::Running);
+    let lost: Vec<String> = s
+        .tasks
+        .iter()
+        .skip(usize::from(running))
+        .map(|t| format!("task #{} ({})", t.id, task_label(&t.kind)))
+        .collect();
+    for task in lost {
+        rt.report(
+            "S8",
+            format!(
+                "aclrtDestroyStreamForce({:#x}) discarded {task} without running it: whatever it was to produce is lost",
+                sh(sid)
+            ),
+        );
+    }
+}
+
+fn task_label(kind: &crate::state::TaskKind) -> String {
+    use crate::state::TaskKind as K;
+    match kind {
+        K::Copy { count, .. } => format!("a copy of {count} bytes"),
+        K::Set { count, .. } => format!("a memset of {count} bytes"),
+        K::Kernel { .. } => "a kernel".to_owned(),
+        K::Record { ev } => format!("a record of event {:#x}", sh(*ev)),
+        K::Wait { ev, .. } => format!("a wait on event {:#x}", sh(*ev)),
+        K::Reset { ev } => format!("a reset of event {:#x}", sh(*ev)),
+        K::Callback { .. } => "a callback".to_owned(),
+        K::HostFunc { .. } => "a host function".to_owned(),
+        K::Model(_) => "a model execution".to_owned(),
+    }
 }
 
 /// S5: COMPLETE (0) when every task issued on the stream is done (and every callback

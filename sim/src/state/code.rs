@@ -6,6 +6,8 @@
 
 pub const SUCCESS: i32 = 0;
 pub const INVALID_PARAM: i32 = 100000;
+/// `ACL_ERROR_INVALID_FILE`: e.g. a package without a version file (P4).
+pub const INVALID_FILE: i32 = 100003;
 pub const UNINITIALIZE: i32 = 100001;
 pub const REPEAT_INITIALIZE: i32 = 100002;
 pub const REPEAT_FINALIZE: i32 = 100037;

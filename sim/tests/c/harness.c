@@ -1778,7 +1778,8 @@ static void hf_calls_runtime(void *args) {
 static void cb_push(void *ud) { hf_push(*(int *)ud); }
 
 /* P4 (runtime_compatibility / system info samples): package versions say they are the
- * simulator; an unknown package is 100000; the deprecated interface version; the thread's
+ * simulator; the real package names (a '-' and '_' swapped too); an unknown package is 100003
+ * (no version file, as the runtime answers); the deprecated interface version; the thread's
  * recent error message names the call, the code and the reason. */
 static void *errmsg_other_thread(void *arg) {
     (void)arg;
@@ -1793,7 +1794,8 @@ static void p4_version_queries_and_recent_error_message(void) {
     const char *m = aclGetRecentErrMsg();
     ASSERT(m && strncmp(m, "aclsysGetVersionStr: 100001: ", 29) == 0);
     setup();
-    const char *pkgs[] = {"runtime", "cann", "driver", "compiler", "toolkit", "opp", "hccl"};
+    const char *pkgs[] = {"CANN",     "runtime", "compiler", "opp",        "toolkit",
+                          "hccl",     "driver",  "firmware", "opp_kernel", "opp-kernel"};
     for (size_t i = 0; i < sizeof pkgs / sizeof pkgs[0]; i++) {
         memset(buf, 0x7f, sizeof buf);
         OK(aclsysGetVersionStr((char *)pkgs[i], buf));
@@ -1802,10 +1804,11 @@ static void p4_version_queries_and_recent_error_message(void) {
         OK(aclsysGetVersionNum((char *)pkgs[i], &num));
         ASSERT(num == 80300001);
     }
-    CHECK(aclsysGetVersionStr("nosuchpkg", buf), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclsysGetVersionStr("nosuchpkg", buf), 100003); /* ACL_ERROR_INVALID_FILE */
     m = aclGetRecentErrMsg();
-    ASSERT(m && strstr(m, "aclsysGetVersionStr: 100000: unknown package") == m);
-    CHECK(aclsysGetVersionNum("nosuchpkg", &num), ACL_ERROR_INVALID_PARAM);
+    ASSERT(m && strstr(m, "aclsysGetVersionStr: 100003: unknown package") == m);
+    CHECK(aclsysGetVersionNum("nosuchpkg", &num), 100003);
+    CHECK(aclsysGetVersionStr("cann", buf), 100003); /* the directory's name, case and all */
     CHECK(aclsysGetVersionNum("runtime", NULL), ACL_ERROR_INVALID_PARAM);
     int32_t a = -1, b = -1, c = -1;
     OK(aclrtGetVersion(&a, &b, &c));
@@ -2191,8 +2194,9 @@ static void s7_create_stream_with_config_codes(void) {
 }
 
 /* S8: pending tasks are dropped and never run: a queued copy never writes, a record never
- * completes its event, a host function never runs; own context only (107003); the memory
- * is free to reuse once the call returns. */
+ * completes its event, a host function never runs, each reported (an S8 finding per
+ * discarded task, like a leak; a kernel already running finishes, unreported); own context only
+ * (107003); the memory is free to reuse once the call returns. */
 static void s8_destroy_stream_force_drops_pending_tasks(void) {
     CHECK(aclrtDestroyStreamForce(NULL), ACL_ERROR_INVALID_PARAM);
     CHECK(aclrtDestroyStreamForce((aclrtStream)0x1234), ACL_ERROR_UNINITIALIZE);
@@ -2210,6 +2214,11 @@ static void s8_destroy_stream_force_drops_pending_tasks(void) {
     OK(aclrtRecordEvent(e, s));
     OK(aclrtLaunchHostFunc(s, hf_push_slow, &one));
     OK(aclrtDestroyStreamForce(s));
+    /* The copy, the record, the host function; and the kernel if its worker had not
+     * started it yet. */
+    ASSERT(count_rule("S8") >= 3 && count_rule("S8") <= 4);
+    expect_only("S8", -1);
+    aclsimClearFindings();
     ASSERT(*dev == 0);      /* the copy never wrote */
     ASSERT(hf_count() == 0); /* the host function never ran */
     aclrtEventRecordedStatus es;
@@ -2233,8 +2242,8 @@ static void s8_destroy_stream_force_drops_pending_tasks(void) {
     teardown_clean();
 }
 
-/* S8 with callbacks: a pending callback is dropped (never runs); destroying a stream still
- * subscribed is the C1 finding, as for aclrtDestroyStream. */
+/* S8 with callbacks: a pending callback is dropped (never runs: an S8 finding); destroying a
+ * stream still subscribed is the C1 finding, as for aclrtDestroyStream. */
 static void s8_destroy_stream_force_drops_callbacks(void) {
     setup();
     aclrtContext ctx;
@@ -2250,6 +2259,8 @@ static void s8_destroy_stream_force_drops_callbacks(void) {
     OK(aclsimLaunchKernel(s, 100000, NULL, NULL, NULL, 0));
     OK(aclrtLaunchCallback(cb_push, &one, ACL_CALLBACK_BLOCK, s));
     OK(aclrtDestroyStreamForce(s));
+    int dropped = count_rule("S8"); /* the callback, and the kernel if not started yet */
+    ASSERT(dropped >= 1 && dropped <= 2);
     sleep_ms(50);
     ASSERT(hf_count() == 0);
     cb_set_stop(1);
@@ -2257,7 +2268,7 @@ static void s8_destroy_stream_force_drops_callbacks(void) {
     OK(aclrtResetDevice(0));
     ASSERT(aclsimLiveObjectCount() == 0);
     OK(aclFinalize());
-    expect_only("C1", 1);
+    ASSERT(count_rule("C1") == 1 && (int)aclsimFindingCount() == dropped + 1);
 }
 
 /* C10 (callback_hostfunc sample): the host function runs on a runtime thread once the
