@@ -248,6 +248,7 @@ impl JoinTarget<'_> {
     }
 
     /// Adds a join the target waited on (or that refers to nothing, if not `reusable`).
+    #[inline]
     fn push(&self, event: aclrtEvent, reusable: bool) {
         let seq = self.ctx.next_join_seq();
         self.joins.with(|list| {
@@ -270,6 +271,7 @@ impl JoinTarget<'_> {
 
     /// The target was synchronised: every join it waited on is done, and goes to the pool
     /// (the usual case: one move per join, out of line only if one must be destroyed).
+    #[inline]
     pub(crate) fn synchronized(&self) {
         let pooled = self.joins.with(|list| {
             let Some(joins) = list.as_mut() else {
@@ -299,6 +301,8 @@ impl JoinTarget<'_> {
     /// that cannot be reused or do not fit. A destruction that fails is parked in the
     /// context (done: any device synchronisation or the context's end destroys it) and
     /// reported.
+    #[cold]
+    #[inline(never)]
     fn finished(&self, done: impl Fn(&Waiting) -> bool, reuse: bool) {
         let mut destroy = Vec::new();
         let no_more_waiting = self.joins.with(|list| {
