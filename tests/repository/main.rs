@@ -6,6 +6,7 @@
 //! child process (`support::child`, `support::isolated`).
 
 mod coverage;
+mod fidelity;
 mod files;
 mod layers;
 /// The lexer the simulator's layer check uses too.
