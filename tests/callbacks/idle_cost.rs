@@ -44,7 +44,10 @@ fn idle_report_threads_cost_little_cpu_c6() {
         println!("256 idle report threads: {per_second_ms:.1} ms of CPU per second");
         // Spinning threads would take both cores (about 2,000 ms per second); measured in a
         // debug build: 275-300 ms per second (about 1.1 ms per thread: 100 wake-ups each).
-        assert!(per_second_ms < 1000.0, "{per_second_ms:.1} ms CPU/s: spinning");
+        assert!(
+            per_second_ms < 1000.0,
+            "{per_second_ms:.1} ms CPU/s: spinning"
+        );
         for stream in streams {
             stream.unsubscribe().unwrap().destroy().unwrap();
         }
