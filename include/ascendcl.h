@@ -85,12 +85,93 @@ typedef enum aclDeviceInfo {
     ACL_DEVICE_INFO_L2_SIZE = 2
 } aclDeviceInfo;
 
+/* ---- CANN 9.x runtime types (acl_rt.h of hicann/runtime@681ef761) ------ */
+
+/* aclrtCreateStreamV2 configuration: aclrtCreateStreamConfigHandle gives it zeroed. */
+typedef enum aclrtStreamConfigAttr {
+    ACL_RT_STREAM_WORK_ADDR_PTR = 0, /* value: a void *, passed by address */
+    ACL_RT_STREAM_WORK_SIZE = 1,     /* value: a size_t */
+    ACL_RT_STREAM_FLAG = 2,          /* value: a size_t; reserved, 0 */
+    ACL_RT_STREAM_PRIORITY = 3       /* value: a uint32_t, 0 (highest) to 7 */
+} aclrtStreamConfigAttr;
+
+typedef struct aclrtStreamConfigHandle {
+    void *workptr;
+    size_t workSize;
+    size_t flag;
+    uint32_t priority;
+} aclrtStreamConfigHandle;
+
+/* aclrtRegStreamStateCallback. */
+typedef enum aclrtStreamState {
+    ACL_RT_STREAM_STATE_CREATE_POST = 1,
+    ACL_RT_STREAM_STATE_DESTROY_PRE = 2
+} aclrtStreamState;
+typedef void (*aclrtStreamStateCallback)(aclrtStream stm, aclrtStreamState state, void *args);
+
+/* aclrtGetResInCurrentThread: CUBE is the AI Core on 910 and 310P. */
+typedef enum aclrtDevResLimitType {
+    ACL_RT_DEV_RES_CUBE_CORE = 0,
+    ACL_RT_DEV_RES_VECTOR_CORE = 1
+} aclrtDevResLimitType;
+
+/* aclrtGetLastError / aclrtPeekAtLastError: the thread's last runtime error. */
+typedef enum aclrtLastErrLevel {
+    ACL_RT_THREAD_LEVEL = 0
+} aclrtLastErrLevel;
+
+/* aclrtGetErrorVerbose (LP64: aclrtErrorInfo is 2576 bytes, aligned to 8). */
+#define UCE_INFO_RESERVED_SIZE 14
+#define ACL_RT_MEM_UCE_INFO_MAX_NUM 20
+
+typedef struct aclrtMemUceInfo {
+    void *addr;
+    size_t len;
+    size_t reserved[UCE_INFO_RESERVED_SIZE];
+} aclrtMemUceInfo;
+
+typedef enum aclrtErrorType {
+    ACL_RT_NO_ERROR = 0,
+    ACL_RT_ERROR_MEMORY = 1,
+    ACL_RT_ERROR_L2 = 2,
+    ACL_RT_ERROR_AICORE = 3,
+    ACL_RT_ERROR_LINK = 4,
+    ACL_RT_ERROR_L3_PORT = 5, /* v9.1.0 */
+    ACL_RT_ERROR_OTHERS = 0xFFFF
+} aclrtErrorType;
+
+typedef enum aclrtAicoreErrorType {
+    ACL_RT_AICORE_ERROR_UNKNOWN = 0,
+    ACL_RT_AICORE_ERROR_SW = 1,
+    ACL_RT_AICORE_ERROR_HW_LOCAL = 2
+} aclrtAicoreErrorType;
+
+typedef struct aclrtMemUceInfoArray {
+    size_t arraySize;
+    aclrtMemUceInfo memUceInfoArray[ACL_RT_MEM_UCE_INFO_MAX_NUM];
+} aclrtMemUceInfoArray;
+
+typedef union aclrtErrorInfoDetail {
+    aclrtMemUceInfoArray uceInfo;
+    aclrtAicoreErrorType aicoreErrType;
+} aclrtErrorInfoDetail;
+
+typedef struct aclrtErrorInfo {
+    uint8_t tryRepair;
+    uint8_t hasDetail;
+    uint8_t reserved[2];
+    aclrtErrorType errorType;
+    aclrtErrorInfoDetail detail;
+} aclrtErrorInfo;
+
 /* Stream creation flags (aclrtCreateStreamWithConfig). */
 #define ACL_STREAM_FAST_LAUNCH 0x00000001u
 #define ACL_STREAM_FAST_SYNC 0x00000002u
 #define ACL_STREAM_PERSISTENT 0x00000004u
 #define ACL_STREAM_HUGE 0x00000008u
 #define ACL_STREAM_CPU_SCHEDULE 0x00000010u
+/* Used only by device code; never combined with another flag (CANN 8.5). */
+#define ACL_STREAM_DEVICE_USE_ONLY 0x00000020u
 
 /* Stream failure modes (aclrtSetStreamFailureMode). */
 #define ACL_CONTINUE_ON_FAILURE 0x00000000u
@@ -173,6 +254,12 @@ aclError aclsysGetVersionNum(char *pkgName, int32_t *versionNum);
 /* The reason of the last failure on this thread; NULL if none. */
 const char *aclGetRecentErrMsg(void);
 
+/* The thread's last runtime error (CANN 8.0.RC3): Get resets it, Peek keeps it. */
+aclError aclrtGetLastError(aclrtLastErrLevel level);
+aclError aclrtPeekAtLastError(aclrtLastErrLevel level);
+/* Details of a device fault (reserved in CANN 8.5/9.0 docs). */
+aclError aclrtGetErrorVerbose(int32_t deviceId, aclrtErrorInfo *errorInfo);
+
 /* ---- Device and context (D1-D6) ---------------------------------------- */
 
 aclError aclrtSetDevice(int32_t deviceId);
@@ -195,6 +282,10 @@ aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId);
 aclError aclrtDestroyContext(aclrtContext context);
 aclError aclrtSetCurrentContext(aclrtContext context);
 aclError aclrtGetCurrentContext(aclrtContext *context);
+/* CANN 8.2: the current context's default stream, a real handle. */
+aclError aclrtCtxGetCurrentDefaultStream(aclrtStream *stream);
+/* CANN 8.3: the cube or vector cores this thread's work may use. */
+aclError aclrtGetResInCurrentThread(aclrtDevResLimitType type, uint32_t *value);
 
 /* ---- Stream (S1-S4) ---------------------------------------------------- */
 
@@ -211,6 +302,23 @@ aclError aclrtDestroyStreamForce(aclrtStream stream);
 aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status);
 /* Once per stream; not on the default stream. */
 aclError aclrtSetStreamFailureMode(aclrtStream stream, uint64_t mode);
+/* CANN 9.x stream configuration and queries (newer runtimes, or only the compact
+ * library: resolve optionally). NULL on failure. */
+aclrtStreamConfigHandle *aclrtCreateStreamConfigHandle(void);
+aclError aclrtDestroyStreamConfigHandle(aclrtStreamConfigHandle *handle);
+aclError aclrtSetStreamConfigOpt(aclrtStreamConfigHandle *handle, aclrtStreamConfigAttr attr,
+                                 const void *attrValue, size_t valueSize);
+/* handle NULL: the defaults. */
+aclError aclrtCreateStreamV2(aclrtStream *stream, const aclrtStreamConfigHandle *handle);
+aclError aclrtStreamGetFlags(aclrtStream stream, uint32_t *flags);
+aclError aclrtStreamGetPriority(aclrtStream stream, uint32_t *priority);
+aclError aclrtStreamGetId(aclrtStream stream, int32_t *streamId);
+/* Stop halts the running task only; Abort also discards the queued ones. */
+aclError aclrtStreamStop(aclrtStream stream);
+aclError aclrtStreamAbort(aclrtStream stream);
+/* callback NULL: unregisters regName. */
+aclError aclrtRegStreamStateCallback(const char *regName, aclrtStreamStateCallback callback,
+                                     void *args);
 
 /* ---- Event (E1-E9) ----------------------------------------------------- */
 
@@ -242,6 +350,10 @@ aclError aclrtProcessReport(int32_t timeout);
 aclError aclrtUnSubscribeReport(uint64_t threadId, aclrtStream stream);
 /* CANN 8.3: the runtime runs fn on its own thread; never on a subscribed stream. */
 aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args);
+/* A user thread serving host work of one or more streams (compact library only). */
+aclError aclrtSubscribeHostFunc(uint64_t hostFuncThreadId, aclrtStream exeStream);
+aclError aclrtProcessHostFunc(int32_t timeout);
+aclError aclrtUnSubscribeHostFunc(uint64_t hostFuncThreadId, aclrtStream exeStream);
 
 /* ---- Memory (M1-M2) ---------------------------------------------------- */
 

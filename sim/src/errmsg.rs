@@ -1,4 +1,5 @@
-//! `aclGetRecentErrMsg` (P4): the reason of the calling thread's last failed runtime call.
+//! `aclGetRecentErrMsg` (P4): the reason of the calling thread's last failed runtime call;
+//! and its last runtime error code (P6, `aclrtGetLastError`).
 //!
 //! Cost on success paths: [`crate::calls::count`] stores the function's index in a
 //! thread-local cell (one store) and `ffi` reads it back only when the call fails; the text
@@ -8,7 +9,7 @@
 //! Layer: plain data (with `state` and `model`); imports `calls` (the function names, the
 //! thread's current function) and `state::code`, nothing above.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::{CString, c_char};
 
 use crate::calls::CALL_NAMES;
@@ -21,6 +22,16 @@ thread_local! {
     static LAST: RefCell<Option<CString>> = const { RefCell::new(None) };
     /// What the thread's last `aclGetRecentErrMsg` returned, kept valid until its next one.
     static RETURNED: RefCell<Option<CString>> = const { RefCell::new(None) };
+    /// P6: the latest runtime error code (107xxx, 207xxx, 507xxx) of a failed call on this
+    /// thread, 0 after `aclrtGetLastError`.
+    static LAST_RT_ERROR: Cell<i32> = const { Cell::new(0) };
+}
+
+/// P6: the thread's last runtime error code; `take` resets it to 0 (`aclrtGetLastError`).
+pub fn last_runtime_error(take: bool) -> i32 {
+    LAST_RT_ERROR
+        .try_with(|c| if take { c.replace(0) } else { c.get() })
+        .unwrap_or(0)
 }
 
 /// The calling thread entered runtime function `index` (a `CallId`).
@@ -47,6 +58,11 @@ pub fn why(code: i32, reason: impl Into<String>) -> i32 {
 /// Records the failure of runtime function `index` with `code` (called by `ffi`).
 pub fn failed(index: usize, code: i32) {
     let pending = PENDING.try_with(|p| p.borrow_mut().take()).ok().flatten();
+    // P6: runtime codes only; the ACL layer's own checks (100xxx, 200xxx, 500xxx) leave
+    // the last runtime error alone.
+    if matches!(code, 107_000..=107_999 | 207_000..=207_999 | 507_000..=507_999) {
+        let _ = LAST_RT_ERROR.try_with(|c| c.set(code));
+    }
     let Some(name) = CALL_NAMES.get(index) else {
         return;
     };

@@ -1,7 +1,8 @@
 //! State and execution hooks of the functions beyond the seeds (docs/protocol.md P5, D8,
-//! S5-S8, C10) and of `aclsimInjectTaskFailure`: stream failure modes (S6), injected task
+//! S5-S12, C10-C12) and of `aclsimInjectTaskFailure`: stream failure modes (S6), injected task
 //! failures, operator execution timeouts (P5), per-stream configuration (S7), host
-//! functions launched (C10), and the simulated device's constants (D8).
+//! functions launched (C10), host-function subscriptions (C12), stream aborts (S11), and
+//! the simulated device's constants (D8).
 //!
 //! Everything lives in one [`Extra`] value inside [`Rt`] (so it is reset by `aclInit` and
 //! guarded by the global lock like the rest); `exec` calls [`intercept`] before a worker
@@ -13,8 +14,8 @@
 use crate::state::{Rt, TaskKind, TaskState, code};
 
 pub use crate::state::extra::{
-    DEFAULT_DEVICE_MEMORY, DEFAULT_SOC_NAME, Extra, MAX_OP_EXEC_TIMEOUT_US, OP_TIMEOUT_INTERVAL_US,
-    STOP_ON_FAILURE, StreamExtra, round_timeout,
+    DEFAULT_DEVICE_MEMORY, DEFAULT_SOC_NAME, Extra, HostFuncSub, MAX_OP_EXEC_TIMEOUT_US,
+    OP_TIMEOUT_INTERVAL_US, STOP_ON_FAILURE, StateFn, StreamConfig, StreamExtra, round_timeout,
 };
 
 /// S6: a task issued on a stream of a stopped context would never run: the issuing call
@@ -148,9 +149,61 @@ pub fn after_run(rt: &mut Rt, sid: u64) {
     }
 }
 
-/// Forgets a removed stream.
+/// Forgets a removed stream (and its host-function subscription, C12: a thread left with
+/// no stream is unsubscribed, and a parked `aclrtProcessHostFunc` of it returns 107012).
 pub fn forget_stream(rt: &mut Rt, sid: u64) {
     if let Some(x) = rt.extra.streams.remove(&sid) {
         rt.extra.injected = rt.extra.injected.saturating_sub(x.inject.len());
+        if let Some(th) = x.host_func_thread {
+            drop_host_func_stream(rt, th, sid);
+        }
     }
+}
+
+/// C12: removes `sid` from the streams of host-function thread `th`; a thread left with
+/// none is unsubscribed and woken.
+pub fn drop_host_func_stream(rt: &mut Rt, th: u64, sid: u64) {
+    let Some(sub) = rt.extra.host_func_subs.get_mut(&th) else {
+        return;
+    };
+    sub.streams.remove(&sid);
+    if sub.streams.is_empty() {
+        if let Some(w) = sub.waiter {
+            crate::state::wake(w);
+        }
+        rt.extra.host_func_subs.remove(&th);
+    }
+}
+
+/// S11 (`aclrtStreamAbort`): discards every task of `sid` that has not started (a running
+/// body, or a delivered blocking callback, finishes); the stream stays usable. Returns how
+/// many were discarded.
+pub fn abort_stream(rt: &mut Rt, sid: u64) -> usize {
+    let mut discarded = Vec::new();
+    if let Some(s) = rt.streams.get_mut(&sid) {
+        let keep_head = s
+            .tasks
+            .front()
+            .is_some_and(|t| matches!(t.state, TaskState::Running | TaskState::WaitingCb));
+        let skip = usize::from(keep_head);
+        while s.tasks.len() > skip {
+            if let Some(t) = s.tasks.pop_back() {
+                discarded.push(t);
+            }
+        }
+        if !keep_head {
+            s.blocked_on = None;
+        }
+        if let Some(cv) = s.cv.as_ref() {
+            cv.signal();
+        }
+    }
+    for t in &discarded {
+        rt.extra.task_fail.remove(&t.id);
+        crate::rules::task::release_task(rt, sid, t, false);
+    }
+    rt.progress += 1;
+    rt.wake_if_idle(sid);
+    rt.wake_sync_waiters();
+    discarded.len()
 }

@@ -223,3 +223,11 @@ pub use api::{
     aclsimResetCallCounts, aclsimSetDeviceCount, aclsimSetQuiet, aclsysGetVersionNum,
     aclsysGetVersionStr,
 };
+pub use api::{
+    ErrorInfo, aclrtCreateStreamConfigHandle, aclrtCreateStreamV2, aclrtCtxGetCurrentDefaultStream,
+    aclrtDestroyStreamConfigHandle, aclrtGetErrorVerbose, aclrtGetLastError,
+    aclrtGetResInCurrentThread, aclrtPeekAtLastError, aclrtProcessHostFunc,
+    aclrtRegStreamStateCallback, aclrtSetStreamConfigOpt, aclrtStreamAbort, aclrtStreamGetFlags,
+    aclrtStreamGetId, aclrtStreamGetPriority, aclrtStreamStop, aclrtSubscribeHostFunc,
+    aclrtUnSubscribeHostFunc,
+};

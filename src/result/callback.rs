@@ -83,3 +83,39 @@ impl Api {
         unsafe { call_optional!(self, aclrtLaunchHostFunc(stream, function, args)) }
     }
 }
+
+impl Api {
+    /// `aclrtSubscribeHostFunc(thread, s)` (C11): binds a user thread, which calls
+    /// [`process_host_func`](Self::process_host_func), to `stream`'s host work. Optional
+    /// symbol (the compact library only).
+    ///
+    /// # Safety
+    /// The [common contract](crate::result#safety-of-the-raw-layer), and: `stream` is live;
+    /// `thread_id` is the `pthread_self()` of a thread that processes until unsubscribed.
+    #[inline]
+    pub unsafe fn subscribe_host_func(&self, thread_id: u64, stream: aclrtStream) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { call_optional!(self, aclrtSubscribeHostFunc(thread_id, stream)) }
+    }
+
+    /// `aclrtProcessHostFunc(t)` (C11: `-1` forever, `> 0` ms). Optional symbol.
+    ///
+    /// # Safety
+    /// The [common contract](crate::result#safety-of-the-raw-layer), and: the host work run on
+    /// this thread keeps C8.
+    #[inline]
+    pub unsafe fn process_host_func(&self, timeout_ms: i32) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { call_optional!(self, aclrtProcessHostFunc(timeout_ms)) }
+    }
+
+    /// `aclrtUnSubscribeHostFunc(thread, s)` (C11). Optional symbol.
+    ///
+    /// # Safety
+    /// The [common contract](crate::result#safety-of-the-raw-layer), and: `stream` is live.
+    #[inline]
+    pub unsafe fn unsubscribe_host_func(&self, thread_id: u64, stream: aclrtStream) -> Result<()> {
+        // SAFETY: the caller's contract.
+        unsafe { call_optional!(self, aclrtUnSubscribeHostFunc(thread_id, stream)) }
+    }
+}

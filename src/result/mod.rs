@@ -321,8 +321,10 @@ macro_rules! call_optional {
 mod callback;
 pub(crate) mod current;
 mod device;
+mod diagnostics;
 mod event;
 mod memory;
 mod model;
 mod process;
 mod stream;
+mod stream_config;

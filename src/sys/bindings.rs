@@ -4,11 +4,13 @@
 // Regenerate: cargo build --features bindgen, then copy
 // $OUT_DIR/bindings.rs here (tests/bindings_drift.rs fails when they differ).
 
+pub const ACL_RT_MEM_UCE_INFO_MAX_NUM: u32 = 20;
 pub const ACL_STREAM_FAST_LAUNCH: u32 = 1;
 pub const ACL_STREAM_FAST_SYNC: u32 = 2;
 pub const ACL_STREAM_PERSISTENT: u32 = 4;
 pub const ACL_STREAM_HUGE: u32 = 8;
 pub const ACL_STREAM_CPU_SCHEDULE: u32 = 16;
+pub const ACL_STREAM_DEVICE_USE_ONLY: u32 = 32;
 pub const ACL_CONTINUE_ON_FAILURE: u32 = 0;
 pub const ACL_STOP_ON_FAILURE: u32 = 1;
 pub const ACL_PKG_VERSION_MAX_SIZE: u32 = 128;
@@ -114,6 +116,74 @@ pub const ACL_DEVICE_INFO_AI_CORE_NUM: aclDeviceInfo = 0;
 pub const ACL_DEVICE_INFO_VECTOR_CORE_NUM: aclDeviceInfo = 1;
 pub const ACL_DEVICE_INFO_L2_SIZE: aclDeviceInfo = 2;
 pub type aclDeviceInfo = ::std::os::raw::c_int;
+pub const ACL_RT_STREAM_WORK_ADDR_PTR: aclrtStreamConfigAttr = 0;
+pub const ACL_RT_STREAM_WORK_SIZE: aclrtStreamConfigAttr = 1;
+pub const ACL_RT_STREAM_FLAG: aclrtStreamConfigAttr = 2;
+pub const ACL_RT_STREAM_PRIORITY: aclrtStreamConfigAttr = 3;
+pub type aclrtStreamConfigAttr = ::std::os::raw::c_uint;
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct aclrtStreamConfigHandle {
+    pub workptr: *mut ::std::os::raw::c_void,
+    pub workSize: usize,
+    pub flag: usize,
+    pub priority: u32,
+}
+pub const ACL_RT_STREAM_STATE_CREATE_POST: aclrtStreamState = 1;
+pub const ACL_RT_STREAM_STATE_DESTROY_PRE: aclrtStreamState = 2;
+pub type aclrtStreamState = ::std::os::raw::c_uint;
+pub type aclrtStreamStateCallback = ::std::option::Option<
+    unsafe extern "C" fn(
+        stm: aclrtStream,
+        state: aclrtStreamState,
+        args: *mut ::std::os::raw::c_void,
+    ),
+>;
+pub const ACL_RT_DEV_RES_CUBE_CORE: aclrtDevResLimitType = 0;
+pub const ACL_RT_DEV_RES_VECTOR_CORE: aclrtDevResLimitType = 1;
+pub type aclrtDevResLimitType = ::std::os::raw::c_uint;
+pub const ACL_RT_THREAD_LEVEL: aclrtLastErrLevel = 0;
+pub type aclrtLastErrLevel = ::std::os::raw::c_uint;
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct aclrtMemUceInfo {
+    pub addr: *mut ::std::os::raw::c_void,
+    pub len: usize,
+    pub reserved: [usize; 14usize],
+}
+pub const ACL_RT_NO_ERROR: aclrtErrorType = 0;
+pub const ACL_RT_ERROR_MEMORY: aclrtErrorType = 1;
+pub const ACL_RT_ERROR_L2: aclrtErrorType = 2;
+pub const ACL_RT_ERROR_AICORE: aclrtErrorType = 3;
+pub const ACL_RT_ERROR_LINK: aclrtErrorType = 4;
+pub const ACL_RT_ERROR_L3_PORT: aclrtErrorType = 5;
+pub const ACL_RT_ERROR_OTHERS: aclrtErrorType = 65535;
+pub type aclrtErrorType = ::std::os::raw::c_uint;
+pub const ACL_RT_AICORE_ERROR_UNKNOWN: aclrtAicoreErrorType = 0;
+pub const ACL_RT_AICORE_ERROR_SW: aclrtAicoreErrorType = 1;
+pub const ACL_RT_AICORE_ERROR_HW_LOCAL: aclrtAicoreErrorType = 2;
+pub type aclrtAicoreErrorType = ::std::os::raw::c_uint;
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct aclrtMemUceInfoArray {
+    pub arraySize: usize,
+    pub memUceInfoArray: [aclrtMemUceInfo; 20usize],
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub union aclrtErrorInfoDetail {
+    pub uceInfo: aclrtMemUceInfoArray,
+    pub aicoreErrType: aclrtAicoreErrorType,
+}
+#[repr(C)]
+#[derive(Copy, Clone)]
+pub struct aclrtErrorInfo {
+    pub tryRepair: u8,
+    pub hasDetail: u8,
+    pub reserved: [u8; 2usize],
+    pub errorType: aclrtErrorType,
+    pub detail: aclrtErrorInfoDetail,
+}
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct aclmdlDesc {

@@ -37,6 +37,15 @@ unsafe extern "C" {
     pub fn aclGetRecentErrMsg() -> *const ::std::os::raw::c_char;
 }
 unsafe extern "C" {
+    pub fn aclrtGetLastError(level: aclrtLastErrLevel) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclrtPeekAtLastError(level: aclrtLastErrLevel) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclrtGetErrorVerbose(deviceId: i32, errorInfo: *mut aclrtErrorInfo) -> aclError;
+}
+unsafe extern "C" {
     pub fn aclrtSetDevice(deviceId: i32) -> aclError;
 }
 unsafe extern "C" {
@@ -86,6 +95,12 @@ unsafe extern "C" {
     pub fn aclrtGetCurrentContext(context: *mut aclrtContext) -> aclError;
 }
 unsafe extern "C" {
+    pub fn aclrtCtxGetCurrentDefaultStream(stream: *mut aclrtStream) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclrtGetResInCurrentThread(type_: aclrtDevResLimitType, value: *mut u32) -> aclError;
+}
+unsafe extern "C" {
     pub fn aclrtCreateStream(stream: *mut aclrtStream) -> aclError;
 }
 unsafe extern "C" {
@@ -115,6 +130,48 @@ unsafe extern "C" {
 }
 unsafe extern "C" {
     pub fn aclrtSetStreamFailureMode(stream: aclrtStream, mode: u64) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclrtCreateStreamConfigHandle() -> *mut aclrtStreamConfigHandle;
+}
+unsafe extern "C" {
+    pub fn aclrtDestroyStreamConfigHandle(handle: *mut aclrtStreamConfigHandle) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclrtSetStreamConfigOpt(
+        handle: *mut aclrtStreamConfigHandle,
+        attr: aclrtStreamConfigAttr,
+        attrValue: *const ::std::os::raw::c_void,
+        valueSize: usize,
+    ) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclrtCreateStreamV2(
+        stream: *mut aclrtStream,
+        handle: *const aclrtStreamConfigHandle,
+    ) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclrtStreamGetFlags(stream: aclrtStream, flags: *mut u32) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclrtStreamGetPriority(stream: aclrtStream, priority: *mut u32) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclrtStreamGetId(stream: aclrtStream, streamId: *mut i32) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclrtStreamStop(stream: aclrtStream) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclrtStreamAbort(stream: aclrtStream) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclrtRegStreamStateCallback(
+        regName: *const ::std::os::raw::c_char,
+        callback: aclrtStreamStateCallback,
+        args: *mut ::std::os::raw::c_void,
+    ) -> aclError;
 }
 unsafe extern "C" {
     pub fn aclrtCreateEvent(event: *mut aclrtEvent) -> aclError;
@@ -188,6 +245,15 @@ unsafe extern "C" {
         fn_: aclrtHostFunc,
         args: *mut ::std::os::raw::c_void,
     ) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclrtSubscribeHostFunc(hostFuncThreadId: u64, exeStream: aclrtStream) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclrtProcessHostFunc(timeout: i32) -> aclError;
+}
+unsafe extern "C" {
+    pub fn aclrtUnSubscribeHostFunc(hostFuncThreadId: u64, exeStream: aclrtStream) -> aclError;
 }
 unsafe extern "C" {
     pub fn aclrtMalloc(

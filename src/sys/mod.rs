@@ -16,6 +16,8 @@
 #[cfg(not(feature = "bindgen"))]
 #[rustfmt::skip]
 #[allow(non_camel_case_types, non_snake_case, non_upper_case_globals, dead_code, missing_docs)]
+// `aclrtErrorInfo` holds a C union, for which bindgen derives no `Debug`.
+#[allow(missing_debug_implementations)]
 #[allow(clippy::all)]
 pub mod bindings;
 
@@ -26,7 +28,8 @@ pub mod bindings;
     non_snake_case,
     non_upper_case_globals,
     dead_code,
-    missing_docs
+    missing_docs,
+    missing_debug_implementations
 )]
 #[allow(clippy::all)]
 pub mod bindings {
@@ -66,6 +69,10 @@ use std::ffi::{c_char, c_void};
 use bindings::{
     aclDeviceInfo, aclrtCallbackBlockType, aclrtEventRecordedStatus, aclrtMemAttr,
     aclrtMemMallocPolicy, aclrtMemcpyKind, aclrtRunMode, aclrtStreamStatus,
+};
+use bindings::{
+    aclrtDevResLimitType, aclrtErrorInfo, aclrtLastErrLevel, aclrtStreamConfigAttr,
+    aclrtStreamConfigHandle, aclrtStreamStateCallback,
 };
 
 /// Declares the function table: one field per C function, its symbol name, and a
@@ -248,5 +255,25 @@ function_table! {
         aclrtGetOpTimeOutInterval: fn(*mut u64);
         aclrtGetOpExecuteTimeout: fn(*mut u32);
         aclrtLaunchHostFunc: fn(aclrtStream, aclrtHostFunc, *mut c_void);
+        // CANN 8.x/9.x additions: absent from older releases, and the host-function
+        // subscription and stream configuration handles only in the compact library.
+        aclrtSubscribeHostFunc: fn(u64, aclrtStream);
+        aclrtProcessHostFunc: fn(i32);
+        aclrtUnSubscribeHostFunc: fn(u64, aclrtStream);
+        aclrtCreateStreamConfigHandle: fn() -> *mut aclrtStreamConfigHandle;
+        aclrtDestroyStreamConfigHandle: fn(*mut aclrtStreamConfigHandle);
+        aclrtSetStreamConfigOpt: fn(*mut aclrtStreamConfigHandle, aclrtStreamConfigAttr, *const c_void, usize);
+        aclrtCreateStreamV2: fn(*mut aclrtStream, *const aclrtStreamConfigHandle);
+        aclrtStreamGetFlags: fn(aclrtStream, *mut u32);
+        aclrtStreamGetPriority: fn(aclrtStream, *mut u32);
+        aclrtStreamGetId: fn(aclrtStream, *mut i32);
+        aclrtStreamStop: fn(aclrtStream);
+        aclrtStreamAbort: fn(aclrtStream);
+        aclrtRegStreamStateCallback: fn(*const c_char, aclrtStreamStateCallback, *mut c_void);
+        aclrtCtxGetCurrentDefaultStream: fn(*mut aclrtStream);
+        aclrtGetResInCurrentThread: fn(aclrtDevResLimitType, *mut u32);
+        aclrtGetLastError: fn(aclrtLastErrLevel);
+        aclrtPeekAtLastError: fn(aclrtLastErrLevel);
+        aclrtGetErrorVerbose: fn(i32, *mut aclrtErrorInfo);
     }
 }

@@ -110,8 +110,16 @@ pub fn runtime_functions() -> Vec<&'static str> {
     let mut all: Vec<&'static str> = REQUIRED_SYMBOLS.to_vec();
     all.extend_from_slice(OPTIONAL_SYMBOLS);
     all.push("aclsimLaunchKernel");
-    // It returns a text, not a code: nothing to inject (the simulator refuses to).
-    all.retain(|f| *f != "aclGetRecentErrMsg");
+    // It returns a text, not a code, and the last-error queries return the code they read
+    // (P6): nothing to inject (the simulator refuses to).
+    all.retain(|f| {
+        ![
+            "aclGetRecentErrMsg",
+            "aclrtGetLastError",
+            "aclrtPeekAtLastError",
+        ]
+        .contains(f)
+    });
     all
 }
 

@@ -1,7 +1,7 @@
 //! Callbacks and report threads (C1-C9).
 //!
 //! Layer: C entry points (`api`); imports the crate root's shared helpers, `api::hostfunc`
-//! (C10) and every layer below (`exec`, `rules`, `extra`, `state`, `model`, `errmsg`,
+//! (C11) and every layer below (`exec`, `rules`, `extra`, `state`, `model`, `errmsg`,
 //! `calls`, `pt`, `trace`), never the reverse.
 
 use std::ffi::c_void;
@@ -29,7 +29,7 @@ pub extern "C" fn aclrtSubscribeReport(threadId: u64, stream: *mut c_void) -> i3
         if subscribed {
             return Err(code::RT_STREAM_SUBSCRIBE); // C2
         }
-        super::hostfunc::reject_subscription(rt, sid, threadId)?; // C10
+        super::hostfunc::refuse_report_family(rt, sid, "aclrtSubscribeReport")?; // C11
         match rt.subs.get(&threadId) {
             Some(ts) if ts.device != dev => return Err(code::RT_THREAD_SUBSCRIBE), // C3
             Some(_) => {}
@@ -59,6 +59,7 @@ pub extern "C" fn aclrtUnSubscribeReport(threadId: u64, stream: *mut c_void) -> 
         let mut g = enter("aclrtUnSubscribeReport", Call::Action)?;
         let rt = rt_of(&mut g)?;
         let sid = stream_for(rt, stream as usize, false)?;
+        super::hostfunc::refuse_report_family(rt, sid, "aclrtUnSubscribeReport")?; // C11
         match rt.streams.get(&sid).and_then(|s| s.subscriber) {
             None => return Err(code::RT_STREAM_SUBSCRIBE), // C9
             Some(t) if t != threadId => return Err(code::RT_THREAD_SUBSCRIBE), // C9
@@ -133,6 +134,7 @@ pub extern "C" fn aclrtLaunchCallback(
         };
         let sid = stream_for(rt, stream as usize, true)?; // D6
         crate::extra::refuse_if_stopped(rt, sid)?; // S6
+        super::hostfunc::refuse_report_family(rt, sid, "aclrtLaunchCallback")?; // C11
         let thread = rt
             .streams
             .get(&sid)

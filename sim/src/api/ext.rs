@@ -241,9 +241,12 @@ fn inject_fault(call: *const c_char, code: i32, skip: u32, times: u32) -> R {
     let call = read_cstr(call).ok_or(code::INVALID_PARAM)?;
     // Only a name that can fire: an exported runtime function that checks armed failures
     // (aclInit never does: failures are armed only while initialized).
-    // aclGetRecentErrMsg cannot fail (it has no error return and works before aclInit).
+    // aclGetRecentErrMsg cannot fail (it has no error return and works before aclInit), nor
+    // can aclrtGetLastError / aclrtPeekAtLastError (their answer is a code, P6).
     if call == "aclInit"
         || call == "aclGetRecentErrMsg"
+        || call == "aclrtGetLastError"
+        || call == "aclrtPeekAtLastError"
         || !calls::CALL_NAMES.contains(&call.as_str())
     {
         return Err(code::INVALID_PARAM);

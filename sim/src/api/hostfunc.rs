@@ -1,4 +1,5 @@
-//! Host functions (C10): `aclrtLaunchHostFunc`.
+//! Host functions (C10): `aclrtLaunchHostFunc`, and the rule that keeps them apart from
+//! report callbacks on one stream (C11).
 //!
 //! Layer: C entry points (`api`); imports the crate root's shared helpers and every layer
 //! below (`exec`, `rules`, `extra`, `state`, `model`, `errmsg`, `calls`, `pt`, `trace`),
@@ -10,30 +11,31 @@ use crate::calls::CallId;
 use crate::state::{CbFn, Rt, TaskKind, code};
 use crate::{Call, R, calls, enter, errmsg, exec, ffi, rt_of, sh, stream_for};
 
-/// C10: host functions and callbacks are never mixed on one stream. A stream on which a host
-/// function was ever launched cannot be subscribed (decision: "ever", not "while one is
-/// pending", so the answer never depends on timing; the runtime binds such a stream to its
-/// own thread for good).
-pub(super) fn reject_subscription(rt: &mut Rt, sid: u64, thread: u64) -> R {
+/// C11: the report-callback family (`aclrtSubscribeReport`, `aclrtLaunchCallback`,
+/// `aclrtUnSubscribeReport`) is refused on a stream on which a host function was ever
+/// launched (the runtime keeps its internal subscription of such a stream until the stream
+/// is destroyed): 107011 (`ACL_ERROR_RT_STREAM_SUBSCRIBE`) and a C11 finding.
+pub(super) fn refuse_report_family(rt: &mut Rt, sid: u64, call: &str) -> R {
     let n = rt.extra.streams.get(&sid).map_or(0, |x| x.host_funcs);
     if n == 0 {
         return Ok(());
     }
     rt.report(
-        "C10",
+        "C11",
         format!(
-            "aclrtSubscribeReport({thread:#x}, {:#x}): {n} host function(s) were launched on this stream; host functions and callbacks are never mixed on one stream: use another stream for aclrtLaunchCallback; the simulator rejects the call with 107000",
+            "{call} on stream {:#x}, on which {n} host function(s) were launched (aclrtLaunchHostFunc): the report-callback functions and aclrtLaunchHostFunc are never mixed on one stream; use another stream for callbacks; the call returns 107011",
             sh(sid)
         ),
     );
     Err(errmsg::why(
-        code::RT_PARAM_INVALID,
-        "host functions were launched on this stream; it cannot be subscribed (C10)",
+        code::RT_STREAM_SUBSCRIBE,
+        "host functions were launched on this stream: no report callbacks on it (C11)",
     ))
 }
 
 /// Enqueues `fn(args)`: the stream's worker runs it once the earlier tasks of the stream
-/// are done, and the later tasks wait for it (C10). NULL stream: the default stream.
+/// are done, and the later tasks wait for it (C10). NULL stream: the default stream. Not on
+/// a stream subscribed by `aclrtSubscribeReport` (C11).
 #[unsafe(no_mangle)]
 pub extern "C" fn aclrtLaunchHostFunc(
     stream: *mut c_void,
@@ -49,15 +51,15 @@ pub extern "C" fn aclrtLaunchHostFunc(
         crate::extra::refuse_if_stopped(rt, sid)?; // S6
         if let Some(t) = rt.streams.get(&sid).and_then(|s| s.subscriber) {
             rt.report(
-                "C10",
+                "C11",
                 format!(
-                    "aclrtLaunchHostFunc on stream {:#x}, to which thread {t:#x} is subscribed (aclrtSubscribeReport): host functions and callbacks are never mixed on one stream; use aclrtLaunchCallback there, or a stream without subscription; the simulator rejects the call with 107000",
+                    "aclrtLaunchHostFunc on stream {:#x}, to which thread {t:#x} is subscribed (aclrtSubscribeReport): the report-callback functions and aclrtLaunchHostFunc are never mixed on one stream; use aclrtLaunchCallback there, or a stream without subscription; the call returns 107011",
                     sh(sid)
                 ),
             );
             return Err(errmsg::why(
-                code::RT_PARAM_INVALID,
-                "the stream is subscribed to a report thread: no host function on it (C10)",
+                code::RT_STREAM_SUBSCRIBE,
+                "the stream is subscribed to a report thread: no host function on it (C11)",
             ));
         }
         rt.extra.streams.entry(sid).or_default().host_funcs += 1;

@@ -12,13 +12,17 @@ mod device;
 mod event;
 mod ext;
 mod hostfunc;
+mod hostsub;
 mod info;
 mod memory;
 mod model;
 mod optimeout;
 mod process;
 mod stream;
+mod stream_cfg;
 mod stream_ctl;
+mod stream_state;
+mod thread_info;
 
 pub use callback::{
     aclrtLaunchCallback, aclrtProcessReport, aclrtSubscribeReport, aclrtUnSubscribeReport,
@@ -41,6 +45,7 @@ pub use ext::{
     aclsimSetQuiet,
 };
 pub use hostfunc::aclrtLaunchHostFunc;
+pub use hostsub::{aclrtProcessHostFunc, aclrtSubscribeHostFunc, aclrtUnSubscribeHostFunc};
 pub use info::{
     AI_CORE_NUM, INTERFACE_VERSION, L2_SIZE, PACKAGE_VERSION, PACKAGE_VERSION_NUM, PACKAGES,
     VECTOR_CORE_NUM, aclGetDeviceCapability, aclGetRecentErrMsg, aclrtGetMemInfo, aclrtGetSocName,
@@ -71,7 +76,16 @@ pub use stream::{
     aclrtCreateStream, aclrtDestroyStream, aclrtStreamWaitEvent, aclrtSynchronizeStream,
     aclrtSynchronizeStreamWithTimeout,
 };
+pub use stream_cfg::{
+    aclrtCreateStreamConfigHandle, aclrtCreateStreamV2, aclrtDestroyStreamConfigHandle,
+    aclrtSetStreamConfigOpt, aclrtStreamGetFlags, aclrtStreamGetId, aclrtStreamGetPriority,
+};
 pub use stream_ctl::{
     aclrtCreateStreamWithConfig, aclrtDestroyStreamForce, aclrtSetStreamFailureMode,
     aclrtStreamQuery,
+};
+pub use stream_state::{aclrtRegStreamStateCallback, aclrtStreamAbort, aclrtStreamStop};
+pub use thread_info::{
+    ErrorInfo, aclrtCtxGetCurrentDefaultStream, aclrtGetErrorVerbose, aclrtGetLastError,
+    aclrtGetResInCurrentThread, aclrtPeekAtLastError,
 };

@@ -134,6 +134,11 @@ pub extern "C" fn aclFinalize() -> i32 {
                 exec::wake(w);
             }
         }
+        for sub in rt.extra.host_func_subs.values() {
+            if let Some(w) = sub.waiter {
+                exec::wake(w);
+            }
+        }
         let reapers = exec::kill_streams(rt, &ids);
         let Some(mut rt) = g.rt.take() else {
             return Err(code::UNINITIALIZE);

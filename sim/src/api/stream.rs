@@ -25,7 +25,9 @@ pub extern "C" fn aclrtCreateStream(stream: *mut *mut c_void) -> i32 {
         check_out(stream)?;
         let ctx = rt.cur_ctx()?; // D2
         let sid = exec::create_stream(rt, ctx, false)?;
-        out(stream, sh(sid) as *mut c_void)
+        out(stream, sh(sid) as *mut c_void)?;
+        super::stream_state::created(&mut g, sid); // S12
+        Ok(())
     })
 }
 
@@ -37,6 +39,7 @@ pub extern "C" fn aclrtDestroyStream(stream: *mut c_void) -> i32 {
         let mut g = enter("aclrtDestroyStream", Call::Action)?;
         let rt = rt_of(&mut g)?;
         let sid = stream_for(rt, stream as usize, true)?; // S4: own context only
+        super::stream_state::destroying(&mut g, sid); // S12
         // S4: the pending tasks and callbacks are waited for (with the deadlock watchdog),
         // then the stream is destroyed. A wait that can never end is diagnosed like a
         // synchronize: the call returns 507000 and the stream stays.

@@ -10,11 +10,14 @@ use std::ffi::c_void;
 use crate::calls::CallId;
 use crate::exec::teardown_streams;
 use crate::extra::STOP_ON_FAILURE;
+
+use super::stream_state::DEVICE_USE_ONLY;
 use crate::state::code;
 use crate::{Call, calls, enter, errmsg, exec, ffi, non_null, out, rt_of, sh, stream_for};
 
-/// `ACL_STREAM_FAST_LAUNCH | FAST_SYNC | PERSISTENT | HUGE | CPU_SCHEDULE` (S7).
-const STREAM_FLAGS: u32 = 0x1f;
+/// `ACL_STREAM_FAST_LAUNCH | FAST_SYNC | PERSISTENT | HUGE | CPU_SCHEDULE |
+/// DEVICE_USE_ONLY` (S7).
+const STREAM_FLAGS: u32 = 0x3f;
 /// Highest stream priority (S7).
 const MAX_PRIORITY: u32 = 7;
 
@@ -43,12 +46,20 @@ pub extern "C" fn aclrtCreateStreamWithConfig(
                 format!("unknown stream flag bits {:#x} (S7)", flag & !STREAM_FLAGS),
             ));
         }
+        if flag & DEVICE_USE_ONLY != 0 && flag != DEVICE_USE_ONLY {
+            return Err(errmsg::why(
+                code::RT_PARAM_INVALID,
+                format!("ACL_STREAM_DEVICE_USE_ONLY is used alone, not with {flag:#x} (S7)"),
+            ));
+        }
         let ctx = rt.cur_ctx()?; // D2
         let sid = exec::create_stream(rt, ctx, false)?;
         let x = rt.extra.streams.entry(sid).or_default();
         x.priority = priority;
         x.flags = flag;
-        out(stream, sh(sid) as *mut c_void)
+        out(stream, sh(sid) as *mut c_void)?;
+        super::stream_state::created(&mut g, sid); // S12
+        Ok(())
     })
 }
 
@@ -62,6 +73,9 @@ pub extern "C" fn aclrtDestroyStreamForce(stream: *mut c_void) -> i32 {
         let mut g = enter("aclrtDestroyStreamForce", Call::Action)?;
         let rt = rt_of(&mut g)?;
         let sid = stream_for(rt, stream as usize, true)?; // S8: own context only (107003)
+        super::stream_state::destroying(&mut g, sid); // S12
+        let rt = rt_of(&mut g)?;
+        let sid = stream_for(rt, stream as usize, true)?; // destroyed meanwhile: 107000
         if let Some(t) = rt.streams.get(&sid).and_then(|s| s.subscriber) {
             // The dropped callbacks are what "force" means (no finding); the subscription
             // is a resource the program should have released first (C1 step 5), as for S4.
@@ -163,6 +177,17 @@ pub extern "C" fn aclrtSetStreamFailureMode(stream: *mut c_void, mode: u64) -> i
             return Err(errmsg::why(
                 code::RT_PARAM_INVALID,
                 "not on the default stream (S6)",
+            ));
+        }
+        if rt
+            .extra
+            .streams
+            .get(&sid)
+            .is_some_and(|x| x.flags & DEVICE_USE_ONLY != 0)
+        {
+            return Err(errmsg::why(
+                code::RT_FEATURE_NOT_SUPPORT,
+                "no failure mode on an ACL_STREAM_DEVICE_USE_ONLY stream (S7)",
             ));
         }
         let x = rt.extra.streams.entry(sid).or_default();

@@ -1,10 +1,10 @@
-//! The state of the functions beyond the seeds (docs/protocol.md P5, D8, S5-S8, C10): one
+//! The state of the functions beyond the seeds (docs/protocol.md P5, D8, S5-S12, C10, C12): one
 //! [`Extra`] value inside [`Rt`](crate::state::Rt), and the constants of the simulated
 //! device. Re-exported by `crate::extra` (its public path), whose rules change it.
 //!
 //! Layer: plain data (part of `state`); imports `errmsg` and `state::code`, nothing above.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use crate::state::code;
 
@@ -36,6 +36,31 @@ pub struct StreamExtra {
     pub host_funcs: u64,
     /// `aclsimInjectTaskFailure`: codes the next executable tasks fail with, in order.
     pub inject: VecDeque<i32>,
+    /// C12: the thread subscribed by `aclrtSubscribeHostFunc` (a slot of its own, beside
+    /// the report subscription of C1).
+    pub host_func_thread: Option<u64>,
+}
+
+/// `aclrtStreamConfigHandle` (S9): the public struct of `acl_rt.h` (LP64: 32 bytes).
+#[repr(C)]
+#[derive(Default)]
+pub struct StreamConfig {
+    pub workptr: usize,
+    pub work_size: usize,
+    pub flag: usize,
+    pub priority: u32,
+}
+const _: () = assert!(std::mem::size_of::<StreamConfig>() == 32);
+
+/// `aclrtStreamStateCallback` (S12).
+pub type StateFn = unsafe extern "C" fn(*mut libc::c_void, i32, *mut libc::c_void);
+
+/// C12: a thread subscribed by `aclrtSubscribeHostFunc`.
+pub struct HostFuncSub {
+    pub device: i32,
+    pub streams: HashSet<u64>,
+    /// Its condvar while it is parked in `aclrtProcessHostFunc`.
+    pub waiter: Option<usize>,
 }
 
 pub struct Extra {
@@ -62,6 +87,12 @@ pub struct Extra {
     pub task_fail: HashMap<u64, i32>,
     /// Injected failures armed on any stream (fast path of [`intercept`](crate::extra::intercept)).
     pub injected: usize,
+    /// S9: live configuration handles, by address (the caller reads and writes them).
+    pub config_handles: HashMap<usize, Box<StreamConfig>>,
+    /// S12: registered stream state callbacks by name (called in name order), with `args`.
+    pub state_callbacks: BTreeMap<String, (StateFn, usize)>,
+    /// C12: threads subscribed by `aclrtSubscribeHostFunc`.
+    pub host_func_subs: HashMap<u64, HostFuncSub>,
 }
 
 impl Extra {
@@ -90,6 +121,9 @@ impl Extra {
             failed_records: HashMap::new(),
             task_fail: HashMap::new(),
             injected: 0,
+            config_handles: HashMap::new(),
+            state_callbacks: BTreeMap::new(),
+            host_func_subs: HashMap::new(),
         }
     }
 

@@ -2168,7 +2168,7 @@ static void s7_create_stream_with_config_codes(void) {
     CHECK(aclrtCreateStreamWithConfig(&s, 0, 0), ACL_ERROR_UNINITIALIZE);
     setup();
     CHECK(aclrtCreateStreamWithConfig(&s, 8, 0), ACL_ERROR_INVALID_PARAM);
-    CHECK(aclrtCreateStreamWithConfig(&s, 0, 0x20), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtCreateStreamWithConfig(&s, 0, 0x40), ACL_ERROR_INVALID_PARAM);
     CHECK(aclrtCreateStreamWithConfig(NULL, 0, 0), ACL_ERROR_INVALID_PARAM);
     pthread_t th;
     pthread_create(&th, NULL, config_no_context, NULL);
@@ -2312,8 +2312,9 @@ static void c10_host_func_runs_in_order_on_a_runtime_thread(void) {
     teardown_clean();
 }
 
-/* C10: host functions and callbacks are never mixed on one stream, either way round. */
-static void c10_host_func_and_callbacks_are_never_mixed(void) {
+/* C11: the report-callback functions and aclrtLaunchHostFunc are never mixed on one stream,
+ * either way round: 107011 (ACL_ERROR_RT_STREAM_SUBSCRIBE) and a C11 finding. */
+static void c11_report_callbacks_and_host_functions_are_never_mixed(void) {
     setup();
     aclrtContext ctx;
     OK(aclrtGetCurrentContext(&ctx));
@@ -2325,14 +2326,18 @@ static void c10_host_func_and_callbacks_are_never_mixed(void) {
     pthread_create(&th, NULL, report_loop, ctx);
     OK(aclrtSubscribeReport((uint64_t)th, s1));
     int one = 1;
-    CHECK(aclrtLaunchHostFunc(s1, hf_push_slow, &one), ACL_ERROR_RT_PARAM_INVALID);
-    expect_only("C10", 1);
+    CHECK(aclrtLaunchHostFunc(s1, hf_push_slow, &one), ACL_ERROR_RT_STREAM_SUBSCRIBE);
+    expect_only("C11", 1);
     hf_n = 0;
     OK(aclrtLaunchHostFunc(s2, hf_push_slow, &one));
     OK(aclrtSynchronizeStream(s2));
-    /* Decision: once a host function was launched, the stream is never subscribed. */
-    CHECK(aclrtSubscribeReport((uint64_t)th, s2), ACL_ERROR_RT_PARAM_INVALID);
-    expect_only("C10", 2);
+    /* Once a host function was launched, no report callback function on the stream. */
+    CHECK(aclrtSubscribeReport((uint64_t)th, s2), ACL_ERROR_RT_STREAM_SUBSCRIBE);
+    expect_only("C11", 2);
+    CHECK(aclrtLaunchCallback(cb_record, &one, ACL_CALLBACK_NO_BLOCK, s2),
+          ACL_ERROR_RT_STREAM_SUBSCRIBE);
+    CHECK(aclrtUnSubscribeReport((uint64_t)th, s2), ACL_ERROR_RT_STREAM_SUBSCRIBE);
+    expect_only("C11", 4);
     OK(aclrtUnSubscribeReport((uint64_t)th, s1));
     OK(aclrtLaunchHostFunc(s1, hf_push_slow, &one)); /* no longer subscribed */
     OK(aclrtSynchronizeStream(s1));
@@ -2343,7 +2348,7 @@ static void c10_host_func_and_callbacks_are_never_mixed(void) {
     OK(aclrtDestroyStream(s2));
     OK(aclrtResetDevice(0));
     OK(aclFinalize());
-    expect_only("C10", 2);
+    expect_only("C11", 4);
 }
 
 /* aclsimInjectTaskFailure: argument checks; record/wait tasks pass through, the next
@@ -3896,6 +3901,337 @@ static void m_device_memory_is_enforced(void) {
     ASSERT(count_rule("M2") == 1 && count_rule("P2") == 1 && aclsimFindingCount() == 2);
 }
 
+/* ---- CANN 8.x/9.x: P6 D9 D10 S9-S12 C12 ---------------------------------------------- */
+
+/* C12: host-function subscription of a user thread: codes; ProcessHostFunc finds no work in
+ * the simulator (no CPU operators) and times out (507012), or returns 107012 once its last
+ * subscription ends. */
+static pthread_mutex_t hs_m = PTHREAD_MUTEX_INITIALIZER;
+static int hs_rc = -1;
+static void *host_func_waiter(void *unused) {
+    (void)unused;
+    int r = aclrtProcessHostFunc(-1);
+    pthread_mutex_lock(&hs_m);
+    hs_rc = r;
+    pthread_mutex_unlock(&hs_m);
+    return NULL;
+}
+static void c12_host_func_subscription_codes(void) {
+    CHECK(aclrtProcessHostFunc(10), ACL_ERROR_UNINITIALIZE);
+    setup();
+    aclrtStream s1, s2;
+    OK(aclrtCreateStream(&s1));
+    OK(aclrtCreateStream(&s2));
+    uint64_t me = (uint64_t)pthread_self();
+    CHECK(aclrtSubscribeHostFunc(me, NULL), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK(aclrtProcessHostFunc(0), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK(aclrtProcessHostFunc(-2), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK(aclrtProcessHostFunc(10), ACL_ERROR_RT_THREAD_SUBSCRIBE);
+    OK(aclrtSubscribeHostFunc(me, s1));
+    OK(aclrtSubscribeHostFunc(me, s2)); /* one thread, several streams of one device */
+    CHECK(aclrtSubscribeHostFunc(me + 1, s1), ACL_ERROR_RT_STREAM_SUBSCRIBE);
+    CHECK(aclrtSubscribeHostFunc(me, s1), ACL_ERROR_RT_STREAM_SUBSCRIBE);
+    /* Separate slots: a report subscription of the same stream is allowed. */
+    OK(aclrtSubscribeReport(me + 7, s1));
+    OK(aclrtUnSubscribeReport(me + 7, s1));
+    double t0 = now_ms();
+    CHECK(aclrtProcessHostFunc(30), ACL_ERROR_RT_REPORT_TIMEOUT);
+    ASSERT(now_ms() - t0 >= 25);
+    CHECK(aclrtUnSubscribeHostFunc(me + 1, s1), ACL_ERROR_RT_STREAM_SUBSCRIBE);
+    CHECK(aclrtUnSubscribeHostFunc(me, NULL), ACL_ERROR_RT_PARAM_INVALID);
+    OK(aclrtUnSubscribeHostFunc(me, s1));
+    CHECK(aclrtUnSubscribeHostFunc(me, s1), ACL_ERROR_RT_STREAM_SUBSCRIBE);
+    /* A parked thread returns 107012 when its last subscription ends. */
+    pthread_t th;
+    pthread_create(&th, NULL, host_func_waiter, NULL);
+    OK(aclrtUnSubscribeHostFunc(me, s2));
+    OK(aclrtSubscribeHostFunc((uint64_t)th, s2));
+    sleep_ms(30);
+    OK(aclrtUnSubscribeHostFunc((uint64_t)th, s2));
+    pthread_join(th, NULL);
+    ASSERT(hs_rc == ACL_ERROR_RT_THREAD_SUBSCRIBE);
+    /* Destroying a subscribed stream ends the subscription. */
+    OK(aclrtSubscribeHostFunc(me, s2));
+    OK(aclrtDestroyStream(s2));
+    CHECK(aclrtProcessHostFunc(10), ACL_ERROR_RT_THREAD_SUBSCRIBE);
+    OK(aclrtDestroyStream(s1));
+    teardown_clean();
+}
+
+/* S9: configuration handles (zeroed; attributes with exact sizes; priority 0-7) and
+ * aclrtCreateStreamV2 (NULL handle: the defaults); a dead handle is 100000 and an S9 finding. */
+static void s9_stream_config_handles_and_create_stream_v2(void) {
+    ASSERT(aclrtCreateStreamConfigHandle() == NULL); /* before aclInit */
+    setup();
+    aclrtStreamConfigHandle *h = aclrtCreateStreamConfigHandle();
+    ASSERT(h != NULL);
+    ASSERT(h->workptr == NULL && h->workSize == 0 && h->flag == 0 && h->priority == 0);
+    uint32_t prio = 5, bad = 8;
+    size_t size = 4096, flag = 0;
+    void *work = &size;
+    OK(aclrtSetStreamConfigOpt(h, ACL_RT_STREAM_PRIORITY, &prio, sizeof prio));
+    OK(aclrtSetStreamConfigOpt(h, ACL_RT_STREAM_WORK_SIZE, &size, sizeof size));
+    OK(aclrtSetStreamConfigOpt(h, ACL_RT_STREAM_WORK_ADDR_PTR, &work, sizeof work));
+    OK(aclrtSetStreamConfigOpt(h, ACL_RT_STREAM_FLAG, &flag, sizeof flag));
+    ASSERT(h->priority == 5 && h->workSize == 4096 && h->workptr == work);
+    CHECK(aclrtSetStreamConfigOpt(h, ACL_RT_STREAM_PRIORITY, &bad, sizeof bad),
+          ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtSetStreamConfigOpt(h, ACL_RT_STREAM_PRIORITY, &size, sizeof size),
+          ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtSetStreamConfigOpt(h, (aclrtStreamConfigAttr)4, &size, sizeof size),
+          ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtSetStreamConfigOpt(h, ACL_RT_STREAM_WORK_SIZE, NULL, sizeof size),
+          ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtSetStreamConfigOpt(NULL, ACL_RT_STREAM_WORK_SIZE, &size, sizeof size),
+          ACL_ERROR_INVALID_PARAM);
+    expect_clean();
+    aclrtStream s, d;
+    CHECK(aclrtCreateStreamV2(NULL, h), ACL_ERROR_INVALID_PARAM);
+    OK(aclrtCreateStreamV2(&s, h));
+    OK(aclrtCreateStreamV2(&d, NULL));
+    uint32_t p = 99;
+    OK(aclrtStreamGetPriority(s, &p));
+    ASSERT(p == 5);
+    OK(aclrtStreamGetPriority(d, &p));
+    ASSERT(p == 0);
+    int one = 1;
+    hf_n = 0;
+    OK(aclsimLaunchKernel(s, 0, k_push, &one, NULL, 0));
+    OK(aclrtSynchronizeStream(s));
+    ASSERT(hf_count() == 1);
+    OK(aclrtDestroyStreamConfigHandle(h));
+    CHECK(aclrtDestroyStreamConfigHandle(NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtDestroyStreamConfigHandle(h), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtCreateStreamV2(&d, h), ACL_ERROR_INVALID_PARAM);
+    expect_only("S9", 2);
+    aclsimClearFindings();
+    OK(aclrtDestroyStream(s));
+    OK(aclrtDestroyStream(d));
+    teardown_clean();
+}
+
+/* S10: flags, priority and id of explicit and default streams; NULL output: 100000. */
+static void s10_stream_queries_flags_priority_id(void) {
+    setup();
+    aclrtStream a, b, c;
+    OK(aclrtCreateStream(&a));
+    OK(aclrtCreateStreamWithConfig(&b, 3, ACL_STREAM_FAST_LAUNCH | ACL_STREAM_FAST_SYNC));
+    OK(aclrtCreateStreamWithConfig(&c, 0, ACL_STREAM_DEVICE_USE_ONLY));
+    aclrtStream bad;
+    CHECK(aclrtCreateStreamWithConfig(&bad, 0, ACL_STREAM_DEVICE_USE_ONLY | ACL_STREAM_HUGE),
+          ACL_ERROR_RT_PARAM_INVALID);
+    CHECK(aclrtSetStreamFailureMode(c, ACL_STOP_ON_FAILURE), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+    uint32_t f = 99, p = 99;
+    OK(aclrtStreamGetFlags(a, &f));
+    ASSERT(f == 0);
+    OK(aclrtStreamGetFlags(b, &f));
+    ASSERT(f == (ACL_STREAM_FAST_LAUNCH | ACL_STREAM_FAST_SYNC));
+    OK(aclrtStreamGetFlags(c, &f));
+    ASSERT(f == ACL_STREAM_DEVICE_USE_ONLY);
+    OK(aclrtStreamGetFlags(NULL, &f));
+    ASSERT(f == 0);
+    OK(aclrtStreamGetPriority(b, &p));
+    ASSERT(p == 3);
+    OK(aclrtStreamGetPriority(NULL, &p));
+    ASSERT(p == 0);
+    int32_t ia = -1, ib = -1, id = -1;
+    OK(aclrtStreamGetId(a, &ia));
+    OK(aclrtStreamGetId(b, &ib));
+    OK(aclrtStreamGetId(NULL, &id));
+    ASSERT(ia >= 0 && ib >= 0 && id >= 0 && ia != ib && id != ia && id != ib);
+    CHECK(aclrtStreamGetFlags(a, NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtStreamGetPriority(a, NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtStreamGetId(a, NULL), ACL_ERROR_INVALID_PARAM);
+    OK(aclrtDestroyStream(c));
+    CHECK(aclrtStreamGetId(c, &id), ACL_ERROR_RT_PARAM_INVALID); /* destroyed */
+    OK(aclrtDestroyStream(a));
+    OK(aclrtDestroyStream(b));
+    teardown_clean();
+}
+
+/* S11: Stop keeps the queue; Abort discards what has not started, and the stream is usable
+ * afterwards; Abort of an ACL_STREAM_DEVICE_USE_ONLY stream: 107000 and an S11 finding. */
+static void s11_stream_stop_and_abort(void) {
+    setup();
+    aclrtStream s, dev_only;
+    OK(aclrtCreateStream(&s));
+    OK(aclrtCreateStreamWithConfig(&dev_only, 0, ACL_STREAM_DEVICE_USE_ONLY));
+    CHECK(aclrtStreamStop(NULL), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK(aclrtStreamAbort(NULL), ACL_ERROR_INVALID_PARAM);
+    int one = 1, two = 2, three = 3;
+    hf_n = 0;
+    OK(aclsimLaunchKernel(s, 20000, k_push, &one, NULL, 0));
+    OK(aclsimLaunchKernel(s, 0, k_push, &two, NULL, 0));
+    OK(aclrtStreamStop(s));
+    OK(aclrtSynchronizeStream(s));
+    ASSERT(hf_count() == 2); /* queued tasks kept */
+    aclrtEvent e;
+    OK(aclrtCreateEvent(&e));
+    OK(aclsimLaunchKernel(s, 50000, k_push, &one, NULL, 0));
+    sleep_ms(10); /* the first kernel is running */
+    OK(aclsimLaunchKernel(s, 0, k_push, &two, NULL, 0));
+    OK(aclrtLaunchHostFunc(s, hf_push_slow, &two));
+    OK(aclrtRecordEvent(e, s));
+    OK(aclrtStreamAbort(s));
+    OK(aclrtSynchronizeStream(s));
+    ASSERT(hf_count() == 3); /* the running kernel finished; the rest was discarded */
+    aclrtEventRecordedStatus st;
+    OK(aclrtQueryEventStatus(e, &st));
+    ASSERT(st == ACL_EVENT_RECORDED_STATUS_NOT_READY); /* its record never ran */
+    OK(aclsimLaunchKernel(s, 0, k_push, &three, NULL, 0)); /* usable again */
+    OK(aclrtSynchronizeStream(s));
+    ASSERT(hf_count() == 4 && hf_log[3] == 3);
+    expect_clean();
+    CHECK(aclrtStreamAbort(dev_only), ACL_ERROR_RT_PARAM_INVALID);
+    expect_only("S11", 1);
+    aclsimClearFindings();
+    /* D6: another context's stream. */
+    aclrtContext dflt, c;
+    OK(aclrtGetCurrentContext(&dflt));
+    OK(aclrtCreateContext(&c, 0));
+    CHECK(aclrtStreamAbort(s), ACL_ERROR_RT_STREAM_CONTEXT);
+    CHECK(aclrtStreamStop(s), ACL_ERROR_RT_STREAM_CONTEXT);
+    OK(aclrtSetCurrentContext(dflt));
+    OK(aclrtDestroyContext(c));
+    OK(aclrtDestroyEvent(e));
+    OK(aclrtDestroyStream(s));
+    OK(aclrtDestroyStream(dev_only));
+    teardown_clean();
+}
+
+/* S12: registered callbacks run on the creating or destroying thread, in name order,
+ * CREATE_POST after each create, DESTROY_PRE before each destroy (plain and force). */
+static char ss_log[64];
+static int ss_n;
+static aclrtStream ss_last;
+static void ss_cb(aclrtStream stm, aclrtStreamState state, void *args) {
+    ss_last = stm;
+    if (ss_n < 62) {
+        ss_log[ss_n++] = *(const char *)args;
+        ss_log[ss_n++] = (char)('0' + (int)state);
+    }
+    ss_log[ss_n] = 0;
+    uint32_t f;
+    ASSERT(aclrtStreamGetFlags(stm, &f) == ACL_SUCCESS); /* the stream is live */
+}
+static void s12_stream_state_callbacks(void) {
+    setup();
+    static const char A = 'a', B = 'b';
+    CHECK(aclrtRegStreamStateCallback(NULL, ss_cb, (void *)&A), ACL_ERROR_INVALID_PARAM);
+    OK(aclrtRegStreamStateCallback("zz", ss_cb, (void *)&B));
+    OK(aclrtRegStreamStateCallback("aa", ss_cb, (void *)&A));
+    CHECK(aclrtRegStreamStateCallback("aa", ss_cb, (void *)&B), ACL_ERROR_RT_PARAM_INVALID);
+    aclrtStream s, t;
+    OK(aclrtCreateStream(&s));
+    ASSERT(strcmp(ss_log, "a1b1") == 0 && ss_last == s);
+    OK(aclrtDestroyStream(s));
+    ASSERT(strcmp(ss_log, "a1b1a2b2") == 0);
+    OK(aclrtRegStreamStateCallback("zz", NULL, NULL));
+    OK(aclrtRegStreamStateCallback("never-registered", NULL, NULL));
+    ss_n = 0;
+    OK(aclrtCreateStreamWithConfig(&t, 1, 0));
+    OK(aclrtDestroyStreamForce(t));
+    ASSERT(strcmp(ss_log, "a1a2") == 0);
+    OK(aclrtRegStreamStateCallback("aa", NULL, NULL));
+    ss_n = 0;
+    ss_log[0] = 0;
+    OK(aclrtCreateStream(&s));
+    OK(aclrtDestroyStream(s));
+    ASSERT(ss_n == 0);
+    teardown_clean();
+}
+
+/* D9: the current default stream is a real handle, usable in stream calls; D10: the thread's
+ * cube and vector cores. */
+static void d9_d10_current_default_stream_and_thread_resources(void) {
+    aclrtStream d = NULL;
+    CHECK(aclrtCtxGetCurrentDefaultStream(NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtCtxGetCurrentDefaultStream(&d), ACL_ERROR_UNINITIALIZE);
+    OK(aclInit(NULL));
+    CHECK(aclrtCtxGetCurrentDefaultStream(&d), ACL_ERROR_RT_CONTEXT_NULL);
+    uint32_t v = 0;
+    CHECK(aclrtGetResInCurrentThread(ACL_RT_DEV_RES_CUBE_CORE, &v), ACL_ERROR_RT_CONTEXT_NULL);
+    OK(aclrtSetDevice(0));
+    OK(aclrtCtxGetCurrentDefaultStream(&d));
+    ASSERT(d != NULL);
+    aclrtStream again = NULL;
+    OK(aclrtCtxGetCurrentDefaultStream(&again));
+    ASSERT(again == d);
+    int32_t id1 = -1, id2 = -2;
+    OK(aclrtStreamGetId(d, &id1));
+    OK(aclrtStreamGetId(NULL, &id2));
+    ASSERT(id1 == id2);
+    int one = 1;
+    hf_n = 0;
+    OK(aclsimLaunchKernel(d, 0, k_push, &one, NULL, 0));
+    OK(aclrtSynchronizeStream(NULL)); /* the same stream */
+    ASSERT(hf_count() == 1);
+    int64_t cube = 0, vec = 0;
+    OK(aclGetDeviceCapability(0, ACL_DEVICE_INFO_AI_CORE_NUM, &cube));
+    OK(aclGetDeviceCapability(0, ACL_DEVICE_INFO_VECTOR_CORE_NUM, &vec));
+    OK(aclrtGetResInCurrentThread(ACL_RT_DEV_RES_CUBE_CORE, &v));
+    ASSERT((int64_t)v == cube);
+    OK(aclrtGetResInCurrentThread(ACL_RT_DEV_RES_VECTOR_CORE, &v));
+    ASSERT((int64_t)v == vec);
+    CHECK(aclrtGetResInCurrentThread((aclrtDevResLimitType)2, &v), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK(aclrtGetResInCurrentThread(ACL_RT_DEV_RES_CUBE_CORE, NULL), ACL_ERROR_INVALID_PARAM);
+    teardown_clean();
+}
+
+/* P6: the thread's last runtime error (107xxx/207xxx/507xxx; not 100000), kept by Peek,
+ * reset by Get, per thread; aclrtGetErrorVerbose reports a failed task's device. */
+static int le_other_thread = -1;
+static void *last_error_of_new_thread(void *unused) {
+    (void)unused;
+    le_other_thread = aclrtPeekAtLastError(ACL_RT_THREAD_LEVEL);
+    return NULL;
+}
+static void p6_last_error_and_error_verbose(void) {
+    setup();
+    CHECK(aclrtGetLastError(ACL_RT_THREAD_LEVEL), ACL_SUCCESS);
+    CHECK(aclrtSetDevice(99), ACL_ERROR_RT_INVALID_DEVICEID);
+    CHECK(aclrtCreateStream(NULL), ACL_ERROR_INVALID_PARAM); /* ACL layer: not kept */
+    CHECK(aclrtPeekAtLastError(ACL_RT_THREAD_LEVEL), ACL_ERROR_RT_INVALID_DEVICEID);
+    CHECK(aclrtPeekAtLastError((aclrtLastErrLevel)1), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclsimInjectFault("aclrtGetLastError", 507000, 1), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclsimInjectFault("aclrtPeekAtLastError", 507000, 1), ACL_ERROR_INVALID_PARAM);
+    pthread_t th;
+    pthread_create(&th, NULL, last_error_of_new_thread, NULL);
+    pthread_join(th, NULL);
+    ASSERT(le_other_thread == ACL_SUCCESS);
+    CHECK(aclrtGetLastError(ACL_RT_THREAD_LEVEL), ACL_ERROR_RT_INVALID_DEVICEID);
+    CHECK(aclrtGetLastError(ACL_RT_THREAD_LEVEL), ACL_SUCCESS);
+    CHECK(aclrtStreamStop(NULL), ACL_ERROR_RT_PARAM_INVALID);
+    CHECK(aclrtSetDevice(99), ACL_ERROR_RT_INVALID_DEVICEID);
+    CHECK(aclrtGetLastError(ACL_RT_THREAD_LEVEL), ACL_ERROR_RT_INVALID_DEVICEID); /* latest */
+    ASSERT(sizeof(aclrtErrorInfo) == 2576);
+    aclrtErrorInfo info;
+    memset(&info, 0xAB, sizeof info);
+    CHECK(aclrtGetErrorVerbose(0, NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtGetErrorVerbose(99, &info), ACL_ERROR_RT_INVALID_DEVICEID);
+    OK(aclrtGetErrorVerbose(0, &info));
+    ASSERT(info.errorType == ACL_RT_NO_ERROR && info.tryRepair == 0 && info.hasDetail == 0);
+    aclrtStream s;
+    OK(aclrtCreateStream(&s));
+    OK(aclsimInjectTaskFailure(s, ACL_ERROR_RT_INTERNAL_ERROR));
+    int one = 1;
+    OK(aclsimLaunchKernel(s, 0, k_push, &one, NULL, 0));
+    for (int i = 0; i < 200; i++) {
+        aclrtStreamStatus st;
+        OK(aclrtStreamQuery(s, &st));
+        if (st == ACL_STREAM_STATUS_COMPLETE) break;
+        sleep_ms(1);
+    }
+    OK(aclrtGetErrorVerbose(0, &info));
+    ASSERT(info.errorType == ACL_RT_ERROR_OTHERS);
+    CHECK(aclrtSynchronizeStream(s), ACL_ERROR_RT_INTERNAL_ERROR);
+    CHECK(aclrtGetLastError(ACL_RT_THREAD_LEVEL), ACL_ERROR_RT_INTERNAL_ERROR);
+    OK(aclrtGetErrorVerbose(0, &info));
+    ASSERT(info.errorType == ACL_RT_NO_ERROR);
+    OK(aclrtDestroyStream(s));
+    teardown_clean();
+}
+
 struct tcase {
     const char *name;
     void (*fn)(void);
@@ -3982,7 +4318,14 @@ static const struct tcase cases[] = {
     T(s8_destroy_stream_force_drops_pending_tasks),
     T(s8_destroy_stream_force_drops_callbacks),
     T(c10_host_func_runs_in_order_on_a_runtime_thread),
-    T(c10_host_func_and_callbacks_are_never_mixed),
+    T(c11_report_callbacks_and_host_functions_are_never_mixed),
+    T(c12_host_func_subscription_codes),
+    T(s9_stream_config_handles_and_create_stream_v2),
+    T(s10_stream_queries_flags_priority_id),
+    T(s11_stream_stop_and_abort),
+    T(s12_stream_state_callbacks),
+    T(d9_d10_current_default_stream_and_thread_resources),
+    T(p6_last_error_and_error_verbose),
     T(aclsim_inject_task_failure_and_new_names),
     T(md_load_and_execute_sync_and_async),
     T(md_real_om_and_bad_files_are_refused),
