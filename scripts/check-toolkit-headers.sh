@@ -30,8 +30,11 @@ optional="$(awk '/^ *optional \{/{on=1; next} on && /^ *\}/{on=0} on' src/sys/mo
   | grep -oE '^ *acl[A-Za-z0-9_]+' | tr -d ' ')"
 [ -n "$optional" ] || { echo "check-toolkit-headers.sh: no optional symbols found" >&2; exit 1; }
 pattern="$(printf '%s\n' $optional | paste -sd'|')"
-grep -vE "^[A-Za-z_ *]+ \\**($pattern)\\(|^typedef void \\(\\*aclrtHostFunc\\)" include/ascendcl.h \
-  >"$work/without-optional/include/acl/acl.h"
+# A declaration may span lines: drop from its first line to the line that ends it (';').
+awk -v pat="^[A-Za-z_ *]+ \\**($pattern)\\(|^typedef void \\(\\*aclrtHostFunc\\)" '
+  skip { if ($0 ~ /;/) skip = 0; next }
+  $0 ~ pat { if ($0 !~ /;/) skip = 1; next }
+  { print }' include/ascendcl.h >"$work/without-optional/include/acl/acl.h"
 removed=$(($(wc -l <include/ascendcl.h) - $(wc -l <"$work/without-optional/include/acl/acl.h")))
 echo "without-optional: $removed declaration(s) removed"
 [ "$removed" -gt 1 ] || { echo "check-toolkit-headers.sh: nothing removed" >&2; exit 1; }
