@@ -13,6 +13,8 @@ mod drop_error_handler;
 mod elapsed;
 mod fault_sweep;
 mod join_attacks;
+mod join_fault_sweep;
+mod join_reuse;
 mod joins;
 mod ownership;
 mod proof_attacks;
