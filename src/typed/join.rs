@@ -99,7 +99,10 @@ impl JoinTarget<'_> {
             return Ok(());
         }
         let api = self.ctx.api();
-        let join = match self.pooled() {
+        // The capacity bounds the joins waiting, pooled ones included.
+        let below_capacity = self.waiting_len() < self.ctx.join_capacity() as usize;
+        let pooled = if below_capacity { self.pooled() } else { None };
+        let join = match pooled {
             Some(join) => join,
             None => self.fresh_join()?,
         };
@@ -194,7 +197,8 @@ impl JoinTarget<'_> {
             .joins
             .with(|j| j.as_ref()?.waiting.first().map(|w| w.seq));
         if oldest.is_some_and(|seq| seq < synced_before) {
-            self.finished(|w| w.seq < synced_before, true);
+            // After a stop (S6) a join's reset may have been dropped: destroyed, not reused.
+            self.finished(|w| w.seq < synced_before, !self.ctx.may_stop());
             return self.pop_pool();
         }
         None
@@ -221,11 +225,10 @@ impl JoinTarget<'_> {
         let waiting = self.waiting_len();
         let capacity = self.ctx.join_capacity() as usize;
         if waiting > 0 && (waiting.is_multiple_of(JOIN_POOL) || waiting >= capacity) {
-            if self.is_idle() {
-                // A context that may stop (S6): a dropped task leaves its event's flag
-                // unknown, so those are destroyed rather than reused.
-                let reuse = !self.ctx.may_stop();
-                self.finished(|_| true, reuse);
+            // In a context that may stop (S6) an idle stream proves nothing: a stop drops the
+            // waits of its joins without waiting for their records on the other streams.
+            if !self.ctx.may_stop() && self.is_idle() {
+                self.finished(|_| true, true);
                 if let Some(join) = self.pop_pool() {
                     return Ok(join);
                 }
@@ -241,10 +244,18 @@ impl JoinTarget<'_> {
 
     /// `aclrtStreamQuery` on the target: every task issued on it so far is done, so every
     /// join it waited on (pushed before this call, on this thread) is done too (E9). Waits
-    /// for nothing (S5); an error (or a runtime without it) says busy.
+    /// for nothing (S5); an error says busy, and is reported (a runtime without the
+    /// function says busy, silently).
     fn is_idle(&self) -> bool {
         // SAFETY: the target is live (the caller borrows it) and in the bound context.
-        unsafe { self.ctx.api().stream_query(self.raw) }.unwrap_or(false)
+        match unsafe { self.ctx.api().stream_query(self.raw) } {
+            Ok(idle) => idle,
+            Err(crate::result::CallError::Unsupported { .. }) => false,
+            Err(error) => {
+                report_drop_error("join event (a query of its waiting stream)", Err(error));
+                false
+            }
+        }
     }
 
     /// Adds a join the target waited on (or that refers to nothing, if not `reusable`).
@@ -273,6 +284,11 @@ impl JoinTarget<'_> {
     /// (the usual case: one move per join, out of line only if one must be destroyed).
     #[inline]
     pub(crate) fn synchronized(&self) {
+        if self.ctx.may_stop() {
+            // After a stop (S6) the stream being done proves nothing of its joins' records:
+            // they wait for a device synchronisation (the watermark) or the context's end.
+            return;
+        }
         let pooled = self.joins.with(|list| {
             let Some(joins) = list.as_mut() else {
                 return true;
@@ -337,6 +353,11 @@ impl JoinTarget<'_> {
     /// The target is being destroyed after a synchronisation: its joins are all done and
     /// destroyed (a failure parks the event in the context), and the lists freed.
     pub(crate) fn release_all(&self) {
+        if self.ctx.may_stop() {
+            // Not proven done after a stop (see `synchronized`): the context keeps them.
+            self.orphan_all();
+            return;
+        }
         let Some(joins) = self.take() else {
             return;
         };

@@ -285,6 +285,60 @@ impl<'ctx> Stream<'ctx> {
         Ok(unsafe { self.ctx.api().stream_query(self.raw) }?)
     }
 
+    /// `aclrtStreamGetId` (S10): the runtime's number for this stream (for logs and the
+    /// runtime's own tools). [`Error::Unsupported`](crate::Error::Unsupported) on runtimes
+    /// before CANN 8.2.
+    pub fn runtime_id(&self) -> Result<i32> {
+        self.bind()?;
+        // SAFETY: `self.raw` is live for as long as `self`; a query changes nothing (S10).
+        Ok(unsafe { self.ctx.api().stream_get_id(self.raw) }?)
+    }
+
+    /// `aclrtStreamGetFlags` (S10): the flags the stream was created with (S7: e.g.
+    /// `ACL_STREAM_FAST_LAUNCH`), 0 for none. [`Error::Unsupported`](crate::Error::Unsupported)
+    /// on runtimes before CANN 8.5.
+    pub fn flags(&self) -> Result<u32> {
+        self.bind()?;
+        // SAFETY: as in `runtime_id`.
+        Ok(unsafe { self.ctx.api().stream_get_flags(self.raw) }?)
+    }
+
+    /// `aclrtStreamGetPriority` (S10): 0 (the highest, and the default) to 7.
+    /// [`Error::Unsupported`](crate::Error::Unsupported) on runtimes before CANN 8.5.
+    pub fn priority(&self) -> Result<u32> {
+        self.bind()?;
+        // SAFETY: as in `runtime_id`.
+        Ok(unsafe { self.ctx.api().stream_get_priority(self.raw) }?)
+    }
+
+    /// `aclrtStreamAbort` (S11): stops the running task and discards every task not yet run;
+    /// the stream is then empty and usable again. For error paths that must get a stream
+    /// back from work that will never finish, without destroying it.
+    ///
+    /// Takes `&mut self`, so it does not compile while an event used on the stream, an
+    /// async scope or a subscription holds it (as [`destroy_force`](Self::destroy_force),
+    /// S8): no typed handle can wait for a discarded task. The join events this stream
+    /// waited on (E5) are never reused (their resets may be among the discarded tasks) and
+    /// are released at the next device synchronisation or the context's end (E9).
+    /// [`Error::Unsupported`](crate::Error::Unsupported) on runtimes before CANN 8.0.
+    pub fn abort(&mut self) -> Result<()> {
+        self.bind()?;
+        // Before the call, as in `release_force`: a device synchronisation returning while
+        // the abort runs must not find one of them reusable.
+        self.join_target().orphan_all();
+        // SAFETY: `self.raw` is live and its context current (bound above); the stream is
+        // borrowed mutably, so no event, scope or subscription of the typed API holds it, and
+        // nothing of it waits for a task of this stream (the argument of `release_force`).
+        unsafe { self.ctx.api().stream_abort(self.raw)? };
+        // The stream is empty: the resets issued on it either ran or were discarded, with
+        // the events they were for (none is alive).
+        self.resets_synced.store(
+            self.resets_issued.load(Ordering::Acquire),
+            Ordering::Release,
+        );
+        Ok(())
+    }
+
     fn release_force(&self) -> Result<()> {
         self.bind()?;
         // Join events this stream waited on first, before the destroy starts: their waits

@@ -206,7 +206,7 @@ fn join_fault_sweep_worker() {
 fn join_fault_sweep_once() {
     // Finding: fails on `aclrtStreamQuery` (an error swallowed by the join's query) and on an
     // E9 after a stop (`Event::release`); see `s6_e9_stopped_context_released_by_drop_...`.
-    if std::env::var_os(sweep::WORKER_ENV).is_some() || !super::join_reuse::findings_enabled() {
+    if std::env::var_os(sweep::WORKER_ENV).is_some() {
         return;
     }
     if support::child::own_process("join_fault_sweep_once") {
@@ -220,7 +220,7 @@ fn join_fault_sweep_once() {
 fn join_fault_sweep_twice() {
     // Finding: fails on `aclrtStreamQuery` (an error swallowed by the join's query) and on an
     // E9 after a stop (`Event::release`); see `s6_e9_stopped_context_released_by_drop_...`.
-    if std::env::var_os(sweep::WORKER_ENV).is_some() || !super::join_reuse::findings_enabled() {
+    if std::env::var_os(sweep::WORKER_ENV).is_some() {
         return;
     }
     if support::child::own_process("join_fault_sweep_twice") {
@@ -237,9 +237,6 @@ fn join_fault_sweep_twice() {
 #[test]
 fn s6_e9_stopped_context_released_by_drop_after_a_failed_synchronisation() {
     // Finding: `Event::release` trusts the reset stream alone after a stop (E9).
-    if !super::join_reuse::findings_enabled() {
-        return;
-    }
     support::isolated::isolated(|| {
         let path = support::simulator_path();
         let sim = support::sim::Sim::open(&path);

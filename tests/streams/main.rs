@@ -9,5 +9,6 @@
 mod support;
 
 mod configuration;
+mod queries_and_abort;
 mod stop_and_force_destroy;
 mod synchronize;

@@ -9,7 +9,7 @@ use crate::sys::bindings::ACL_EVENT_SYNC;
 use crate::sys::bindings::{aclrtEvent, aclrtStream};
 use crate::typed::context::Context;
 use crate::typed::error::{Error, Result};
-use crate::typed::handle::{Failed, Timeout, release_on_drop, report_drop_error};
+use crate::typed::handle::{Failed, Timeout, release_on_drop, report_drop_error, retry_cleanup};
 use crate::typed::stream::Stream;
 
 mod scope;
@@ -165,12 +165,14 @@ const COMPLETE: usize = 1;
 /// the C program that joins once (`tests/events/joins.rs`).
 ///
 /// A join event is recorded again only once a synchronisation has shown its record, wait and
-/// reset all done (E9): the context keeps up to 64 such events for the next joins and
-/// destroys them with itself, so a loop that synchronises its streams now and then creates
-/// none in its steady state (`tests/steady_state.rs`). In a program that never synchronises
-/// the stream that waits on the joins, once 64 of them wait for it the crate synchronises it
-/// itself (a host wait, once every 64 joins) and reuses them: the number of join events
-/// stays bounded, and the steady state creates none either.
+/// reset all done (E9): the stream that waited on it keeps up to 64 such events for its next
+/// joins and destroys them with itself, so a loop that synchronises its streams (or the
+/// device) now and then creates none in its steady state (`tests/steady_state.rs`). In a
+/// program that never synchronises that stream, the crate queries it (never waits for it)
+/// once every 64 joins, and reuses them if it is idle; past the context's
+/// [join capacity](Context::set_join_capacity) a join is
+/// [`Error::JoinCapacity`](crate::Error::JoinCapacity). In a context with a stream that stops
+/// on failure (S6) a join is never reused: a stop may drop its reset.
 ///
 /// Every typed event is created with `ACL_EVENT_SYNC`, so the E7 error cannot occur.
 pub struct Event<'s, S: EventState> {
@@ -231,6 +233,11 @@ impl<'s, S: EventState> Event<'s, S> {
         // reset means no wait or reset refers to the event any more (E9).
         // A stream synchronised since its last reset has nothing pending.
         let pending_reset = self.reset_stream().filter(|r| r.has_reset_pending());
+        if S::PENDING == PendingTask::ResetOnStream && self.ctx.may_stop() {
+            // After a stop (S6) a synchronised stream no longer proves the record done: the
+            // stop dropped the wait without waiting for it. Only the event itself tells.
+            return self.release_after_stop(pending_reset);
+        }
         if let Some(reset_stream) = pending_reset.filter(|_| S::PENDING != PendingTask::Nothing) {
             // `'s` keeps the resetting stream alive as long as the event.
             if let Err(first) = reset_stream.synchronize_shared() {
@@ -246,6 +253,30 @@ impl<'s, S: EventState> Event<'s, S> {
         }
         // SAFETY: the event is live, no issued task refers to it any more (E9: waited for
         // above), and the value is consumed or being dropped, so this is its only destruction.
+        unsafe { api.destroy_event(self.raw)? };
+        self.ctx.orphan();
+        Ok(())
+    }
+
+    /// [`release`](Self::release) of a waited event in a context that may stop (S6): its
+    /// resetting stream, then the event itself are synchronised (each error reported, and
+    /// tried again: a stop is reported once), then it is destroyed (E9).
+    #[cold]
+    #[inline(never)]
+    fn release_after_stop(&self, pending_reset: Option<&Stream<'_>>) -> Result<()> {
+        let api = self.ctx.api();
+        if let Some(reset_stream) = pending_reset {
+            retry_cleanup(
+                "Event (its resetting stream, in a context that may stop)",
+                || reset_stream.synchronize_shared(),
+            )?;
+        }
+        retry_cleanup("Event (its record, in a context that may stop)", || {
+            // SAFETY: the event is live for as long as `self`.
+            unsafe { api.synchronize_event(self.raw) }
+        })?;
+        // SAFETY: as in `release`: every task using the event has run or was dropped by
+        // the stop, which the runtime no longer counts (E9).
         unsafe { api.destroy_event(self.raw)? };
         self.ctx.orphan();
         Ok(())
