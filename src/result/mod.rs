@@ -175,7 +175,7 @@ impl CallError {
 
     /// The error of a failed call: the runtime's explanation, read now, is kept beside it.
     pub(crate) fn failed(api: &Api, call: &'static str, code: AclError) -> CallError {
-        let message = RuntimeMessage::recent(api);
+        let message = RuntimeMessage::recent(api, code);
         let failure = RECENT
             .try_with(|recent| {
                 let mut recent = recent.borrow_mut();
@@ -206,41 +206,90 @@ pub type Result<T, E = CallError> = std::result::Result<T, E>;
 
 /// The runtime's own explanation of a failed call (`aclGetRecentErrMsg`), which the raw layer
 /// reads on the failing thread right after the failure (the runtime keeps it only until that
-/// thread's next call) and attaches to the error. One pointer wide.
+/// thread's next call) and attaches to the error, with the thread's last runtime error
+/// (`aclrtGetLastError`, P6) when it differs from the code the call returned (an ACL-layer
+/// code such as 100000 over the runtime's own). One pointer wide.
 #[derive(Clone, PartialEq, Eq)]
-pub struct RuntimeMessage(Box<Box<str>>);
+pub struct RuntimeMessage(Box<MessageParts>);
+
+#[derive(Clone, PartialEq, Eq)]
+struct MessageParts {
+    text: Box<str>,
+    last_error: Option<AclError>,
+}
 
 impl RuntimeMessage {
-    /// The calling thread's message (`aclGetRecentErrMsg`), taken; `None` if there is none.
-    pub(crate) fn recent(api: &Api) -> Option<RuntimeMessage> {
-        api.recent_error_message()
-            .filter(|text| !text.trim().is_empty())
-            .map(|text| RuntimeMessage(Box::new(text.into_boxed_str())))
-    }
-
-    /// The text.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// `"; the runtime says: <text>"`, or nothing: how errors display an optional message.
-    pub(crate) fn suffix(message: &Option<RuntimeMessage>) -> String {
-        match message {
-            Some(message) => format!("; the runtime says: {}", message.as_str()),
-            None => String::new(),
+    /// The calling thread's message (`aclGetRecentErrMsg`) and last runtime error
+    /// (`aclrtGetLastError`, which resets it), both taken, after a call returned `code`;
+    /// `None` if the runtime has neither (or, for the last error, lacks the function).
+    pub(crate) fn recent(api: &Api, code: AclError) -> Option<RuntimeMessage> {
+        let text = api
+            .recent_error_message()
+            .filter(|text| !text.trim().is_empty());
+        // SAFETY: an integer argument; a query of the calling thread's state (P6), allowed
+        // anywhere, inside callbacks too.
+        let last_error = unsafe { api.get_last_error(crate::sys::bindings::ACL_RT_THREAD_LEVEL) }
+            .ok()
+            .filter(|&last| last != 0 && last != code.code())
+            .map(AclError::from_code);
+        if text.is_none() && last_error.is_none() {
+            return None;
         }
+        Some(RuntimeMessage(Box::new(MessageParts {
+            text: text.unwrap_or_default().into_boxed_str(),
+            last_error,
+        })))
+    }
+
+    /// The text (empty if the runtime kept only a last error).
+    pub fn as_str(&self) -> &str {
+        &self.0.text
+    }
+
+    /// The thread's last runtime error (`aclrtGetLastError`, P6) when the failed call
+    /// returned another code: the runtime's own reason behind an ACL-layer code.
+    pub fn last_runtime_error(&self) -> Option<AclError> {
+        self.0.last_error
+    }
+
+    /// `"; the runtime says: <text>"` and `"; its last runtime error: <code>"`, or nothing:
+    /// how errors display an optional message.
+    pub(crate) fn suffix(message: &Option<RuntimeMessage>) -> String {
+        let Some(message) = message else {
+            return String::new();
+        };
+        let mut suffix = String::new();
+        if !message.as_str().is_empty() {
+            suffix.push_str("; the runtime says: ");
+            suffix.push_str(message.as_str());
+        }
+        if let Some(last) = message.last_runtime_error() {
+            suffix.push_str(&format!("; its last runtime error: {last}"));
+        }
+        suffix
     }
 }
 
 impl std::fmt::Display for RuntimeMessage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(self.as_str())?;
+        match self.last_runtime_error() {
+            Some(last) => write!(f, " (last runtime error: {last})"),
+            None => Ok(()),
+        }
     }
 }
 
 impl std::fmt::Debug for RuntimeMessage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Debug::fmt(self.as_str(), f)
+        match self.last_runtime_error() {
+            None => std::fmt::Debug::fmt(self.as_str(), f),
+            Some(last) => f
+                .debug_struct("RuntimeMessage")
+                .field("text", &self.as_str())
+                .field("last_runtime_error", &last)
+                .finish(),
+        }
     }
 }
 

@@ -311,7 +311,7 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
             return Err(Error::Runtime {
                 call: "aclsimLaunchKernel",
                 code,
-                message: crate::result::RuntimeMessage::recent(self.ctx.api()),
+                message: crate::result::RuntimeMessage::recent(self.ctx.api(), code),
             });
         }
         Ok(PendingDevice(written))
@@ -391,10 +391,11 @@ impl<I: Pod, O: Pod> crate::typed::pipeline::Launch<'_, '_, I, O> {
     #[inline(never)]
     fn kernel_refused(&self, code: i32) -> Error {
         self.launched.set(false);
+        let code = crate::AclError::from_code(code);
         Error::Runtime {
             call: "aclsimLaunchKernel",
-            code: crate::AclError::from_code(code),
-            message: crate::result::RuntimeMessage::recent(self.api()),
+            code,
+            message: crate::result::RuntimeMessage::recent(self.api(), code),
         }
     }
 }

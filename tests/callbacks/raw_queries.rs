@@ -113,6 +113,17 @@ fn call_every_safe_function(
             },
         ),
         (
+            "RuntimeMessage::last_runtime_error",
+            match failed_message.clone().flatten() {
+                // Whatever it holds, reading it calls nothing.
+                Some(message) => {
+                    let _ = message.last_runtime_error();
+                    Outcome::Ok
+                }
+                other => Outcome::Other(format!("{other:?}")),
+            },
+        ),
+        (
             "Api::load",
             match Api::load(&LoadOptions::default().path(library)) {
                 Ok(other) if other.has_symbol("aclInit") => Outcome::Ok,

@@ -46,6 +46,10 @@ pub(crate) fn stub_source(omit: &[&str], with_optional: bool) -> String {
                  { (void)event; return timeout; }"
                     .to_owned()
             }
+            // The thread's last runtime error (P6): another code than the failed call's.
+            "aclrtGetLastError" => {
+                "int aclrtGetLastError(int level) { (void)level; return 107003; }".to_owned()
+            }
             // A pointer, not a code: no message kept (an `int` here would be read as one).
             "aclGetRecentErrMsg" => "const char *aclGetRecentErrMsg(void) { return 0; }".to_owned(),
             other => format!("int {other}(void) {{ return {STUB_CODE}; }}"),

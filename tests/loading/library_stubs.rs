@@ -178,6 +178,21 @@ fn stub_with_optional_symbols_calls_them() {
         ),
         "{result:?}"
     );
+    // The thread's last runtime error (P6), read with the failure when it differs from the
+    // code returned: carried by the error, shown in its message.
+    let err = result.unwrap_err();
+    let message = err.message().expect("the last runtime error is kept");
+    assert_eq!(
+        message.last_runtime_error(),
+        Some(AclError::RtStreamContext)
+    );
+    assert_eq!(message.as_str(), "");
+    let typed: ascend_typestate::Error = err.into();
+    assert!(
+        typed.to_string().contains("last runtime error: "),
+        "{typed}"
+    );
+    assert!(typed.to_string().contains("107003"), "{typed}");
 }
 
 #[test]
