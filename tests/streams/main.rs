@@ -8,6 +8,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod abort_attacks;
 mod configuration;
 mod queries_and_abort;
 mod stop_and_force_destroy;
