@@ -230,7 +230,9 @@ impl RuntimeMessage {
         // anywhere, inside callbacks too.
         let last_error = unsafe { api.get_last_error(crate::sys::bindings::ACL_RT_THREAD_LEVEL) }
             .ok()
-            .filter(|&last| last != 0 && last != code.code())
+            // A runtime code (107xxx, 207xxx, 507xxx): anything else is the function's own
+            // failure (e.g. 100001 before `aclInit`), not a last error.
+            .filter(|&last| matches!(last / 1000, 107 | 207 | 507) && last != code.code())
             .map(AclError::from_code);
         if text.is_none() && last_error.is_none() {
             return None;

@@ -99,8 +99,11 @@ impl JoinTarget<'_> {
             return Ok(());
         }
         let api = self.ctx.api();
-        // The capacity bounds the joins waiting, pooled ones included.
-        let below_capacity = self.waiting_len() < self.ctx.join_capacity() as usize;
+        // The capacity bounds the joins waiting, pooled ones included; at the capacity, those
+        // a device synchronisation has finished since go first.
+        let capacity = self.ctx.join_capacity() as usize;
+        let below_capacity = self.waiting_len() < capacity
+            || (self.reclaim_synced() && self.waiting_len() < capacity);
         let pooled = if below_capacity { self.pooled() } else { None };
         let join = match pooled {
             Some(join) => join,
@@ -192,16 +195,26 @@ impl JoinTarget<'_> {
         if let Some(join) = self.pop_pool() {
             return Some(join);
         }
+        if self.reclaim_synced() {
+            return self.pop_pool();
+        }
+        None
+    }
+
+    /// Finishes the waiting joins a device synchronisation has covered since (the
+    /// watermark), if the oldest is one; says whether it did.
+    #[inline]
+    fn reclaim_synced(&self) -> bool {
         let synced_before = self.ctx.device_synced_before();
         let oldest = self
             .joins
             .with(|j| j.as_ref()?.waiting.first().map(|w| w.seq));
-        if oldest.is_some_and(|seq| seq < synced_before) {
-            // After a stop (S6) a join's reset may have been dropped: destroyed, not reused.
-            self.finished(|w| w.seq < synced_before, !self.ctx.may_stop());
-            return self.pop_pool();
+        if oldest.is_none_or(|seq| seq >= synced_before) {
+            return false;
         }
-        None
+        // After a stop (S6) a join's reset may have been dropped: destroyed, not reused.
+        self.finished(|w| w.seq < synced_before, !self.ctx.may_stop());
+        true
     }
 
     #[inline(always)]

@@ -317,7 +317,9 @@ impl<'ctx> Stream<'ctx> {
     ///
     /// Takes `&mut self`, so it does not compile while an event used on the stream, an
     /// async scope or a subscription holds it (as [`destroy_force`](Self::destroy_force),
-    /// S8): no typed handle can wait for a discarded task. The join events this stream
+    /// S8): no typed handle can wait for a discarded task. (A
+    /// [`mem::forget`](std::mem::forget)-leaked event can: a stream that waits on it then
+    /// waits forever, as after `destroy_force`.) The join events this stream
     /// waited on (E5) are never reused (their resets may be among the discarded tasks) and
     /// are released at the next device synchronisation or the context's end (E9).
     /// [`Error::Unsupported`](crate::Error::Unsupported) on runtimes before CANN 8.0.
@@ -336,6 +338,9 @@ impl<'ctx> Stream<'ctx> {
             self.resets_issued.load(Ordering::Acquire),
             Ordering::Release,
         );
+        // The join that ordered this stream after another's resets may be among the
+        // discarded tasks: the next record or wait here joins again (E5). No stream has id 0.
+        self.joined.set((0, u64::MAX));
         Ok(())
     }
 

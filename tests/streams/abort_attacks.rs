@@ -221,7 +221,6 @@ fn s6_s11_abort_in_a_stop_on_failure_context() {
 /// Fix: in `Stream::abort`, also clear `self.joined` (e.g. set it to `(0, u64::MAX)`), as
 /// the discarded join waits no longer order the stream after anything.
 #[test]
-#[ignore = "finding: abort leaves Stream::joined stale (run with --ignored)"]
 fn s11_e5_abort_forgets_nothing_of_the_joins_it_discarded() {
     isolated(|| {
         let _w = watchdog("s11_e5_abort_forgets_nothing_of_the_joins_it_discarded", 60);
@@ -447,7 +446,6 @@ fn release_after_stop_case(call: &str, times: u32, stop_first: bool, by_drop: bo
 /// `after a device synchronisation (101 objects alive): 100 join events already wait for
 /// this stream's synchronisation, its context's join capacity: ...`.
 #[test]
-#[ignore = "finding: at the join capacity a may-stop context never recovers (run with --ignored)"]
 fn s6_e5_joins_in_a_may_stop_context_grow_to_the_capacity_only() {
     let _w = watchdog(
         "s6_e5_joins_in_a_may_stop_context_grow_to_the_capacity_only",
