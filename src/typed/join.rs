@@ -81,6 +81,19 @@ impl Joins {
     }
 }
 
+/// The lists of a stream's first join, allocated once: they never grow in the steady state
+/// of a loop that synchronises now and then.
+#[cold]
+#[inline(never)]
+fn first_joins(first: Waiting) -> Box<StreamJoins> {
+    let mut waiting = Vec::with_capacity(JOIN_POOL);
+    waiting.push(first);
+    Box::new(StreamJoins {
+        waiting,
+        pool: Vec::with_capacity(JOIN_POOL),
+    })
+}
+
 /// A stream's join bookkeeping, as the stream hands it to this module.
 pub(crate) struct JoinTarget<'a> {
     pub(crate) ctx: &'a Context<'a>,
@@ -272,23 +285,17 @@ impl JoinTarget<'_> {
     }
 
     /// Adds a join the target waited on (or that refers to nothing, if not `reusable`).
-    #[inline]
+    #[inline(always)]
     fn push(&self, event: aclrtEvent, reusable: bool) {
         let seq = self.ctx.next_join_seq();
-        self.joins.with(|list| {
-            // Once, with the stream's first join: the lists never grow in the steady state
-            // of a loop that synchronises now and then.
-            let joins = list.get_or_insert_with(|| {
-                Box::new(StreamJoins {
-                    waiting: Vec::with_capacity(JOIN_POOL),
-                    pool: Vec::with_capacity(JOIN_POOL),
-                })
-            });
-            joins.waiting.push(Waiting {
-                seq,
-                event,
-                reusable,
-            });
+        let entry = Waiting {
+            seq,
+            event,
+            reusable,
+        };
+        self.joins.with(|list| match list {
+            Some(joins) => joins.waiting.push(entry),
+            None => *list = Some(first_joins(entry)),
         });
         self.joins.sync_key.set(JOINS_WAITING);
     }
