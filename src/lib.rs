@@ -403,7 +403,7 @@
 //! checks above: pointer and thread-local compares, 11 to 20 instructions per runtime call
 //! in loops that keep their handles in local variables, with every failure path out of line.
 //! Moving an event in and out of a `Vec<Option<Event>>` each cycle costs about 26 per call,
-//! and a join between streams (E5) about 270 per join. Measured with callgrind against the
+//! and a join between streams (E5) about 250 per join. Measured with callgrind against the
 //! same programs written with raw calls (`scripts/callgrind.sh`, checked in CI against a
 //! budget of added instructions per cycle), the same regardless of how many threads share a
 //! context or how many callbacks are in flight.
