@@ -10,7 +10,8 @@
 //! state does not allow is skipped, as the types would refuse it.
 //!
 //! Asserts: no crash, panic, hang or sanitizer error; no error from the typed API but
-//! `Error::JoinCapacity` (a capacity the program set); no drop error; no checker finding;
+//! `Error::JoinCapacity` (a capacity the program set) and `Error::NotComplete` from
+//! `reset_completed` of a record still pending (E10); no drop error; no checker finding;
 //! no live runtime object once the context is destroyed and the device reset.
 #![no_main]
 
@@ -217,7 +218,11 @@ fn step<'s>(
             let slot = &mut events[event as usize % EVENTS];
             match slot.take() {
                 Some(Ev::Recorded(ev)) => {
-                    *slot = allowed("reset_completed", ev.reset_completed(stream(s))).map(Ev::Idle);
+                    // E10: a record not complete yet is refused (and the event dropped).
+                    *slot = match ev.reset_completed(stream(s)) {
+                        Err(Error::NotComplete { .. }) => None,
+                        r => allowed("reset_completed", r).map(Ev::Idle),
+                    };
                 }
                 other => *slot = other,
             }
