@@ -54,7 +54,7 @@ for t in "${targets[@]}"; do
         failed+=("$t")
         tail -n 60 "$work/$t.log"
     fi
-    grep -E '^#[0-9]+ +(INITED|DONE)|^stat::number_of_executed_units' "$work/$t.log" || true
+    grep -E '^#[0-9]+[[:space:]]+(INITED|DONE)|^stat::number_of_executed_units' "$work/$t.log" || true
 done
 echo "fuzzing: $((SECONDS - start)) s"
 if ((${#failed[@]})); then
