@@ -214,6 +214,16 @@ impl JoinTarget<'_> {
         None
     }
 
+    /// Whether the target being done (synchronised, or found idle) proves its joins done,
+    /// and a done join a fresh event again. Not in a context that may stop (S6): a stop
+    /// drops a join's wait and reset without waiting for its record on the other stream,
+    /// and leaves its flag unknown. There a join waits for a device synchronisation (the
+    /// watermark) or the context's end, and is then destroyed, never reused.
+    #[inline(always)]
+    fn stream_done_proves_joins(&self) -> bool {
+        !self.ctx.may_stop()
+    }
+
     /// Finishes the waiting joins a device synchronisation has covered since (the
     /// watermark), if the oldest is one; says whether it did.
     #[inline]
@@ -225,8 +235,7 @@ impl JoinTarget<'_> {
         if oldest.is_none_or(|seq| seq >= synced_before) {
             return false;
         }
-        // After a stop (S6) a join's reset may have been dropped: destroyed, not reused.
-        self.finished(|w| w.seq < synced_before, !self.ctx.may_stop());
+        self.finished(|w| w.seq < synced_before, self.stream_done_proves_joins());
         true
     }
 
@@ -251,9 +260,7 @@ impl JoinTarget<'_> {
         let waiting = self.waiting_len();
         let capacity = self.ctx.join_capacity() as usize;
         if waiting > 0 && (waiting.is_multiple_of(JOIN_POOL) || waiting >= capacity) {
-            // In a context that may stop (S6) an idle stream proves nothing: a stop drops the
-            // waits of its joins without waiting for their records on the other streams.
-            if !self.ctx.may_stop() && self.is_idle() {
+            if self.stream_done_proves_joins() && self.is_idle() {
                 self.finished(|_| true, true);
                 if let Some(join) = self.pop_pool() {
                     return Ok(join);
@@ -304,9 +311,7 @@ impl JoinTarget<'_> {
     /// (the usual case: one move per join, out of line only if one must be destroyed).
     #[inline]
     pub(crate) fn synchronized(&self) {
-        if self.ctx.may_stop() {
-            // After a stop (S6) the stream being done proves nothing of its joins' records:
-            // they wait for a device synchronisation (the watermark) or the context's end.
+        if !self.stream_done_proves_joins() {
             return;
         }
         let pooled = self.joins.with(|list| {
@@ -373,8 +378,7 @@ impl JoinTarget<'_> {
     /// The target is being destroyed after a synchronisation: its joins are all done and
     /// destroyed (a failure parks the event in the context), and the lists freed.
     pub(crate) fn release_all(&self) {
-        if self.ctx.may_stop() {
-            // Not proven done after a stop (see `synchronized`): the context keeps them.
+        if !self.stream_done_proves_joins() {
             self.orphan_all();
             return;
         }

@@ -19,6 +19,18 @@ use crate::pt::self_id;
 use crate::state::code;
 use crate::{Call, calls, enter, errmsg, exec, ffi, rt_of, stream_for};
 
+/// C12: the stream of a host-function subscription: never NULL (107000, where other calls
+/// take NULL for the default stream).
+fn subscribed_stream(rt: &mut crate::state::Rt, stream: *mut c_void) -> Result<u64, i32> {
+    if stream.is_null() {
+        return Err(errmsg::why(
+            code::RT_PARAM_INVALID,
+            "a stream is needed (C12)",
+        ));
+    }
+    stream_for(rt, stream as usize, false)
+}
+
 /// C12: binds thread `hostFuncThreadId` (its `pthread_self()`) to the stream's host work.
 /// NULL stream: 107000; the stream's slot taken: 107011; the thread serving streams of
 /// another device: 107012.
@@ -28,13 +40,7 @@ pub extern "C" fn aclrtSubscribeHostFunc(hostFuncThreadId: u64, exeStream: *mut 
     ffi(|| {
         let mut g = enter("aclrtSubscribeHostFunc", Call::Action)?;
         let rt = rt_of(&mut g)?;
-        if exeStream.is_null() {
-            return Err(errmsg::why(
-                code::RT_PARAM_INVALID,
-                "a stream is needed (C12)",
-            ));
-        }
-        let sid = stream_for(rt, exeStream as usize, false)?;
+        let sid = subscribed_stream(rt, exeStream)?;
         let dev = rt.streams.get(&sid).map_or(-1, |s| s.device);
         if let Some(t) = rt.extra.streams.get(&sid).and_then(|x| x.host_func_thread) {
             return Err(errmsg::why(
@@ -76,13 +82,7 @@ pub extern "C" fn aclrtUnSubscribeHostFunc(hostFuncThreadId: u64, exeStream: *mu
     ffi(|| {
         let mut g = enter("aclrtUnSubscribeHostFunc", Call::Action)?;
         let rt = rt_of(&mut g)?;
-        if exeStream.is_null() {
-            return Err(errmsg::why(
-                code::RT_PARAM_INVALID,
-                "a stream is needed (C12)",
-            ));
-        }
-        let sid = stream_for(rt, exeStream as usize, false)?;
+        let sid = subscribed_stream(rt, exeStream)?;
         let slot = rt
             .extra
             .streams
