@@ -18,23 +18,52 @@ use crate::typed::handle::{report_drop_error, retry_cleanup};
 /// The most done join events a stream keeps for reuse; more are destroyed.
 const JOIN_POOL: usize = 64;
 
-/// A join event waited on by the stream that owns the list.
+/// A join event of a stream's list, with its number once waited on.
 #[derive(Clone, Copy)]
-struct Waiting {
-    /// From [`Context::next_join_seq`]: a device synchronisation that began after it was
-    /// issued covers it.
-    seq: u64,
+struct Entry {
     event: aclrtEvent,
-    /// Its record, wait and reset were all issued: once done it is a fresh event again
-    /// (flag clear, no task refers to it) and may join again.
-    reusable: bool,
+    /// From [`Context::next_join_seq`] once waited on: a device synchronisation that began
+    /// after it was issued covers it. Meaningless for a done (pooled) entry.
+    seq: u64,
 }
 
 /// The join events one stream has waited on, and those known done and kept for its next
-/// joins (no create/destroy per join in a loop that synchronises now and then).
+/// joins (no create/destroy per join in a loop that synchronises now and then), in one
+/// array: a join takes the first done entry and marks it waiting by moving the boundary,
+/// and a synchronisation makes them all done again by resetting it.
 pub(crate) struct StreamJoins {
-    waiting: Vec<Waiting>,
-    pool: Vec<aclrtEvent>,
+    /// `[..waiting]`: waited on since the stream's last synchronisation, in issue order
+    /// (their numbers increase); `[waiting..]`: done, fresh events again (flag clear, no task
+    /// refers to them).
+    entries: Vec<Entry>,
+    waiting: usize,
+    /// Joins never reused (their record, wait or reset failed, or a stop dropped them):
+    /// destroyed once done. Empty in the steady state of a loop.
+    unusable: Vec<Entry>,
+}
+
+impl StreamJoins {
+    /// Joins waiting for the stream's (or the device's) synchronisation.
+    #[inline(always)]
+    fn waiting_len(&self) -> usize {
+        self.waiting + self.unusable.len()
+    }
+
+    /// The first done entry's event, if any.
+    #[inline(always)]
+    fn first_done(&self) -> Option<aclrtEvent> {
+        self.entries.get(self.waiting).map(|e| e.event)
+    }
+
+    /// Removes `event`'s entry, wherever it is (error paths: by identity, not by index).
+    fn remove(&mut self, event: aclrtEvent) {
+        if let Some(i) = self.entries.iter().position(|e| e.event == event) {
+            self.entries.remove(i);
+            if i < self.waiting {
+                self.waiting -= 1;
+            }
+        }
+    }
 }
 
 /// [`Joins::sync_key`] while joins wait: neither a context id (they count up from 1) nor a
@@ -45,6 +74,13 @@ static_assertions::const_assert!(JOINS_WAITING != 0 && JOINS_WAITING != current:
 /// A stream's joins: the list boxed, so that a stream that never joins stays small and
 /// allocates nothing (allocated once, with its first join), and the key its usual
 /// synchronisation compares with the thread's current context.
+/// What [`Joins::binding`] finds.
+pub(crate) enum Binding {
+    WithoutJoins,
+    WithJoins,
+    Unbound,
+}
+
 pub(crate) struct Joins {
     /// Only this module touches it, through [`Joins::with`]: see there why that is sound.
     list: UnsafeCell<Option<Box<StreamJoins>>>,
@@ -61,11 +97,20 @@ impl Joins {
         }
     }
 
-    /// Bound on this thread (D6) with no join waiting for the stream's synchronisation:
-    /// the usual synchronisation's one test.
+    /// Whether the stream's context is bound on this thread (D6), and whether joins wait
+    /// for the stream's synchronisation: the usual synchronisation's one test, then one
+    /// more when joins wait. `ctx_id` is the stream's context's.
     #[inline(always)]
-    pub(crate) fn is_bound_without_joins(&self) -> bool {
-        current::get() == self.sync_key.get()
+    pub(crate) fn binding(&self, ctx_id: u64) -> Binding {
+        let current = current::get();
+        let key = self.sync_key.get();
+        if current == key {
+            Binding::WithoutJoins
+        } else if key == JOINS_WAITING && current == ctx_id {
+            Binding::WithJoins
+        } else {
+            Binding::Unbound
+        }
     }
 
     /// Runs `f` on the list. Sound because the list is reached only from the stream's
@@ -81,16 +126,15 @@ impl Joins {
     }
 }
 
-/// The lists of a stream's first join, allocated once: they never grow in the steady state
-/// of a loop that synchronises now and then.
+/// The list of a stream's first join, allocated once with room for [`JOIN_POOL`] entries:
+/// it never grows in the steady state of a loop that synchronises now and then.
 #[cold]
 #[inline(never)]
-fn first_joins(first: Waiting) -> Box<StreamJoins> {
-    let mut waiting = Vec::with_capacity(JOIN_POOL);
-    waiting.push(first);
+fn first_joins() -> Box<StreamJoins> {
     Box::new(StreamJoins {
-        waiting,
-        pool: Vec::with_capacity(JOIN_POOL),
+        entries: Vec::with_capacity(JOIN_POOL),
+        waiting: 0,
+        unusable: Vec::new(),
     })
 }
 
@@ -105,37 +149,41 @@ impl JoinTarget<'_> {
     /// Orders the target stream after the tasks issued on `from` so far (E5): a join event
     /// recorded on `from`, waited on and reset by the target (its only waiter, so the reset
     /// cannot overtake another wait), reused or destroyed once the target is synchronised
-    /// (E9). Both streams are in the context, which the caller has bound (D6).
+    /// (E9). Both streams are in the context, which the caller has bound (D6). Inlined into
+    /// its (out-of-line) callers: one call per join, not two.
+    #[inline(always)]
     pub(crate) fn join_after(&self, from: aclrtStream) -> Result<()> {
         let to = self.raw;
         if from == to {
             return Ok(());
         }
         let api = self.ctx.api();
-        // The capacity bounds the joins waiting, pooled ones included; at the capacity, those
-        // a device synchronisation has finished since go first.
+        // The capacity bounds the joins waiting; at the capacity, those a device
+        // synchronisation has finished since go first.
         let capacity = self.ctx.join_capacity() as usize;
-        let below_capacity = self.waiting_len() < capacity
-            || (self.reclaim_synced() && self.waiting_len() < capacity);
-        let pooled = if below_capacity { self.pooled() } else { None };
-        let join = match pooled {
+        let free = self.joins.with(|list| match list {
+            Some(joins) if joins.waiting_len() < capacity => joins.first_done(),
+            _ => None,
+        });
+        let join = match free {
             Some(join) => join,
-            None => self.fresh_join()?,
+            None => self.free_join(capacity)?,
         };
-        // SAFETY: `join` is fresh, or pooled (a join whose record, wait and reset have all
-        // run: its flag is clear and no task refers to it); both streams are live (the
-        // caller borrows them) and in the current context; `join` is recorded before it is
-        // waited on (E1) and reset right after the wait on its only waiting stream (E4); it is
-        // recorded again only once all that has run (pooled).
+        // SAFETY: `join` is a done entry of the list: fresh, or a join whose record, wait and
+        // reset have all run (its flag is clear and no task refers to it); both streams are
+        // live (the caller borrows them) and in the current context; `join` is recorded
+        // before it is waited on (E1) and reset right after the wait on its only waiting
+        // stream (E4); marked waiting below, it is recorded again only once all that has run.
         if let Err(error) = unsafe { api.record_event(join, from) } {
-            // Nothing refers to it: released with the others once `to` is synchronised.
-            self.push(join, false);
+            // Nothing refers to it: released once `to` is synchronised (E9).
+            self.make_unusable(join);
             return Err(error.into());
         }
         // SAFETY: as above.
         if let Err(error) = unsafe { api.stream_wait_event(to, join) } {
             // Only the record, on `from`, refers to it, which no synchronisation of `to`
             // covers: parked until a device synchronisation (E9). Its flag stays set.
+            self.forget(join);
             let seq = self.ctx.next_join_seq();
             self.ctx.park(Parked::issued(seq, join));
             return Err(error.into());
@@ -143,22 +191,88 @@ impl JoinTarget<'_> {
         match self.reset(join) {
             // Once `to` has passed its wait the record is done too (E9).
             Ok(()) => {
-                self.push(join, true);
+                self.mark_waiting(join);
                 Ok(())
             }
             // After a stop (S6) no reset can ever be issued, and the runtime allows the
             // destroy: released once `to` is synchronised (E9), never reused.
             Err(error) if error.is_stop() => {
-                self.push(join, false);
+                self.make_unusable(join);
                 Err(error)
             }
             Err(error) => {
                 // Waited and never reset: never destroyed (E4), nor reused. Kept, counted
                 // as a live handle of the context, which is then not released over it (D3).
+                self.forget(join);
                 self.ctx.adopt();
                 Err(error)
             }
         }
+    }
+
+    /// `join`, the first done entry, was waited on: numbered (after its three calls were
+    /// issued, so that a device synchronisation that began before them does not count it)
+    /// and moved into the waiting part by moving the boundary.
+    #[inline(always)]
+    fn mark_waiting(&self, join: aclrtEvent) {
+        let seq = self.ctx.next_join_seq();
+        let marked = self.joins.with(|list| {
+            let Some(joins) = list.as_deref_mut() else {
+                return false;
+            };
+            match joins.entries.get_mut(joins.waiting) {
+                Some(entry) if entry.event == join => {
+                    entry.seq = seq;
+                    joins.waiting += 1;
+                    true
+                }
+                _ => false,
+            }
+        });
+        if !marked {
+            self.mark_waiting_moved(join, seq);
+        }
+        self.joins.sync_key.set(JOINS_WAITING);
+    }
+
+    /// [`mark_waiting`](Self::mark_waiting) when the entry is no longer the first done one
+    /// (a drop-error handler, run by a failed reset's retries, synchronised the stream):
+    /// found by identity.
+    #[cold]
+    #[inline(never)]
+    fn mark_waiting_moved(&self, join: aclrtEvent, seq: u64) {
+        self.joins.with(|list| {
+            let joins = list.get_or_insert_with(first_joins);
+            joins.remove(join);
+            let at = joins.waiting;
+            joins.entries.insert(at, Entry { event: join, seq });
+            joins.waiting += 1;
+        });
+    }
+
+    /// `join` must never be reused (a failed record; a reset a stop dropped): moved out of
+    /// the entries, destroyed once done.
+    #[cold]
+    #[inline(never)]
+    fn make_unusable(&self, join: aclrtEvent) {
+        let seq = self.ctx.next_join_seq();
+        self.joins.with(|list| {
+            let joins = list.get_or_insert_with(first_joins);
+            joins.remove(join);
+            joins.unusable.push(Entry { event: join, seq });
+        });
+        self.joins.sync_key.set(JOINS_WAITING);
+    }
+
+    /// `join` leaves the list (parked in the context, or kept as a live handle).
+    #[cold]
+    #[inline(never)]
+    fn forget(&self, join: aclrtEvent) {
+        self.joins.with(|list| {
+            if let Some(joins) = list.as_deref_mut() {
+                joins.remove(join);
+            }
+        });
     }
 
     /// Resets `join` after the target's wait. A failed reset issued nothing: it is tried
@@ -201,19 +315,6 @@ impl JoinTarget<'_> {
         })
     }
 
-    /// A done join event kept for reuse, taking first those a device synchronisation has
-    /// finished since.
-    #[inline]
-    fn pooled(&self) -> Option<aclrtEvent> {
-        if let Some(join) = self.pop_pool() {
-            return Some(join);
-        }
-        if self.reclaim_synced() {
-            return self.pop_pool();
-        }
-        None
-    }
-
     /// Whether the target being done (synchronised, or found idle) proves its joins done,
     /// and a done join a fresh event again. Not in a context that may stop (S6): a stop
     /// drops a join's wait and reset without waiting for its record on the other stream,
@@ -229,40 +330,46 @@ impl JoinTarget<'_> {
     #[inline]
     fn reclaim_synced(&self) -> bool {
         let synced_before = self.ctx.device_synced_before();
-        let oldest = self
-            .joins
-            .with(|j| j.as_ref()?.waiting.first().map(|w| w.seq));
-        if oldest.is_none_or(|seq| seq >= synced_before) {
-            return false;
+        let covered = self.joins.with(|list| {
+            list.as_deref().is_some_and(|joins| {
+                let oldest = joins.entries.first().filter(|_| joins.waiting > 0);
+                oldest.is_some_and(|e| e.seq < synced_before)
+                    || joins
+                        .unusable
+                        .first()
+                        .is_some_and(|e| e.seq < synced_before)
+            })
+        });
+        if covered {
+            self.finished(|e| e.seq < synced_before, self.stream_done_proves_joins());
         }
-        self.finished(|w| w.seq < synced_before, self.stream_done_proves_joins());
-        true
+        covered
     }
 
-    #[inline(always)]
-    fn pop_pool(&self) -> Option<aclrtEvent> {
-        self.joins.with(|j| j.as_mut()?.pool.pop())
-    }
-
-    fn waiting_len(&self) -> usize {
-        self.joins
-            .with(|j| j.as_ref().map_or(0, |j| j.waiting.len()))
-    }
-
-    /// A new join event, unless a query finds the target idle once every [`JOIN_POOL`] joins
-    /// waiting for its synchronisation (they are then done, and one is reused: a loop that
-    /// never synchronises the stream creates none once it has that many, at one query per
-    /// `JOIN_POOL` joins, never a hidden synchronisation). Past its context's join capacity
-    /// with the stream still busy: [`Error::JoinCapacity`].
+    /// The first done entry, reclaimed or created when there is none: unless a query
+    /// finds the target idle once every [`JOIN_POOL`] joins waiting for its synchronisation
+    /// (they are then done, and one is reused: a loop that never synchronises the stream
+    /// creates none once it has that many, at one query per `JOIN_POOL` joins, never a
+    /// hidden synchronisation), a new event. Past its context's join capacity with the
+    /// stream still busy: [`Error::JoinCapacity`].
     #[cold]
     #[inline(never)]
-    fn fresh_join(&self) -> Result<aclrtEvent> {
-        let waiting = self.waiting_len();
-        let capacity = self.ctx.join_capacity() as usize;
+    fn free_join(&self, capacity: usize) -> Result<aclrtEvent> {
+        self.reclaim_synced();
+        let (waiting, free) = self.joins.with(|list| {
+            list.as_deref()
+                .map_or((0, None), |joins| (joins.waiting_len(), joins.first_done()))
+        });
+        if waiting < capacity
+            && let Some(join) = free
+        {
+            return Ok(join);
+        }
         if waiting > 0 && (waiting.is_multiple_of(JOIN_POOL) || waiting >= capacity) {
             if self.stream_done_proves_joins() && self.is_idle() {
                 self.finished(|_| true, true);
-                if let Some(join) = self.pop_pool() {
+                let free = self.joins.with(|list| list.as_deref()?.first_done());
+                if let Some(join) = free {
                     return Ok(join);
                 }
             } else if waiting >= capacity {
@@ -272,7 +379,18 @@ impl JoinTarget<'_> {
             }
         }
         // SAFETY: a crate-private event in the bound context, released through this list.
-        Ok(unsafe { self.ctx.api().create_event_with_flag(ACL_EVENT_SYNC)? })
+        let join = unsafe { self.ctx.api().create_event_with_flag(ACL_EVENT_SYNC)? };
+        self.joins.with(|list| {
+            let joins = list.get_or_insert_with(first_joins);
+            joins.entries.push(Entry {
+                event: join,
+                seq: 0,
+            });
+            // The first done entry (the others, if any, are done too).
+            let last = joins.entries.len() - 1;
+            joins.entries.swap(joins.waiting, last);
+        });
+        Ok(join)
     }
 
     /// `aclrtStreamQuery` on the target: every task issued on it so far is done, so every
@@ -291,81 +409,65 @@ impl JoinTarget<'_> {
         }
     }
 
-    /// Adds a join the target waited on (or that refers to nothing, if not `reusable`).
+    /// The target was synchronised: every join it waited on is done, a fresh event again
+    /// (the usual case: one store, out of line only if one must be destroyed).
     #[inline(always)]
-    fn push(&self, event: aclrtEvent, reusable: bool) {
-        let seq = self.ctx.next_join_seq();
-        let entry = Waiting {
-            seq,
-            event,
-            reusable,
-        };
-        self.joins.with(|list| match list {
-            Some(joins) => joins.waiting.push(entry),
-            None => *list = Some(first_joins(entry)),
-        });
-        self.joins.sync_key.set(JOINS_WAITING);
-    }
-
-    /// The target was synchronised: every join it waited on is done, and goes to the pool
-    /// (the usual case: one move per join, out of line only if one must be destroyed).
-    #[inline]
     pub(crate) fn synchronized(&self) {
         if !self.stream_done_proves_joins() {
             return;
         }
-        let pooled = self.joins.with(|list| {
-            let Some(joins) = list.as_mut() else {
-                return true;
-            };
-            let StreamJoins { waiting, pool } = &mut **joins;
-            let fits = pool.len() + waiting.len() <= JOIN_POOL;
-            if !fits || waiting.iter().any(|w| !w.reusable) {
-                return false;
+        let all_done = self.joins.with(|list| match list.as_deref_mut() {
+            None => true,
+            Some(joins) if joins.unusable.is_empty() && joins.entries.len() <= JOIN_POOL => {
+                // Every task using them has run (E9).
+                joins.waiting = 0;
+                true
             }
-            // Every task using them has run (E9): fresh events again. (Within the pool's
-            // capacity, reserved with the first join: no allocation.)
-            for w in waiting.iter() {
-                pool.push(w.event);
-            }
-            waiting.clear();
-            true
+            Some(_) => false,
         });
-        if pooled {
+        if all_done {
             self.joins.sync_key.set(self.ctx.id());
         } else {
-            self.finished(|_| true, true);
+            finish_all(self.ctx, self.raw, self.joins);
         }
     }
 
-    /// Moves the waiting joins `done` selects to the pool (if `reuse`), destroying those
-    /// that cannot be reused or do not fit. A destruction that fails is parked in the
-    /// context (done: any device synchronisation or the context's end destroys it) and
-    /// reported.
+    /// Makes the waiting joins `done` selects done entries (if `reuse`; the others keep
+    /// their order), destroying those that cannot be reused or do not fit in the pool. A
+    /// destruction that fails is parked in the context (done: any device synchronisation or
+    /// the context's end destroys it) and reported.
     #[cold]
     #[inline(never)]
-    fn finished(&self, done: impl Fn(&Waiting) -> bool, reuse: bool) {
-        let mut destroy = Vec::new();
-        let no_more_waiting = self.joins.with(|list| {
-            let Some(joins) = list.as_mut() else {
-                return true;
+    fn finished(&self, done: impl Fn(&Entry) -> bool, reuse: bool) {
+        let (destroy, no_more_waiting) = self.joins.with(|list| {
+            let Some(joins) = list.as_deref_mut() else {
+                return (Vec::new(), true);
             };
-            let StreamJoins { waiting, pool } = &mut **joins;
-            waiting.retain(|w| {
-                if !done(w) {
-                    return true;
+            let mut kept = 0;
+            for i in 0..joins.waiting {
+                if !done(&joins.entries[i]) {
+                    joins.entries.swap(kept, i);
+                    kept += 1;
                 }
-                if reuse && w.reusable && pool.len() < JOIN_POOL {
-                    // Every task using it has run (E9): a fresh event again.
-                    pool.push(w.event);
-                } else {
-                    // Allocated only for events that must be destroyed: none in the steady
-                    // state of a loop.
-                    destroy.push(w.event);
+            }
+            // Allocated only for events that must be destroyed: none in the steady state
+            // of a loop.
+            let mut destroy = Vec::new();
+            if !reuse {
+                destroy.extend(joins.entries.drain(kept..joins.waiting).map(|e| e.event));
+            }
+            joins.waiting = kept;
+            if joins.entries.len() > kept + JOIN_POOL {
+                destroy.extend(joins.entries.drain(kept + JOIN_POOL..).map(|e| e.event));
+            }
+            joins.unusable.retain(|e| {
+                let finished = done(e);
+                if finished {
+                    destroy.push(e.event);
                 }
-                false
+                !finished
             });
-            waiting.is_empty()
+            (destroy, joins.waiting_len() == 0)
         });
         if no_more_waiting {
             self.joins.sync_key.set(self.ctx.id());
@@ -376,7 +478,7 @@ impl JoinTarget<'_> {
     }
 
     /// The target is being destroyed after a synchronisation: its joins are all done and
-    /// destroyed (a failure parks the event in the context), and the lists freed.
+    /// destroyed (a failure parks the event in the context), and the list freed.
     pub(crate) fn release_all(&self) {
         if !self.stream_done_proves_joins() {
             self.orphan_all();
@@ -385,25 +487,28 @@ impl JoinTarget<'_> {
         let Some(joins) = self.take() else {
             return;
         };
-        let events = joins.waiting.iter().map(|w| w.event);
-        self.destroy_all(events.chain(joins.pool.iter().copied()).collect());
+        let events = joins.entries.iter().chain(&joins.unusable);
+        self.destroy_all(events.map(|e| e.event).collect());
     }
 
     /// The target is destroyed without a synchronisation (S8), or kept after a failed
     /// release: its waiting joins are parked in the context, whose device synchronisations
-    /// and end release them; its pooled (done) ones are destroyed.
+    /// and end release them; its done ones are destroyed.
     pub(crate) fn orphan_all(&self) {
         let Some(joins) = self.take() else {
             return;
         };
-        for w in &joins.waiting {
+        let (waiting, done) = joins
+            .entries
+            .split_at(joins.waiting.min(joins.entries.len()));
+        for e in waiting.iter().chain(&joins.unusable) {
             // Its tasks may be dropped unrun (S8): its flag is unknown, never reused.
-            self.ctx.park(Parked::issued(w.seq, w.event));
+            self.ctx.park(Parked::issued(e.seq, e.event));
         }
-        self.destroy_all(joins.pool);
+        self.destroy_all(done.iter().map(|e| e.event).collect());
     }
 
-    /// Empties the lists, handing them over.
+    /// Empties the list, handing it over.
     fn take(&self) -> Option<Box<StreamJoins>> {
         let joins = self.joins.with(Option::take);
         self.joins.sync_key.set(self.ctx.id());
@@ -421,4 +526,12 @@ impl JoinTarget<'_> {
             }
         }
     }
+}
+
+/// [`JoinTarget::synchronized`]'s out-of-line case, from the target's fields (so that the
+/// usual case builds no `JoinTarget` in memory).
+#[cold]
+#[inline(never)]
+fn finish_all(ctx: &Context<'_>, raw: aclrtStream, joins: &Joins) {
+    JoinTarget { ctx, raw, joins }.finished(|_| true, true);
 }

@@ -8,7 +8,7 @@ use crate::sys::bindings::aclrtStream;
 use crate::typed::context::{Context, Finished, STOPS_ON_FAILURE};
 use crate::typed::error::Result;
 use crate::typed::handle::{Failed, Timeout, release_on_drop, retry_cleanup};
-use crate::typed::join::{JoinTarget, Joins};
+use crate::typed::join::{Binding, JoinTarget, Joins};
 
 /// A stream created by [`Context::create_stream`], borrowing its context.
 ///
@@ -136,17 +136,22 @@ impl<'ctx> Stream<'ctx> {
     /// has it at hand).
     #[inline(always)]
     pub(crate) fn synchronize_in(&self, ctx: &Context<'_>) -> Result<()> {
-        if !self.joins.is_bound_without_joins() {
-            return self.synchronize_unbound_or_joins(ctx);
+        match self.joins.binding(ctx.id()) {
+            Binding::WithoutJoins => self.synchronize_counting_resets(ctx),
+            // A loop that joins this stream every cycle comes here every cycle: inline too.
+            Binding::WithJoins => {
+                self.synchronize_counting_resets(ctx)?;
+                self.join_target().synchronized();
+                Ok(())
+            }
+            Binding::Unbound => self.synchronize_unbound(ctx),
         }
-        self.synchronize_counting_resets(ctx)
     }
 
-    /// [`synchronize_in`](Self::synchronize_in) when the context must be bound first (D6)
-    /// or join events wait for this stream.
+    /// [`synchronize_in`](Self::synchronize_in) when the context must be bound first (D6).
     #[cold]
     #[inline(never)]
-    fn synchronize_unbound_or_joins(&self, ctx: &Context<'_>) -> Result<()> {
+    fn synchronize_unbound(&self, ctx: &Context<'_>) -> Result<()> {
         ctx.bind()?;
         self.synchronize_counting_resets(ctx)?;
         self.join_target().synchronized();
@@ -200,6 +205,7 @@ impl<'ctx> Stream<'ctx> {
 
     /// Orders this stream after the tasks issued on `from` so far, with a join event (E5).
     /// The caller has bound the context (D6); `from` is a live stream of it.
+    #[inline(always)]
     pub(crate) fn join_after(&self, from: aclrtStream) -> Result<()> {
         self.join_target().join_after(from)
     }

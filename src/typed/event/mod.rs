@@ -354,9 +354,7 @@ impl<'s, S: Recordable> Event<'s, S> {
     where
         's: 't,
     {
-        if !self.is_ready_for(stream)
-            && let Err(e) = self.prepare_slow(stream)
-        {
+        if let Err(e) = self.prepare(stream) {
             return Err(Failed::new(e, self));
         }
         // SAFETY: both handles are live (borrowed), and the stream's context is current.
@@ -376,24 +374,24 @@ impl<'s, S: EventState> Event<'s, S> {
         self.ctx.check_stream(stream, "the stream")
     }
 
-    /// The fast path of every call that issues a task on `stream` with this event: the
-    /// stream is of the event's context, that context is current (D6), and no join after
-    /// the previous reset is needed (E5). Else [`prepare_slow`](Self::prepare_slow).
-    #[inline(always)]
-    fn is_ready_for(&self, stream: &Stream<'_>) -> bool {
-        (ptr::addr_eq(self.ctx, stream.context()) & stream.is_bound())
-            && !needs_join(self.reset_stream(), stream)
-    }
-
-    /// Checks the stream, binds its context (D6) and joins it after the previous reset
-    /// (E5): what [`is_ready_for`](Self::is_ready_for) found missing.
+    /// What every call that issues a task on `stream` with this event does first: checks
+    /// that the stream is of the event's context and that context is current (D6), and
+    /// joins the stream after the previous reset if needed (E5). Inline only the tests;
+    /// what they find missing is done out of line, the join without checking again what
+    /// the tests found.
     ///
-    /// Takes the event's fields by value, not `&self`: a reference to the event would let
-    /// its address escape into this out-of-line call, and the compiler would then keep the
+    /// Passes the event's fields by value, not `&self`: a reference to the event would let
+    /// its address escape into the out-of-line calls, and the compiler would then keep the
     /// event in memory, copying it at every transition of a loop (zero cost).
     #[inline(always)]
-    fn prepare_slow(&self, stream: &Stream<'_>) -> Result<()> {
-        prepare_slow(self.ctx, self.reset_stream_ptr(), stream)
+    fn prepare(&self, stream: &Stream<'_>) -> Result<()> {
+        if !(ptr::addr_eq(self.ctx, stream.context()) & stream.is_bound()) {
+            return prepare_slow(self.ctx, self.reset_stream_ptr(), stream);
+        }
+        if needs_join(self.reset_stream(), stream) {
+            return join_after_reset(self.reset_stream_ptr(), stream);
+        }
+        Ok(())
     }
 
     /// The stream of the event's last reset.
@@ -438,7 +436,7 @@ impl<'s, S: EventState> Event<'s, S> {
 }
 
 impl<S: EventState> Drop for Event<'_, S> {
-    // Inlined, passing the fields by value to the out-of-line release: see `prepare_slow`
+    // Inlined, passing the fields by value to the out-of-line release: see `Event::prepare`
     // for why the event's address must not escape.
     #[inline(always)]
     fn drop(&mut self) {
@@ -461,7 +459,7 @@ fn drop_event<'s, S: EventState>(raw: aclrtEvent, ctx: &'s Context<'s>, stream: 
 }
 
 /// Checks the stream, binds its context (D6) and joins it after the previous reset on
-/// `reset_stream` (E5): what [`Event::is_ready_for`] found missing. The join is needed
+/// `reset_stream` (E5): what [`Event::prepare`] found missing. The join is needed
 /// because the runtime's event is a flag: a record that ran before the previous reset would
 /// release that scope's waits early (or be cleared by the reset), and a wait that ran
 /// before it would pass on the previous record's flag (E1, E4, E5).
@@ -476,6 +474,18 @@ fn prepare_slow<'s>(
     stream.bind()?;
     // SAFETY: as in `Event::reset_stream`: the event's field, borrowed for `'s`.
     after_reset_on(unsafe { reset_stream.as_ref() }, stream)
+}
+
+/// The join [`Event::prepare`] found needed, the stream being of the event's (bound)
+/// context and the reset on `reset_stream` (non-null) pending.
+#[cold]
+#[inline(never)]
+fn join_after_reset<'s>(reset_stream: *const Stream<'s>, stream: &Stream<'_>) -> Result<()> {
+    // SAFETY: as in `Event::reset_stream`: the event's field, borrowed for `'s`.
+    match unsafe { reset_stream.as_ref() } {
+        Some(r) => join_after(r, stream),
+        None => Ok(()),
+    }
 }
 
 impl<S: EventState> std::fmt::Debug for Event<'_, S> {
@@ -493,14 +503,18 @@ impl<S: EventState> std::fmt::Debug for Event<'_, S> {
 #[inline]
 fn after_reset_on(reset_stream: Option<&Stream<'_>>, stream: &Stream<'_>) -> Result<()> {
     match reset_stream {
-        Some(r) if needs_join(reset_stream, stream) => {
-            let resets = Stream::resets_of(r);
-            stream.join_after(r.as_raw())?;
-            stream.joined_after(resets);
-            Ok(())
-        }
+        Some(r) if needs_join(reset_stream, stream) => join_after(r, stream),
         _ => Ok(()),
     }
+}
+
+/// Joins `stream` after the resets issued on `reset_stream` so far (E5).
+#[inline(always)]
+fn join_after(reset_stream: &Stream<'_>, stream: &Stream<'_>) -> Result<()> {
+    let resets = Stream::resets_of(reset_stream);
+    stream.join_after(reset_stream.as_raw())?;
+    stream.joined_after(resets);
+    Ok(())
 }
 
 /// Whether a task on `stream` must first be joined after the reset on `reset_stream`: it is

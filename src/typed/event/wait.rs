@@ -111,16 +111,14 @@ impl<'s> Event<'s, Recorded> {
             }
             Err(e) => return Err(Failed::new(e, self)),
         }
-        if !self.is_ready_for(stream)
-            && let Err(e) = self.prepare_slow(stream)
-        {
+        if let Err(e) = self.prepare(stream) {
             return Err(Failed::new(e, self));
         }
         // SAFETY: both handles are live (borrowed), the stream's context is current (bound
         // above), the event's record is complete (queried: it cannot set the flag after this
         // reset), and no wait refers to it (*Recorded*: waits only happen in `wait` and
         // `wait_and_reset`, which leave it *Reset*). An earlier reset on another stream is
-        // joined before (`prepare_slow`, E5).
+        // joined before (`prepare`, E5).
         match unsafe { self.ctx.api().reset_event(self.raw, stream.as_raw()) } {
             Ok(()) => {
                 // As any reset: destroy and re-use wait for it (E5, E9).
@@ -303,9 +301,7 @@ impl<'s> Event<'s, Recorded> {
 
     #[inline(always)]
     fn issue_wait(&self, stream: &Stream<'_>) -> Result<()> {
-        if !self.is_ready_for(stream) {
-            self.prepare_slow(stream)?;
-        }
+        self.prepare(stream)?;
         // SAFETY: both handles are live (borrowed), the stream's context is current, and
         // the event was recorded (E1): waiting on it cannot hang.
         Ok(unsafe { self.ctx.api().stream_wait_event(stream.as_raw(), self.raw) }?)
