@@ -6,7 +6,7 @@
 //! outside it, and so is one warm-up cycle (steady state: every counted cycle re-records).
 
 use ascend_typestate::{
-    Acl, CallbackMode, Context, Error, Event, ReportThread, Reset, Stream, Subscribed,
+    Acl, CallbackMode, Context, Error, Event, Recorded, ReportThread, Reset, Stream, Subscribed,
 };
 use ascend_typestate::{DeviceBuffer, HostBuffer, MallocPolicy};
 
@@ -81,15 +81,19 @@ fn events_k_cycles<'t>(
     consumer: &'t Stream<'t>,
     n: u64,
 ) -> Result<(), Error> {
-    let mut recorded = Vec::with_capacity(events.len());
+    // One slot per event for its *Recorded* state, beside its *Reset* one: the events move
+    // between the two (no container work per cycle beyond an `Option` per move).
+    let mut recorded: Vec<Option<Event<'t, Recorded>>> = events.iter().map(|_| None).collect();
     for _ in 0..n {
-        for slot in events.iter_mut() {
+        for (slot, recorded) in events.iter_mut().zip(recorded.iter_mut()) {
             if let Some(event) = slot.take() {
-                recorded.push(event.record(producer)?);
+                *recorded = Some(event.record(producer)?);
             }
         }
-        for (slot, event) in events.iter_mut().zip(recorded.drain(..)) {
-            *slot = Some(event.wait_and_reset(consumer)?);
+        for (slot, recorded) in events.iter_mut().zip(recorded.iter_mut()) {
+            if let Some(event) = recorded.take() {
+                *slot = Some(event.wait_and_reset(consumer)?);
+            }
         }
         producer.synchronize()?;
     }

@@ -126,6 +126,47 @@ impl Joins {
     }
 }
 
+impl Joins {
+    /// [`JoinTarget::mark_waiting`] when the entry is no longer the first done one
+    /// (a drop-error handler, run by a failed reset's retries, synchronised the stream):
+    /// found by identity.
+    #[cold]
+    #[inline(never)]
+    fn mark_waiting_moved(&self, join: aclrtEvent, seq: u64) {
+        self.with(|list| {
+            let joins = list.get_or_insert_with(first_joins);
+            joins.remove(join);
+            let at = joins.waiting;
+            joins.entries.insert(at, Entry { event: join, seq });
+            joins.waiting += 1;
+        });
+    }
+
+    /// `join` must never be reused (a failed record; a reset a stop dropped): moved out of
+    /// the entries, destroyed once done; `seq` numbers it (after its calls were issued).
+    #[cold]
+    #[inline(never)]
+    fn make_unusable(&self, join: aclrtEvent, seq: u64) {
+        self.with(|list| {
+            let joins = list.get_or_insert_with(first_joins);
+            joins.remove(join);
+            joins.unusable.push(Entry { event: join, seq });
+        });
+        self.sync_key.set(JOINS_WAITING);
+    }
+
+    /// `join` leaves the list (parked in the context, or kept as a live handle).
+    #[cold]
+    #[inline(never)]
+    fn forget(&self, join: aclrtEvent) {
+        self.with(|list| {
+            if let Some(joins) = list.as_deref_mut() {
+                joins.remove(join);
+            }
+        });
+    }
+}
+
 /// The list of a stream's first join, allocated once with room for [`JOIN_POOL`] entries:
 /// it never grows in the steady state of a loop that synchronises now and then.
 #[cold]
@@ -167,7 +208,7 @@ impl JoinTarget<'_> {
         });
         let join = match free {
             Some(join) => join,
-            None => self.free_join(capacity)?,
+            None => free_join(self.ctx, to, self.joins, capacity)?,
         };
         // SAFETY: `join` is a done entry of the list: fresh, or a join whose record, wait and
         // reset have all run (its flag is clear and no task refers to it); both streams are
@@ -176,14 +217,14 @@ impl JoinTarget<'_> {
         // stream (E4); marked waiting below, it is recorded again only once all that has run.
         if let Err(error) = unsafe { api.record_event(join, from) } {
             // Nothing refers to it: released once `to` is synchronised (E9).
-            self.make_unusable(join);
+            self.joins.make_unusable(join, self.ctx.next_join_seq());
             return Err(error.into());
         }
         // SAFETY: as above.
         if let Err(error) = unsafe { api.stream_wait_event(to, join) } {
             // Only the record, on `from`, refers to it, which no synchronisation of `to`
             // covers: parked until a device synchronisation (E9). Its flag stays set.
-            self.forget(join);
+            self.joins.forget(join);
             let seq = self.ctx.next_join_seq();
             self.ctx.park(Parked::issued(seq, join));
             return Err(error.into());
@@ -197,13 +238,13 @@ impl JoinTarget<'_> {
             // After a stop (S6) no reset can ever be issued, and the runtime allows the
             // destroy: released once `to` is synchronised (E9), never reused.
             Err(error) if error.is_stop() => {
-                self.make_unusable(join);
+                self.joins.make_unusable(join, self.ctx.next_join_seq());
                 Err(error)
             }
             Err(error) => {
                 // Waited and never reset: never destroyed (E4), nor reused. Kept, counted
                 // as a live handle of the context, which is then not released over it (D3).
-                self.forget(join);
+                self.joins.forget(join);
                 self.ctx.adopt();
                 Err(error)
             }
@@ -230,49 +271,9 @@ impl JoinTarget<'_> {
             }
         });
         if !marked {
-            self.mark_waiting_moved(join, seq);
+            self.joins.mark_waiting_moved(join, seq);
         }
         self.joins.sync_key.set(JOINS_WAITING);
-    }
-
-    /// [`mark_waiting`](Self::mark_waiting) when the entry is no longer the first done one
-    /// (a drop-error handler, run by a failed reset's retries, synchronised the stream):
-    /// found by identity.
-    #[cold]
-    #[inline(never)]
-    fn mark_waiting_moved(&self, join: aclrtEvent, seq: u64) {
-        self.joins.with(|list| {
-            let joins = list.get_or_insert_with(first_joins);
-            joins.remove(join);
-            let at = joins.waiting;
-            joins.entries.insert(at, Entry { event: join, seq });
-            joins.waiting += 1;
-        });
-    }
-
-    /// `join` must never be reused (a failed record; a reset a stop dropped): moved out of
-    /// the entries, destroyed once done.
-    #[cold]
-    #[inline(never)]
-    fn make_unusable(&self, join: aclrtEvent) {
-        let seq = self.ctx.next_join_seq();
-        self.joins.with(|list| {
-            let joins = list.get_or_insert_with(first_joins);
-            joins.remove(join);
-            joins.unusable.push(Entry { event: join, seq });
-        });
-        self.joins.sync_key.set(JOINS_WAITING);
-    }
-
-    /// `join` leaves the list (parked in the context, or kept as a live handle).
-    #[cold]
-    #[inline(never)]
-    fn forget(&self, join: aclrtEvent) {
-        self.joins.with(|list| {
-            if let Some(joins) = list.as_deref_mut() {
-                joins.remove(join);
-            }
-        });
     }
 
     /// Resets `join` after the target's wait. A failed reset issued nothing: it is tried
@@ -284,35 +285,8 @@ impl JoinTarget<'_> {
         // target is live.
         match unsafe { self.ctx.api().reset_event(join, self.raw) } {
             Ok(()) => Ok(()),
-            Err(first) => self.reset_again(join, first.into()),
+            Err(first) => reset_again(self.ctx, self.raw, join, first.into()),
         }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn reset_again(&self, join: aclrtEvent, first: Error) -> Result<()> {
-        let (api, to) = (self.ctx.api(), self.raw);
-        if !matches!(first, Error::Runtime { .. }) {
-            return Err(first);
-        }
-        report_drop_error("join event (a reset tried again)", Err(first));
-        // SAFETY: as in `reset`.
-        retry_cleanup("join event (a reset tried again)", || unsafe {
-            api.reset_event(join, to)
-        })
-        .or_else(|failed| {
-            report_drop_error("join event (a reset that kept failing)", Err(failed));
-            // SAFETY: as above.
-            retry_cleanup("join event (its stream's synchronisation)", || unsafe {
-                api.synchronize_stream(to)
-            })
-            .and_then(|()| {
-                // SAFETY: as above.
-                retry_cleanup("join event (a reset issued alone)", || unsafe {
-                    api.reset_event(join, to)
-                })
-            })
-        })
     }
 
     /// Whether the target being done (synchronised, or found idle) proves its joins done,
@@ -352,8 +326,6 @@ impl JoinTarget<'_> {
     /// creates none once it has that many, at one query per `JOIN_POOL` joins, never a
     /// hidden synchronisation), a new event. Past its context's join capacity with the
     /// stream still busy: [`Error::JoinCapacity`].
-    #[cold]
-    #[inline(never)]
     fn free_join(&self, capacity: usize) -> Result<aclrtEvent> {
         self.reclaim_synced();
         let (waiting, free) = self.joins.with(|list| {
@@ -534,4 +506,45 @@ impl JoinTarget<'_> {
 #[inline(never)]
 fn finish_all(ctx: &Context<'_>, raw: aclrtStream, joins: &Joins) {
     JoinTarget { ctx, raw, joins }.finished(|_| true, true);
+}
+
+/// [`JoinTarget::free_join`], out of line, from the target's fields (so that a join that
+/// finds a done entry builds no `JoinTarget` in memory).
+#[cold]
+#[inline(never)]
+fn free_join(
+    ctx: &Context<'_>,
+    raw: aclrtStream,
+    joins: &Joins,
+    capacity: usize,
+) -> Result<aclrtEvent> {
+    JoinTarget { ctx, raw, joins }.free_join(capacity)
+}
+
+/// [`JoinTarget::reset`] after a first failure, out of line, from the target's fields.
+#[cold]
+#[inline(never)]
+fn reset_again(ctx: &Context<'_>, to: aclrtStream, join: aclrtEvent, first: Error) -> Result<()> {
+    let api = ctx.api();
+    if !matches!(first, Error::Runtime { .. }) {
+        return Err(first);
+    }
+    report_drop_error("join event (a reset tried again)", Err(first));
+    // SAFETY: as in `reset`.
+    retry_cleanup("join event (a reset tried again)", || unsafe {
+        api.reset_event(join, to)
+    })
+    .or_else(|failed| {
+        report_drop_error("join event (a reset that kept failing)", Err(failed));
+        // SAFETY: as above.
+        retry_cleanup("join event (its stream's synchronisation)", || unsafe {
+            api.synchronize_stream(to)
+        })
+        .and_then(|()| {
+            // SAFETY: as above.
+            retry_cleanup("join event (a reset issued alone)", || unsafe {
+                api.reset_event(join, to)
+            })
+        })
+    })
 }
