@@ -402,8 +402,8 @@
 //! zero-sized. A typed call is the C call through the function table, preceded by the run-time
 //! checks above: pointer and thread-local compares, 11 to 20 instructions per runtime call
 //! in loops that keep their handles in local variables, with every failure path out of line.
-//! Moving an event in and out of a `Vec<Option<Event>>` each cycle costs about 26 per call,
-//! and a join between streams (E5) about 250 per join. Measured with callgrind against the
+//! Moving an event between `Option` slots each cycle costs about 24 per call, and a join
+//! between streams (E5) about 70 beyond its three runtime calls. Measured with callgrind against the
 //! same programs written with raw calls (`scripts/callgrind.sh`, checked in CI against a
 //! budget of added instructions per cycle), the same regardless of how many threads share a
 //! context or how many callbacks are in flight.
