@@ -57,7 +57,11 @@ fn c12_stop_with_a_forgotten_subscription_is_refused_and_keeps_the_thread() {
         }
         still_processing(&sim, 3);
         let probe = HostFuncThread::spawn(ctx).unwrap();
-        assert_ne!(probe.thread_id(), old_id, "the thread exited: its id was reused");
+        assert_ne!(
+            probe.thread_id(),
+            old_id,
+            "the thread exited: its id was reused"
+        );
         // SAFETY: `raw` is a live stream (leaked, never destroyed); a refused subscription
         // changes nothing.
         let second = unsafe { acl.api().subscribe_host_func(probe.thread_id(), raw) };
@@ -201,13 +205,9 @@ fn c12_c8_host_func_calls_inside_a_callback_are_refused() {
                 tx.send((spawned, subscribed, unsubscribed)).unwrap();
             })
             .unwrap();
-        let (spawned, subscribed, unsubscribed) =
-            rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        let (spawned, subscribed, unsubscribed) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
         for outcome in [spawned, subscribed, unsubscribed] {
-            assert!(
-                matches!(outcome, Err(Error::InsideCallback)),
-                "{outcome:?}"
-            );
+            assert!(matches!(outcome, Err(Error::InsideCallback)), "{outcome:?}");
         }
         for call in [
             "aclrtSubscribeHostFunc",
@@ -227,7 +227,11 @@ fn c12_c8_host_func_calls_inside_a_callback_are_refused() {
 /// does (C12: the compact library only).
 fn simulator_without_host_func_symbols() -> PathBuf {
     let mut bytes = std::fs::read(support::simulator_path()).unwrap();
-    assert_eq!(bytes[..6], *b"\x7fELF\x02\x01", "a 64-bit little-endian ELF");
+    assert_eq!(
+        bytes[..6],
+        *b"\x7fELF\x02\x01",
+        "a 64-bit little-endian ELF"
+    );
     let u16_at = |b: &[u8], at: usize| usize::from(u16::from_le_bytes([b[at], b[at + 1]]));
     let u32_at = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
     let u64_at = |b: &[u8], at: usize| {
@@ -280,7 +284,9 @@ fn c12_spawn_is_unsupported_without_the_host_func_functions() {
         ] {
             assert!(!acl.api().has_symbol(symbol), "{symbol} is still exported");
         }
-        let sim = acl.simulator().expect("the simulator, renamed symbols aside");
+        let sim = acl
+            .simulator()
+            .expect("the simulator, renamed symbols aside");
         {
             let device = acl.set_device(0).unwrap();
             let ctx = device.create_context().unwrap();
