@@ -56,8 +56,8 @@ fn c12_a_reused_thread_id_serves_another_device() {
 
 /// A subscription moved into a host callback and dropped there: its `Drop` cannot bind a
 /// context inside a callback (C8), so the stream is leaked subscribed, never destroyed under
-/// the subscription, and the refusal reported; the thread then keeps serving it (`stop`:
-/// `Error::LiveChildren`), and no checker finding is made.
+/// the subscription, and the refusal reported; the thread keeps running (it still counts
+/// the subscription), and no checker finding is made.
 #[test]
 fn c12_c8_a_subscription_dropped_inside_a_callback_is_kept() {
     isolated(|| {
