@@ -69,7 +69,9 @@
 //!   [`std::thread::scope`]; a copy's kind comes from the buffer types ([`AsyncScope`]).
 //! * **A subscription type** for host callbacks (C1-C9): only [`Subscribed`] has `launch`, and
 //!   callbacks are `FnOnce() + Send + 'static` closures whose panics stop at the FFI boundary
-//!   ([`ReportThread`]).
+//!   ([`ReportThread`]). Host-function subscription (C12) has the same shape: a
+//!   [`HostFuncThread`] of the crate's, and a [`HostFuncSubscribed`] stream that is given
+//!   back only once unsubscribed.
 //! * **Ordering the runtime's event flag** (E1, E5): a record or wait that could overtake an
 //!   earlier reset, or a read of memory another stream is still writing, is joined after it
 //!   with an internal event ([`Event`], [`AsyncScope::copy`]).
@@ -427,8 +429,8 @@ pub mod sys;
 pub use sys::codes::AclError;
 pub use sys::loader::error::{LoadError, TriedPath};
 pub use typed::callback::{
-    CallbackMode, DEFAULT_CALLBACK_CAPACITY, MAX_CALLBACK_CAPACITY, MAX_REPORT_THREADS,
-    ReportThread, Subscribed,
+    CallbackMode, DEFAULT_CALLBACK_CAPACITY, HostFuncSubscribed, HostFuncThread,
+    MAX_CALLBACK_CAPACITY, MAX_REPORT_THREADS, ReportThread, Subscribed,
 };
 pub use typed::context::{Context, DEFAULT_JOIN_CAPACITY, MemoryInfo, MemoryKind};
 pub use typed::device::{DefaultContext, Device, DeviceCapability, DeviceState, Set, SetState};
@@ -500,6 +502,11 @@ mod assertions {
     assert_impl_all!(HostFnStream<'static>: Send);
     assert_not_impl_any!(HostFnStream<'static>: Sync);
     assert_eq_size!(HostFnStream<'static>, [Raw; 10]); // stream + closures shared with the runtime
+    assert_impl_all!(HostFuncThread<'static>: Send, Sync);
+    assert_eq_size!(HostFuncThread<'static>, [Raw; 7]); // context + thread id + loop state + join handle (3) + stopped
+    assert_impl_all!(HostFuncSubscribed<'static, 'static>: Send);
+    assert_not_impl_any!(HostFuncSubscribed<'static, 'static>: Sync);
+    assert_eq_size!(HostFuncSubscribed<'static, 'static>, [Raw; 10]); // stream + its thread
     assert_impl_all!(StreamConfig: Send, Sync, Copy);
     assert_eq_size!(DeviceBuffer<'static, f32>, [Raw; 3]); // pointer + length + context
     assert_impl_all!(Timeout: Send, Sync, Copy);

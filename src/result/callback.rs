@@ -85,7 +85,7 @@ impl Api {
 }
 
 impl Api {
-    /// `aclrtSubscribeHostFunc(thread, s)` (C11): binds a user thread, which calls
+    /// `aclrtSubscribeHostFunc(thread, s)` (C12): binds a user thread, which calls
     /// [`process_host_func`](Self::process_host_func), to `stream`'s host work. Optional
     /// symbol (the compact library only).
     ///
@@ -98,7 +98,7 @@ impl Api {
         unsafe { call_optional!(self, aclrtSubscribeHostFunc(thread_id, stream)) }
     }
 
-    /// `aclrtProcessHostFunc(t)` (C11: `-1` forever, `> 0` ms). Optional symbol.
+    /// `aclrtProcessHostFunc(t)` (C12: `-1` forever, `> 0` ms). Optional symbol.
     ///
     /// # Safety
     /// The [common contract](crate::result#safety-of-the-raw-layer), and: the host work run on
@@ -109,7 +109,7 @@ impl Api {
         unsafe { call_optional!(self, aclrtProcessHostFunc(timeout_ms)) }
     }
 
-    /// `aclrtUnSubscribeHostFunc(thread, s)` (C11). Optional symbol.
+    /// `aclrtUnSubscribeHostFunc(thread, s)` (C12). Optional symbol.
     ///
     /// # Safety
     /// The [common contract](crate::result#safety-of-the-raw-layer), and: `stream` is live.

@@ -124,6 +124,10 @@ pub enum Error {
         /// Callbacks still waiting to run.
         pending: usize,
     },
+    /// The host-function thread is not running (C12): it could not be started, or its loop
+    /// ended (also used to count `aclrtProcessHostFunc` failures beyond those kept).
+    #[error("the host-function thread has stopped: {0}")]
+    HostFuncThreadStopped(String),
     /// A handle used with one of another context of the same device: a stream with an event
     /// or an async scope, a pending result in a scope. The typed API keeps each event and
     /// scope to the streams of its own context, so one binding serves every call (D6) and
@@ -431,6 +435,9 @@ impl fmt::Debug for Error {
                 .field("pending", pending)
                 .field("hint", &Hint(self))
                 .finish(),
+            Error::HostFuncThreadStopped(why) => {
+                f.debug_tuple("HostFuncThreadStopped").field(why).finish()
+            }
             Error::ContextMismatch { what } => f
                 .debug_struct("ContextMismatch")
                 .field("what", what)

@@ -1,4 +1,5 @@
 //! Host functions (C10): closures the runtime runs on a thread of its own, in stream order,
+//! without a report thread.
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -66,8 +67,6 @@ fn take(ticket: u64) -> Option<Launched> {
 /// stream.destroy()?;
 /// # Ok::<(), ascend_typestate::Error>(())
 /// ```
-///
-/// without a report thread.
 ///
 /// ```text
 ///  stream.with_host_functions() ──► HostFnStream   (a Stream that is never subscribed, C10)

@@ -1,5 +1,6 @@
-//! Host callbacks and report threads (C1-C9): subscribe/launch/unsubscribe, refusals inside
-//! callbacks (C8), leaks, panics, faults, threads, the raw layer's queries.
+//! Host callbacks and report threads (C1-C9), host-function threads (C12):
+//! subscribe/launch/unsubscribe, refusals inside callbacks (C8), leaks, panics, faults,
+//! threads, the raw layer's queries.
 //!
 //! One test binary, one module per subject (`tests/README.md`): its tests run on parallel
 //! threads of one process, so a test that changes process-wide state runs its body in a
@@ -15,6 +16,10 @@ mod detached_report_threads;
 mod failing_report_thread;
 mod ffi_panic_stderr_full;
 mod forget;
+mod host_func_attacks;
+mod host_func_fault_sweep;
+mod host_func_leaks;
+mod host_func_threads;
 mod idle_cost;
 mod launch_fail;
 mod launch_fail_window;

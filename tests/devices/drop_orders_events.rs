@@ -1,10 +1,10 @@
 //! A program that drops its values in the order Rust chooses never leaks. The
 //! harness, and how a case runs and passes, are in `drop_orders`; this module's groups:
-//! events in their states, host callbacks, report threads.
+//! events in their states, host callbacks, report threads, host-function threads.
 
 use std::fmt::Debug;
 
-use ascend_typestate::{Context, ReportThread, Result, Stream};
+use ascend_typestate::{Context, Device, HostFuncThread, ReportThread, Result, Set, Stream};
 
 use super::drop_orders::{Group, Run, declared, group_test, host_fn_stream, slow, subscribed};
 
@@ -266,4 +266,105 @@ fn report_threads_level(env: RpEnv<'_>, run: &Run<'_>, order: &[Rp]) -> Result<(
 #[test]
 fn report_threads_in_every_order() {
     group_test("report_threads_in_every_order", &REPORT_THREADS);
+}
+
+// ---------------------------------------------------------------------------------------
+// Host-function threads (C12): one thread serving a stream of its own context and one of a
+// second context of the device, each behind a kernel, beside a plain stream. The thread is
+// dropped after the subscriptions that borrow it (stopped), the second context after its
+// stream; the device and the first context are the parents.
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Hf {
+    HostFuncThread,
+    SubscribedA,
+    SecondContext,
+    SubscribedBOfTheSecondContext,
+    Stream,
+}
+
+const HOST_FUNC_THREADS: Group<Hf> = Group {
+    name: "host-function threads",
+    nodes: &[
+        Hf::HostFuncThread,
+        Hf::SubscribedA,
+        Hf::SecondContext,
+        Hf::SubscribedBOfTheSecondContext,
+        Hf::Stream,
+    ],
+    borrows: |node| match node {
+        Hf::SubscribedA => &[Hf::HostFuncThread],
+        Hf::SubscribedBOfTheSecondContext => &[Hf::HostFuncThread, Hf::SecondContext],
+        Hf::HostFuncThread | Hf::SecondContext | Hf::Stream => &[],
+    },
+    stops_mid_way: true,
+    kernel_endings: false,
+    program: |acl, run, order| {
+        let device = acl.set_device(0)?;
+        let ctx = device.create_context()?;
+        let env = HfEnv {
+            device: &device,
+            ctx: &ctx,
+            host: None,
+            second: None,
+        };
+        host_func_threads_level(env, run, order)
+    },
+};
+
+struct HfEnv<'a> {
+    device: &'a Device<'a, Set>,
+    ctx: &'a Context<'a>,
+    host: Option<&'a HostFuncThread<'a>>,
+    second: Option<&'a Context<'a>>,
+}
+
+fn host_func_threads_level(env: HfEnv<'_>, run: &Run<'_>, order: &[Hf]) -> Result<()> {
+    let Some((&node, rest)) = order.split_first() else {
+        return run.end();
+    };
+    match node {
+        Hf::HostFuncThread => {
+            let host = HostFuncThread::spawn(env.ctx)?;
+            host_func_threads_level(
+                HfEnv {
+                    host: Some(&host),
+                    ..env
+                },
+                run,
+                rest,
+            )
+        }
+        Hf::SubscribedA => {
+            let stream = declared(env.host).subscribe(env.ctx.create_stream()?)?;
+            slow(run, &stream)?;
+            host_func_threads_level(env, run, rest)
+        }
+        Hf::SecondContext => {
+            let second = env.device.create_context()?;
+            host_func_threads_level(
+                HfEnv {
+                    second: Some(&second),
+                    ..env
+                },
+                run,
+                rest,
+            )
+        }
+        Hf::SubscribedBOfTheSecondContext => {
+            let stream = declared(env.host).subscribe(declared(env.second).create_stream()?)?;
+            slow(run, &stream)?;
+            host_func_threads_level(env, run, rest)
+        }
+        Hf::Stream => {
+            let stream = env.ctx.create_stream()?;
+            slow(run, &stream)?;
+            host_func_threads_level(env, run, rest)
+        }
+    }
+}
+
+#[test]
+fn host_func_threads_in_every_order() {
+    group_test("host_func_threads_in_every_order", &HOST_FUNC_THREADS);
 }

@@ -31,6 +31,20 @@ fn subscribed_stream(rt: &mut crate::state::Rt, stream: *mut c_void) -> Result<u
     stream_for(rt, stream as usize, false)
 }
 
+/// C12: a stream is unsubscribed before it is destroyed (`call`: one of the destroys). The
+/// destroy ends the subscription here; the finding says the program should have.
+pub(super) fn report_destroy_of_subscribed(rt: &mut crate::state::Rt, sid: u64, call: &str) {
+    if let Some(t) = rt.extra.streams.get(&sid).and_then(|x| x.host_func_thread) {
+        rt.report(
+            "C12",
+            format!(
+                "{call}({:#x}) while thread {t:#x} is still subscribed to its host work (aclrtSubscribeHostFunc): call aclrtUnSubscribeHostFunc first, once its tasks are done (C12)",
+                crate::sh(sid)
+            ),
+        );
+    }
+}
+
 /// C12: binds thread `hostFuncThreadId` (its `pthread_self()`) to the stream's host work.
 /// NULL stream: 107000; the stream's slot taken: 107011; the thread serving streams of
 /// another device: 107012.

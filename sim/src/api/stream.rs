@@ -63,6 +63,7 @@ pub extern "C" fn aclrtDestroyStream(stream: *mut c_void) -> i32 {
                 ),
             );
         }
+        super::hostsub::report_destroy_of_subscribed(rt, sid, "aclrtDestroyStream");
         teardown_streams(&mut g, vec![sid]);
         Ok(())
     })

@@ -87,6 +87,7 @@ pub extern "C" fn aclrtDestroyStreamForce(stream: *mut c_void) -> i32 {
                 ),
             );
         }
+        super::hostsub::report_destroy_of_subscribed(rt, sid, "aclrtDestroyStreamForce");
         report_discarded(rt, sid);
         teardown_streams(&mut g, vec![sid]);
         Ok(())

@@ -3950,11 +3950,17 @@ static void c12_host_func_subscription_codes(void) {
     OK(aclrtUnSubscribeHostFunc((uint64_t)th, s2));
     pthread_join(th, NULL);
     ASSERT(hs_rc == ACL_ERROR_RT_THREAD_SUBSCRIBE);
-    /* Destroying a subscribed stream ends the subscription. */
+    expect_clean();
+    /* Destroying a subscribed stream ends the subscription, and is a C12 finding (unsubscribe
+     * first); so is a forced destroy. */
     OK(aclrtSubscribeHostFunc(me, s2));
     OK(aclrtDestroyStream(s2));
     CHECK(aclrtProcessHostFunc(10), ACL_ERROR_RT_THREAD_SUBSCRIBE);
-    OK(aclrtDestroyStream(s1));
+    OK(aclrtSubscribeHostFunc(me, s1));
+    OK(aclrtDestroyStreamForce(s1));
+    CHECK(aclrtProcessHostFunc(10), ACL_ERROR_RT_THREAD_SUBSCRIBE);
+    expect_only("C12", 2);
+    aclsimClearFindings();
     teardown_clean();
 }
 

@@ -1,4 +1,5 @@
 //! Host callbacks (C1-C9): report threads, stream subscription, and `launch` only where a
+//! callback can run; host-function threads (C12), beside them.
 
 use std::any::Any;
 use std::ffi::c_void;
@@ -23,8 +24,10 @@ use crate::typed::stream::Stream;
 /// The most report threads a process may have (C4, Atlas 200/500 A2).
 pub const MAX_REPORT_THREADS: usize = 1024;
 
+mod host_func;
 mod subscribed;
 
+pub use host_func::{HostFuncSubscribed, HostFuncThread};
 pub(crate) use subscribed::panic_message;
 pub use subscribed::{DEFAULT_CALLBACK_CAPACITY, MAX_CALLBACK_CAPACITY, Subscribed};
 
@@ -175,6 +178,54 @@ struct SendContext(crate::sys::bindings::aclrtContext);
 // SAFETY: an opaque handle; the runtime allows making a context current on any thread.
 unsafe impl Send for SendContext {}
 
+/// Starts a thread of the runtime's (a report thread, C1; a host-function thread, C12):
+/// it makes `ctx` current on itself (C6), is marked as running the runtime's work (C8),
+/// then runs `body`. Returns once the context is current there, with the thread's handle
+/// and its `pthread_self()` (C7); `stopped` makes the error of a thread that could not start.
+fn start_thread(
+    ctx: &Context<'_>,
+    name: &str,
+    stopped: fn(String) -> Error,
+    body: impl FnOnce(&'static Api) + Send + 'static,
+) -> Result<(JoinHandle<()>, u64)> {
+    let api = ctx.api();
+    let raw_ctx = SendContext(ctx.as_raw());
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<()>>();
+    let spawned = std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            let raw_ctx = raw_ctx;
+            // SAFETY: `start_thread` waits for this message while its caller borrows the
+            // context, so the handle is live here; it is not used again after the message
+            // (C6 needs it current).
+            let bound = unsafe { api.set_current_context(raw_ctx.0) };
+            let ok = bound.is_ok();
+            let _ = ready_tx.send(bound.map_err(Error::from));
+            if ok {
+                // The runtime's thread for as long as it lives: the drop-error handler may
+                // run here (a thread left running reports as things happen), and no call
+                // of the crate may reach the runtime from it (C8).
+                crate::typed::handle::enter_callback();
+                body(api);
+            }
+        });
+    let Ok(handle) = spawned else {
+        return Err(stopped("the OS refused to start a thread".into()));
+    };
+    let ready = ready_rx
+        .recv()
+        .unwrap_or_else(|_| Err(stopped("it exited at start".into())));
+    if let Err(e) = ready {
+        let _ = handle.join();
+        return Err(e);
+    }
+    // C7: the thread id is the thread's pthread_t, as pthread_self() returns it there.
+    // `pthread_t` is `u64` on 64-bit Linux and narrower on 32-bit targets.
+    #[allow(clippy::useless_conversion)]
+    let thread_id = u64::from(handle.as_pthread_t());
+    Ok((handle, thread_id))
+}
+
 /// A thread that runs host callbacks: it calls `aclrtProcessReport` in a loop with its
 /// context current (C1 step 1, C6), and is the `threadId` streams subscribe to (C7).
 ///
@@ -202,8 +253,6 @@ unsafe impl Send for SendContext {}
 /// report.stop()?;
 /// # Ok::<(), ascend_typestate::Error>(())
 /// ```
-///
-/// callback can run.
 ///
 /// # The flow (C1), in types
 ///
@@ -271,49 +320,18 @@ impl<'ctx> ReportThread<'ctx> {
             REPORT_THREADS.fetch_sub(1, Ordering::AcqRel);
         };
         let shared = Arc::new(Shared::default());
-        let api = ctx.api();
-        let raw_ctx = SendContext(ctx.as_raw());
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<()>>();
         let thread_shared = Arc::clone(&shared);
-        let spawned = std::thread::Builder::new()
-            .name("acl-report".into())
-            .spawn(move || {
-                let raw_ctx = raw_ctx;
-                // SAFETY: `spawn` waits for this message while it borrows the context, so the
-                // handle is live here; it is not used again after the message (C6 needs it current).
-                let bound = unsafe { api.set_current_context(raw_ctx.0) };
-                let ok = bound.is_ok();
-                let _ = ready_tx.send(bound.map_err(Error::from));
-                // The runtime's thread for as long as it lives: the drop-error handler may
-                // run here (a report thread left running reports as things happen), and no
-                // call of the crate may reach the runtime from it (C8).
-                crate::typed::handle::enter_callback();
-                if ok {
-                    serve(api, &thread_shared);
-                }
-                thread_shared.exited.store(true, Ordering::Release);
-            });
-        let handle = match spawned {
-            Ok(handle) => handle,
-            Err(_) => {
+        let started = start_thread(ctx, "acl-report", Error::ReportThreadStopped, move |api| {
+            serve(api, &thread_shared);
+            thread_shared.exited.store(true, Ordering::Release);
+        });
+        let (handle, thread_id) = match started {
+            Ok(started) => started,
+            Err(e) => {
                 release_slot();
-                return Err(Error::ReportThreadStopped(
-                    "the OS refused to start a thread".into(),
-                ));
+                return Err(e);
             }
         };
-        let ready = ready_rx
-            .recv()
-            .unwrap_or_else(|_| Err(Error::ReportThreadStopped("it exited at start".into())));
-        if let Err(e) = ready {
-            let _ = handle.join();
-            release_slot();
-            return Err(e);
-        }
-        // C7: the thread id is the thread's pthread_t, as pthread_self() returns it there.
-        // `pthread_t` is `u64` on 64-bit Linux and narrower on 32-bit targets.
-        #[allow(clippy::useless_conversion)]
-        let thread_id = u64::from(handle.as_pthread_t());
         ctx.adopt();
         Ok(ReportThread {
             ctx,
