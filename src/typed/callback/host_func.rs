@@ -353,12 +353,21 @@ impl std::fmt::Debug for HostFuncThread<'_> {
 }
 
 /// The host-function thread's loop: process host work until asked to stop.
+///
+/// It calls `aclrtProcessHostFunc` at least once, even when `stop` comes first: the compact
+/// runtime keeps an id per thread value, made by the first `aclrtSubscribeHostFunc` naming
+/// the thread or by the thread's first `aclrtProcessHostFunc`, and only that first call, on
+/// the thread itself, registers the thread-exit destructor that forgets it (C12). A thread
+/// that was subscribed and stopped before its first call would leave its id to the next
+/// thread the OS gives the same `pthread_t` (at once, on Linux).
 fn serve(api: &'static Api, shared: &Shared) {
     // The runtime may answer at once (the simulator does while no stream is subscribed):
     // back off from 0.1 ms to POLL_MS then, so that an idle thread does not spin.
     let mut idle = Duration::from_micros(100);
     let poll = Duration::from_millis(POLL_MS.unsigned_abs().into());
-    while !shared.stop.load(Ordering::Acquire) {
+    let mut first = true;
+    while first || !shared.stop.load(Ordering::Acquire) {
+        first = false;
         let started = Instant::now();
         // SAFETY: this thread is the one its streams subscribe (C12); what it runs is the
         // runtime's host work, none of the program's code.
