@@ -17,6 +17,7 @@ mod failing_report_thread;
 mod ffi_panic_stderr_full;
 mod forget;
 mod host_func_attacks;
+mod host_func_attacks2;
 mod host_func_fault_sweep;
 mod host_func_leaks;
 mod host_func_threads;
