@@ -1,8 +1,9 @@
 //! Attacks on host-function threads (C12), second round, kept as regression tests: a
 //! thread stopped before its first `aclrtProcessHostFunc`, a subscription owned by a host
-//! function (C10) that panics, a thread forgotten on a device's default context, threads
-//! and subscriptions dropped by thread-local destructors, a panicking drop-error handler on
-//! a thread left running. Safe code only in the attacking parts.
+//! function (C10) that panics or never runs (S8), a thread forgotten on a device's default
+//! context, threads and subscriptions dropped by thread-local destructors, a panicking
+//! drop-error handler on a thread left running, threads stopped inside callbacks. Safe
+//! code only in the attacking parts.
 //!
 //! Each test in a child process of its own (`support::isolated`): the handles are leaked on
 //! purpose, the drop-error handler is set, or call counts are read process-wide.
@@ -251,5 +252,42 @@ fn c12_c8_a_thread_stopped_inside_callbacks() {
         report.stop().unwrap();
         assert_eq!(reports.take(), []);
         assert_no_findings(&sim.findings());
+    });
+}
+
+/// A subscription owned by a host function (C10) that never runs: the host-function stream
+/// is destroyed by force (S8) behind a slow kernel, and its dropped closure is freed on the
+/// calling thread, where the subscription's `Drop` can unsubscribe and destroy its stream.
+/// Nothing is reported and the only findings are the discarded tasks (S8).
+#[test]
+fn c12_c10_a_subscription_in_a_dropped_host_function_is_released() {
+    isolated(|| {
+        let (acl, sim) = leaked_runtime();
+        let reports = Reports::capture();
+        let device = leak(acl.set_device(0).unwrap());
+        let ctx = leak(device.create_context().unwrap());
+        let host = leak(HostFuncThread::spawn(ctx).unwrap());
+        let live = sim.live_objects();
+        let subscribed = host.subscribe(ctx.create_stream().unwrap()).unwrap();
+        let runner = ctx.create_stream().unwrap().with_host_functions();
+        runner.is_complete().unwrap(); // binds the context for the raw kernel
+        sim.sleep_kernel(runner.as_raw(), 200_000);
+        let (tx, rx) = mpsc::channel::<()>();
+        runner
+            .launch(move || {
+                let _owned = subscribed;
+                let _ = tx.send(());
+            })
+            .unwrap();
+        runner.destroy_force().unwrap();
+        assert_eq!(
+            rx.recv_timeout(Duration::from_secs(5)),
+            Err(mpsc::RecvTimeoutError::Disconnected),
+            "the dropped host function ran"
+        );
+        assert_eq!(reports.take(), []);
+        assert_eq!(sim.call_count("aclrtUnSubscribeHostFunc"), 1);
+        assert_eq!(sim.live_objects(), live, "a stream is left");
+        support::sim::assert_only_discarded(&sim.findings(), 1..=2);
     });
 }
