@@ -127,9 +127,9 @@ impl Joins {
 }
 
 impl Joins {
-    /// [`JoinTarget::mark_waiting`] when the entry is no longer the first done one
-    /// (a drop-error handler, run by a failed reset's retries, synchronised the stream):
-    /// found by identity.
+    /// [`JoinTarget::mark_waiting`] when the entry is no longer the first done one (a
+    /// failed reset's retries took it out of the list, `reset_again`): inserted as the
+    /// last waiting one (found by identity and moved, should it still be in the list).
     #[cold]
     #[inline(never)]
     fn mark_waiting_moved(&self, join: aclrtEvent, seq: u64) {
@@ -285,7 +285,7 @@ impl JoinTarget<'_> {
         // target is live.
         match unsafe { self.ctx.api().reset_event(join, self.raw) } {
             Ok(()) => Ok(()),
-            Err(first) => reset_again(self.ctx, self.raw, join, first.into()),
+            Err(first) => reset_again(self.ctx, self.raw, self.joins, join, first.into()),
         }
     }
 
@@ -522,9 +522,22 @@ fn free_join(
 }
 
 /// [`JoinTarget::reset`] after a first failure, out of line, from the target's fields.
+///
+/// `join` leaves the list first: it is the first done entry, and the reports below run the
+/// drop-error handler, user code that may join into the same stream (which would record
+/// `join` again before its reset, E4) or synchronise it (which may destroy the entries
+/// past the pool, `join` among them, E4, E9). [`JoinTarget::mark_waiting`] puts it back
+/// as waiting once its reset is issued.
 #[cold]
 #[inline(never)]
-fn reset_again(ctx: &Context<'_>, to: aclrtStream, join: aclrtEvent, first: Error) -> Result<()> {
+fn reset_again(
+    ctx: &Context<'_>,
+    to: aclrtStream,
+    joins: &Joins,
+    join: aclrtEvent,
+    first: Error,
+) -> Result<()> {
+    joins.forget(join);
     let api = ctx.api();
     if !matches!(first, Error::Runtime { .. }) {
         return Err(first);
