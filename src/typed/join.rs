@@ -237,7 +237,7 @@ impl JoinTarget<'_> {
             }
             // After a stop (S6) no reset can ever be issued, and the runtime allows the
             // destroy: released once `to` is synchronised (E9), never reused.
-            Err(error) if error.is_stop() => {
+            Err(error) if self.ctx.stopped_by(&error) => {
                 self.joins.make_unusable(join, self.ctx.next_join_seq());
                 Err(error)
             }

@@ -194,3 +194,72 @@ fn e4_e9_a_handler_synchronises_the_stream_of_a_join_being_reset_past_the_pool()
 fn e4_a_handler_synchronises_the_stream_of_a_join_being_reset_within_the_pool() {
     isolated(|| sync_during_reset_retry(3));
 }
+
+// ---- 3. A join's reset refused with the stop code in a context that cannot stop -------
+
+/// The join's reset fails with 107023 (`ACL_ERROR_RT_STREAM_ABORT`, the code of a stopped
+/// context, S6) every time it is tried, in a context without a stop-on-failure stream: the
+/// join was waited on and never reset, so it must not be destroyed (E4) as after a stop.
+#[test]
+fn e4_a_join_reset_refused_with_the_stop_code_in_a_context_that_cannot_stop() {
+    isolated(|| {
+        let (ctx, sim) = leaked();
+        let reports = support::isolated::Reports::capture();
+        let from = leak_stream(ctx);
+        let to = leak_stream(ctx);
+        sim.sleep_kernel(from.as_raw(), 2_000);
+        let event: Event<'_, Reset> = ctx
+            .create_event()
+            .unwrap()
+            .record(from)
+            .unwrap()
+            .wait_and_reset(from)
+            .unwrap();
+        sim.inject_fault("aclrtResetEvent", 107_023, 50);
+        let outcome = event.try_record(to);
+        sim.clear_faults();
+        let Err(failed) = outcome else {
+            panic!("recorded with every reset refused");
+        };
+        let (error, event) = failed.into_parts();
+        println!("record -> {error:?}");
+        to.synchronize().unwrap();
+        from.synchronize().unwrap();
+        drop(event);
+        ctx.synchronize_device().unwrap();
+        println!("reports: {:#?}", reports.take());
+        let findings = findings_text(&sim);
+        assert!(findings.is_empty(), "checker findings: {findings:#?}");
+    });
+}
+
+/// The same for an event's own reset (`wait_and_reset`, then a wait scope): refused with
+/// the stop code every time, in a context that cannot stop, the waited event is kept, not
+/// destroyed unreset (E4).
+#[test]
+fn e4_an_event_reset_refused_with_the_stop_code_in_a_context_that_cannot_stop() {
+    isolated(|| {
+        let (ctx, sim) = leaked();
+        let reports = support::isolated::Reports::capture();
+        let a = leak_stream(ctx);
+        let b = leak_stream(ctx);
+        for scoped in [false, true] {
+            let recorded = ctx.create_event().unwrap().record(a).unwrap();
+            sim.inject_fault("aclrtResetEvent", 107_023, 50);
+            let outcome = if scoped {
+                recorded.try_wait(b, |w| w.reset()).map(drop)
+            } else {
+                recorded.try_wait_and_reset(b).map(drop)
+            };
+            sim.clear_faults();
+            println!("scoped {scoped}: {:?}", outcome.as_ref().err());
+            drop(outcome);
+            a.synchronize().unwrap();
+            b.synchronize().unwrap();
+        }
+        ctx.synchronize_device().unwrap();
+        println!("reports: {:#?}", reports.take());
+        let findings = findings_text(&sim);
+        assert!(findings.is_empty(), "checker findings: {findings:#?}");
+    });
+}
