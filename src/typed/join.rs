@@ -338,7 +338,11 @@ impl JoinTarget<'_> {
             return Ok(join);
         }
         if waiting > 0 && (waiting.is_multiple_of(JOIN_POOL) || waiting >= capacity) {
-            if self.stream_done_proves_joins() && self.is_idle() {
+            // Asked again after the query: a stop (S6) that dropped the target's tasks,
+            // making it look idle, follows the creation of a stop-on-failure stream, which
+            // a load before the query could miss.
+            if self.stream_done_proves_joins() && self.is_idle() && self.stream_done_proves_joins()
+            {
                 self.finished(|_| true, true);
                 let free = self.joins.with(|list| list.as_deref()?.first_done());
                 if let Some(join) = free {
