@@ -263,3 +263,204 @@ fn e4_an_event_reset_refused_with_the_stop_code_in_a_context_that_cannot_stop() 
         assert!(findings.is_empty(), "checker findings: {findings:#?}");
     });
 }
+
+// ---- 4. Every call of a join loop failing, with a handler that does things -------------
+
+/// What the sweep's handler does on every report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Act {
+    Nothing,
+    /// Records the spare event (last reset on `from`) on `to`: a join into `to`.
+    JoinInto,
+    SyncTo,
+    SyncDevice,
+}
+
+struct Sweeping {
+    act: Cell<Act>,
+    busy: Cell<bool>,
+    ctx: Cell<Option<&'static Context<'static>>>,
+    from: Cell<Option<&'static Stream<'static>>>,
+    to: Cell<Option<&'static Stream<'static>>>,
+    spare: RefCell<Option<Event<'static, Reset>>>,
+    reports: Cell<usize>,
+}
+
+thread_local! {
+    static SWEEPING: Sweeping = const {
+        Sweeping {
+            act: Cell::new(Act::Nothing),
+            busy: Cell::new(false),
+            ctx: Cell::new(None),
+            from: Cell::new(None),
+            to: Cell::new(None),
+            spare: RefCell::new(None),
+            reports: Cell::new(0),
+        }
+    };
+}
+
+fn acting_handler(_what: &'static str, _error: &Error) {
+    SWEEPING.with(|s| {
+        s.reports.set(s.reports.get() + 1);
+        // Not again from inside its own action.
+        if s.busy.replace(true) {
+            return;
+        }
+        let (Some(ctx), Some(from), Some(to)) = (s.ctx.get(), s.from.get(), s.to.get()) else {
+            s.busy.set(false);
+            return;
+        };
+        match s.act.get() {
+            Act::Nothing => {}
+            Act::JoinInto => {
+                let spare = s.spare.borrow_mut().take();
+                if let Some(spare) = spare {
+                    let back = spare
+                        .record(to)
+                        .and_then(|recorded| recorded.wait_and_reset(from).map_err(Error::from));
+                    if let Ok(back) = back {
+                        *s.spare.borrow_mut() = Some(back);
+                    }
+                }
+            }
+            Act::SyncTo => drop(to.synchronize()),
+            Act::SyncDevice => drop(ctx.synchronize_device()),
+        }
+        s.busy.set(false);
+    });
+}
+
+/// An event whose last reset is on `from`, still pending behind a short kernel.
+fn reset_on(
+    sim: &Sim,
+    ctx: &'static Context<'static>,
+    from: &'static Stream<'static>,
+) -> Option<Event<'static, Reset>> {
+    sim.sleep_kernel(from.as_raw(), 5);
+    let event = ctx.create_event().ok()?;
+    let recorded = event.record(from).ok()?;
+    recorded.wait_and_reset(from).ok()
+}
+
+/// One join into `to` and the event waited on and reset on `from` again; the event is
+/// lost (released, or kept if unreset) on any failure.
+fn join_step(
+    sim: &Sim,
+    event: Event<'static, Reset>,
+    from: &'static Stream<'static>,
+    to: &'static Stream<'static>,
+) -> Option<Event<'static, Reset>> {
+    sim.sleep_kernel(from.as_raw(), 5);
+    let recorded = event.try_record(to).ok()?;
+    recorded.try_wait_and_reset(from).ok()
+}
+
+/// The sweep's program: joins into `to` with `to` synchronised every 10 (the pool), then
+/// 68 joins into `to` busy behind a kernel (past the pool: a query at the 64th, entries
+/// beyond the pool's size), `to` synchronised, a few joins from the pool, and a device
+/// synchronisation. `arm` runs once the streams and the events exist (it arms the fault).
+fn sweep_program(sim: &Sim, ctx: &'static Context<'static>, arm: impl FnOnce()) {
+    let from = leak_stream(ctx);
+    let to = leak_stream(ctx);
+    let spare = reset_on(sim, ctx, from);
+    SWEEPING.with(|s| {
+        s.ctx.set(Some(ctx));
+        s.from.set(Some(from));
+        s.to.set(Some(to));
+        *s.spare.borrow_mut() = spare;
+    });
+    let mut event = reset_on(sim, ctx, from);
+    arm();
+    for i in 0..100 {
+        if i == 30 {
+            sim.sleep_kernel(to.as_raw(), 3_000);
+        }
+        let current = match event.take() {
+            Some(e) => e,
+            None => match reset_on(sim, ctx, from) {
+                Some(e) => e,
+                None => continue,
+            },
+        };
+        event = join_step(sim, current, from, to);
+        if (i < 30 && i % 10 == 9) || i == 98 {
+            let _ = to.synchronize();
+        }
+    }
+    sim.clear_faults();
+    drop(event);
+    SWEEPING.with(|s| drop(s.spare.borrow_mut().take()));
+    let _ = to.synchronize();
+    let _ = from.synchronize();
+    let _ = ctx.synchronize_device();
+    let _ = ctx.synchronize_device();
+}
+
+const SWEPT: &[&str] = &[
+    "aclrtRecordEvent",
+    "aclrtStreamWaitEvent",
+    "aclrtResetEvent",
+    "aclrtCreateEventWithFlag",
+    "aclrtDestroyEvent",
+    "aclrtStreamQuery",
+    "aclrtSynchronizeStream",
+    "aclrtSynchronizeDevice",
+];
+
+/// Every call of [`sweep_program`] of the functions in [`SWEPT`] fails (once, or six times
+/// in a row: through every retry), with the drop-error handler doing each [`Act`] on every
+/// report: about 5,500 cases in one child process, a fresh context each. No checker
+/// finding, no panic, no hang. Covers what no other sweep does: a handler that re-enters
+/// the crate on the join's stream at every failure point, and joins past the pool's size in
+/// the same program as the pool's reuse. Before the fix of `reset_again` (the failed join
+/// taken out of the list first) 210 cases failed: `JoinInto` and `SyncTo` at each join's
+/// reset (E4).
+#[test]
+fn e4_e5_e9_join_loop_faults_with_an_acting_handler() {
+    support::isolated::isolated_with(
+        support::isolated::Child::default().timeout(std::time::Duration::from_secs(600)),
+        || {
+            let (acl, sim) = leaked_runtime();
+            let device = Box::leak(Box::new(acl.set_device(0).unwrap()));
+            ascend_typestate::set_drop_error_handler(acting_handler);
+            // The clean run: how many calls each swept function gets after arming.
+            let ctx: &'static Context<'static> =
+                Box::leak(Box::new(device.create_context().unwrap()));
+            sweep_program(&sim, ctx, || sim.reset_call_counts());
+            let counts: Vec<(&str, u64)> = SWEPT.iter().map(|f| (*f, sim.call_count(f))).collect();
+            println!("clean run: {counts:?}");
+            let clean = findings_text(&sim);
+            assert!(clean.is_empty(), "clean run: {clean:#?}");
+            let mut failures = Vec::new();
+            let mut cases = 0;
+            for act in [Act::Nothing, Act::JoinInto, Act::SyncTo, Act::SyncDevice] {
+                SWEEPING.with(|s| s.act.set(act));
+                for &(call, count) in &counts {
+                    for skip in 0..count {
+                        for times in [1, 6] {
+                            cases += 1;
+                            let ctx: &'static Context<'static> =
+                                Box::leak(Box::new(device.create_context().unwrap()));
+                            sweep_program(&sim, ctx, || {
+                                sim.inject_fault_at(call, FAULT, skip as u32, times)
+                            });
+                            let findings = findings_text(&sim);
+                            if !findings.is_empty() {
+                                failures
+                                    .push(format!("{act:?} {call}#{skip} x{times}: {findings:#?}"));
+                                sim.clear_findings();
+                            }
+                        }
+                    }
+                }
+            }
+            println!("{cases} cases");
+            assert!(
+                failures.is_empty(),
+                "{} failing cases: {failures:#?}",
+                failures.len()
+            );
+        },
+    );
+}
