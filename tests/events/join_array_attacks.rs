@@ -464,3 +464,250 @@ fn e4_e5_e9_join_loop_faults_with_an_acting_handler() {
         },
     );
 }
+
+// ---- 5. Threads: device synchronisations and shared synchronisations around the array ---
+
+/// The main thread joins into `to` (events reset on `from`, recorded on `to`), reusing the
+/// array's done entries after its own synchronisations of `to`, while a second thread
+/// synchronises the device (the watermark: it may finish waiting entries of `to` that the
+/// main thread reclaims) and a third drops or records events whose last reset is on `to`
+/// (`Stream::synchronize_shared` of `to`, and joins into a stream of its own after `to`'s
+/// resets). Run under helgrind / drd (`--test-threads=1`, this test's name): no race on
+/// the array. Here: no finding, nothing left alive. Covers the three threads together
+/// (`join_reuse.rs` has each pair apart).
+#[test]
+fn e9_array_reused_while_other_threads_synchronise_the_device_and_drop_events() {
+    const ROUNDS: usize = 200;
+    let session = support::sim::Session::start();
+    {
+        let device = session.default_device(0);
+        let ctx: &Context<'_> = &device;
+        let from = ctx.create_stream().unwrap();
+        let to = ctx.create_stream().unwrap();
+        let sim = &session.sim;
+        let baseline = sim.live_objects();
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|sc| {
+            let syncer = sc.spawn(|| {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    ctx.synchronize_device().unwrap();
+                    std::thread::sleep(std::time::Duration::from_micros(300));
+                }
+            });
+            let (tx, rx) = std::sync::mpsc::channel::<Event<'_, Reset>>();
+            let dropper = sc.spawn(move || {
+                let own = ctx.create_stream().unwrap();
+                for (i, event) in rx.into_iter().enumerate() {
+                    if i % 2 == 0 {
+                        drop(event);
+                    } else {
+                        let e = event.record(&own).unwrap().wait_and_reset(&own).unwrap();
+                        drop(e);
+                    }
+                }
+                own.destroy().unwrap();
+            });
+            let mut event: Event<'_, Reset> = ctx
+                .create_event()
+                .unwrap()
+                .record(&from)
+                .unwrap()
+                .wait_and_reset(&from)
+                .unwrap();
+            for i in 0..ROUNDS {
+                sim.sleep_kernel(to.as_raw(), 100);
+                sim.sleep_kernel(from.as_raw(), 10);
+                event = event.record(&to).unwrap().wait_and_reset(&from).unwrap();
+                // An event whose last reset is on `to`, for the dropper.
+                let e = ctx
+                    .create_event()
+                    .unwrap()
+                    .record(&to)
+                    .unwrap()
+                    .wait_and_reset(&to)
+                    .unwrap();
+                tx.send(e).unwrap();
+                if i % 9 == 8 {
+                    to.synchronize().unwrap();
+                }
+            }
+            drop(tx);
+            dropper.join().unwrap();
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            syncer.join().unwrap();
+            event.destroy().unwrap();
+        });
+        to.destroy().unwrap();
+        from.destroy().unwrap();
+        assert_eq!(sim.live_objects(), baseline - 2, "join events left");
+    }
+    support::sim::assert_no_findings(&session.finish());
+}
+
+// ---- 6. The capacity at the pool's edges, lowered while joins wait, with unusable joins --
+
+/// Joins into `to` (busy behind a long kernel) until `JoinCapacity`: how many were accepted.
+fn joins_until_refused<'s>(
+    sim: &support::sim::Sim,
+    mut event: Event<'s, Reset>,
+    from: &'s Stream<'_>,
+    to: &'s Stream<'_>,
+    limit: usize,
+) -> (usize, Event<'s, Reset>) {
+    for accepted in 0..limit {
+        sim.sleep_kernel(from.as_raw(), 5);
+        match event.try_record(to) {
+            Ok(recorded) => event = recorded.wait_and_reset(from).unwrap(),
+            Err(failed) => {
+                let (error, back) = failed.into_parts();
+                assert!(matches!(error, Error::JoinCapacity { .. }), "{error:?}");
+                return (accepted, back);
+            }
+        }
+    }
+    (limit, event)
+}
+
+/// For capacities 1, 2, 63, 64, 65 and 129: exactly that many joins wait on a busy stream
+/// (the query at the 64th and 128th finds it busy), the next is `JoinCapacity` with nothing
+/// issued; after the stream's synchronisation as many again (from the array's done entries
+/// and new ones). Then the capacity lowered to 3 while 40 joins wait: refused at once, and
+/// accepted after a synchronisation. Then a join whose record fails (unusable, counted
+/// against the capacity) at capacity 2. No finding, nothing left alive.
+#[test]
+fn e5_e9_capacity_at_the_pool_edges_and_lowered_while_joins_wait() {
+    let session = support::sim::Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let from = ctx.create_stream().unwrap();
+        let to = ctx.create_stream().unwrap();
+        let sim = &session.sim;
+        let baseline = sim.live_objects();
+        let mut event: Event<'_, Reset> = ctx
+            .create_event()
+            .unwrap()
+            .record(&from)
+            .unwrap()
+            .wait_and_reset(&from)
+            .unwrap();
+        for capacity in [1u32, 2, 63, 64, 65, 129] {
+            ctx.set_join_capacity(capacity).unwrap();
+            for round in 0..2 {
+                sim.sleep_kernel(to.as_raw(), 200_000);
+                sim.reset_call_counts();
+                let (accepted, back) = joins_until_refused(sim, event, &from, &to, 200);
+                event = back;
+                assert_eq!(
+                    accepted, capacity as usize,
+                    "capacity {capacity} round {round}"
+                );
+                let queries = sim.call_count("aclrtStreamQuery");
+                assert!(
+                    queries <= u64::from(capacity) / 64 + 1,
+                    "{queries} queries at capacity {capacity}"
+                );
+                assert_eq!(sim.call_count("aclrtSynchronizeStream"), 0);
+                to.synchronize().unwrap();
+            }
+        }
+        // Lowered while 40 joins wait.
+        ctx.set_join_capacity(100).unwrap();
+        sim.sleep_kernel(to.as_raw(), 200_000);
+        let (accepted, back) = joins_until_refused(sim, event, &from, &to, 40);
+        assert_eq!(accepted, 40);
+        ctx.set_join_capacity(3).unwrap();
+        let (accepted, back) = joins_until_refused(sim, back, &from, &to, 10);
+        assert_eq!(accepted, 0, "a join past a lowered capacity");
+        to.synchronize().unwrap();
+        sim.sleep_kernel(to.as_raw(), 200_000);
+        let (accepted, back) = joins_until_refused(sim, back, &from, &to, 10);
+        assert_eq!(accepted, 3);
+        to.synchronize().unwrap();
+        // A join whose record fails is unusable, and counts: capacity 2, one unusable, one
+        // more join, then refused.
+        ctx.set_join_capacity(2).unwrap();
+        sim.sleep_kernel(to.as_raw(), 200_000);
+        sim.sleep_kernel(from.as_raw(), 5);
+        sim.inject_fault("aclrtRecordEvent", FAULT, 1);
+        let (error, back) = back.try_record(&to).unwrap_err().into_parts();
+        assert!(!matches!(error, Error::JoinCapacity { .. }), "{error:?}");
+        let (accepted, back) = joins_until_refused(sim, back, &from, &to, 10);
+        assert_eq!(accepted, 1, "the unusable join is not counted");
+        to.synchronize().unwrap();
+        let (accepted, back) = joins_until_refused(sim, back, &from, &to, 2);
+        assert_eq!(accepted, 2);
+        back.destroy().unwrap();
+        to.synchronize().unwrap();
+        from.synchronize().unwrap();
+        to.destroy().unwrap();
+        from.destroy().unwrap();
+        assert_eq!(sim.live_objects(), baseline - 2, "join events left");
+        ctx.destroy().unwrap();
+        device.reset().unwrap();
+    }
+    support::sim::assert_no_findings(&session.finish());
+}
+
+/// A wait scope whose reset needs joins from two other waiting streams into the resetting
+/// stream, which is busy, at a join capacity of 1: the second join is `JoinCapacity`. The
+/// scope ends with that error and the event comes back reset (issued alone once every
+/// waiting stream was seen done); the first join, issued, is not lost. No finding, nothing
+/// left alive. (Covers `JoinCapacity` inside `Waited::reset`'s joins.)
+#[test]
+fn e5_join_capacity_inside_a_wait_scope_reset() {
+    isolated(|| {
+        let session = support::sim::Session::start();
+        let reports = support::isolated::Reports::capture();
+        {
+            let device = session.acl().set_device(0).unwrap();
+            let ctx = device.create_context().unwrap();
+            ctx.set_join_capacity(1).unwrap();
+            let sim = &session.sim;
+            let baseline = sim.live_objects();
+            {
+                let (a, r, x, y) = (
+                    ctx.create_stream().unwrap(),
+                    ctx.create_stream().unwrap(),
+                    ctx.create_stream().unwrap(),
+                    ctx.create_stream().unwrap(),
+                );
+                sim.sleep_kernel(r.as_raw(), 20_000);
+                let recorded = ctx.create_event().unwrap().record(&a).unwrap();
+                let outcome = recorded.try_wait(&r, |mut w| {
+                    w.also_wait(&x)?;
+                    w.also_wait(&y)?;
+                    w.reset()
+                });
+                let event = match outcome {
+                    Err(ascend_typestate::WaitError::Reset(failed)) => {
+                        let (error, event) = failed.into_parts();
+                        assert!(matches!(error, Error::JoinCapacity { .. }), "{error:?}");
+                        event
+                    }
+                    Err(other) => panic!("{:?}", other.error()),
+                    Ok(event) => {
+                        drop(event);
+                        panic!("two joins waiting at a capacity of 1")
+                    }
+                };
+                let reported = reports.take();
+                assert!(
+                    reported.iter().any(|(_, e)| e.contains("JoinCapacity")),
+                    "{reported:#?}"
+                );
+                // The event is usable again.
+                let event = event.record(&a).unwrap().wait_and_reset(&r).unwrap();
+                event.destroy().unwrap();
+                for s in [&a, &r, &x, &y] {
+                    s.synchronize().unwrap();
+                }
+            }
+            assert_eq!(sim.live_objects(), baseline, "join events left");
+            ctx.destroy().unwrap();
+            device.reset().unwrap();
+        }
+        drop(reports);
+        support::sim::assert_no_findings(&session.finish());
+    });
+}
