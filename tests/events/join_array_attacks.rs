@@ -318,7 +318,7 @@ fn acting_handler(_what: &'static str, _error: &Error) {
                 if let Some(spare) = spare {
                     let back = spare
                         .record(to)
-                        .and_then(|recorded| recorded.wait_and_reset(from).map_err(Error::from));
+                        .and_then(|recorded| recorded.wait_and_reset(from));
                     if let Ok(back) = back {
                         *s.spare.borrow_mut() = Some(back);
                     }
