@@ -472,8 +472,9 @@ fn e4_e5_e9_join_loop_faults_with_an_acting_handler() {
 /// synchronises the device (the watermark: it may finish waiting entries of `to` that the
 /// main thread reclaims) and a third drops or records events whose last reset is on `to`
 /// (`Stream::synchronize_shared` of `to`, and joins into a stream of its own after `to`'s
-/// resets). Run under helgrind / drd (`--test-threads=1`, this test's name): no race on
-/// the array. Here: no finding, nothing left alive. Covers the three threads together
+/// resets). Under helgrind and drd (`--test-threads=1`, this test's name) the only reports
+/// are std's channel and the crate's atomics, which neither tool models: none on the array
+/// or its `Cell`s. Here: no finding, nothing left alive. Covers the three threads together
 /// (`join_reuse.rs` has each pair apart).
 #[test]
 fn e9_array_reused_while_other_threads_synchronise_the_device_and_drop_events() {
