@@ -273,6 +273,15 @@ impl<'dev> Context<'dev> {
         self.exclusive_use.load(Ordering::Acquire) == STOPS_ON_FAILURE
     }
 
+    /// Whether `error` says that this context was stopped (S6: 107023, after which no reset
+    /// can be issued and the runtime lets a waited event be destroyed unreset, E4). Only a
+    /// context that may stop can be: elsewhere the code is an ordinary failure (a waited
+    /// event is then kept, never destroyed unreset).
+    #[cold]
+    pub(crate) fn stopped_by(&self, error: &crate::Error) -> bool {
+        error.is_stop() && self.may_stop()
+    }
+
     /// `aclrtGetMemInfo(attr, &free, &total)` (D8): the free and total bytes of this
     /// context's device, for one kind of memory.
     pub fn memory_info(&self, kind: MemoryKind) -> Result<MemoryInfo> {

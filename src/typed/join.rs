@@ -127,9 +127,9 @@ impl Joins {
 }
 
 impl Joins {
-    /// [`JoinTarget::mark_waiting`] when the entry is no longer the first done one
-    /// (a drop-error handler, run by a failed reset's retries, synchronised the stream):
-    /// found by identity.
+    /// [`JoinTarget::mark_waiting`] when the entry is no longer the first done one (a
+    /// failed reset's retries took it out of the list, `reset_failed`): inserted as the
+    /// last waiting one (found by identity and moved, should it still be in the list).
     #[cold]
     #[inline(never)]
     fn mark_waiting_moved(&self, join: aclrtEvent, seq: u64) {
@@ -229,25 +229,15 @@ impl JoinTarget<'_> {
             self.ctx.park(Parked::issued(seq, join));
             return Err(error.into());
         }
-        match self.reset(join) {
+        // SAFETY: `join` was recorded on `from` and waited on by the target just now; the
+        // target is live.
+        match unsafe { api.reset_event(join, to) } {
             // Once `to` has passed its wait the record is done too (E9).
             Ok(()) => {
                 self.mark_waiting(join);
                 Ok(())
             }
-            // After a stop (S6) no reset can ever be issued, and the runtime allows the
-            // destroy: released once `to` is synchronised (E9), never reused.
-            Err(error) if error.is_stop() => {
-                self.joins.make_unusable(join, self.ctx.next_join_seq());
-                Err(error)
-            }
-            Err(error) => {
-                // Waited and never reset: never destroyed (E4), nor reused. Kept, counted
-                // as a live handle of the context, which is then not released over it (D3).
-                self.joins.forget(join);
-                self.ctx.adopt();
-                Err(error)
-            }
+            Err(first) => reset_failed(self.ctx, to, self.joins, join, first),
         }
     }
 
@@ -274,19 +264,6 @@ impl JoinTarget<'_> {
             self.joins.mark_waiting_moved(join, seq);
         }
         self.joins.sync_key.set(JOINS_WAITING);
-    }
-
-    /// Resets `join` after the target's wait. A failed reset issued nothing: it is tried
-    /// again while the runtime fails it (E4), each error reported; then issued alone once
-    /// the target has passed its wait. (The first try inline, the others out of line.)
-    #[inline]
-    fn reset(&self, join: aclrtEvent) -> Result<()> {
-        // SAFETY: `join` was recorded on `from` and waited on by the target just now; the
-        // target is live.
-        match unsafe { self.ctx.api().reset_event(join, self.raw) } {
-            Ok(()) => Ok(()),
-            Err(first) => reset_again(self.ctx, self.raw, join, first.into()),
-        }
     }
 
     /// Whether the target being done (synchronised, or found idle) proves its joins done,
@@ -338,7 +315,11 @@ impl JoinTarget<'_> {
             return Ok(join);
         }
         if waiting > 0 && (waiting.is_multiple_of(JOIN_POOL) || waiting >= capacity) {
-            if self.stream_done_proves_joins() && self.is_idle() {
+            // Asked again after the query: a stop (S6) that dropped the target's tasks,
+            // making it look idle, follows the creation of a stop-on-failure stream, which
+            // a load before the query could miss.
+            if self.stream_done_proves_joins() && self.is_idle() && self.stream_done_proves_joins()
+            {
                 self.finished(|_| true, true);
                 let free = self.joins.with(|list| list.as_deref()?.first_done());
                 if let Some(join) = free {
@@ -521,16 +502,59 @@ fn free_join(
     JoinTarget { ctx, raw, joins }.free_join(capacity)
 }
 
-/// [`JoinTarget::reset`] after a first failure, out of line, from the target's fields.
+/// A join whose reset failed (after its wait, on the target `to`), out of line, from the
+/// target's fields. A failed reset issued nothing: it is tried again while the runtime
+/// fails it (E4), each error reported, then issued alone once `to` has passed its wait
+/// ([`reset_again`]); once issued, the join waits as any other.
+///
+/// `join` leaves the list first: it is the first done entry, and the reports run the
+/// drop-error handler, user code that may join into the same stream (which would record
+/// `join` again before its reset, E4) or synchronise it (which may destroy the entries
+/// past the pool, `join` among them, E4, E9).
 #[cold]
 #[inline(never)]
+fn reset_failed(
+    ctx: &Context<'_>,
+    to: aclrtStream,
+    joins: &Joins,
+    join: aclrtEvent,
+    first: crate::result::CallError,
+) -> Result<()> {
+    joins.forget(join);
+    match reset_again(ctx, to, join, first.into()) {
+        Ok(()) => {
+            JoinTarget {
+                ctx,
+                raw: to,
+                joins,
+            }
+            .mark_waiting(join);
+            Ok(())
+        }
+        // After a stop (S6) no reset can ever be issued, and the runtime allows the
+        // destroy: released once `to` is synchronised (E9), never reused.
+        Err(error) if ctx.stopped_by(&error) => {
+            joins.make_unusable(join, ctx.next_join_seq());
+            Err(error)
+        }
+        Err(error) => {
+            // Waited and never reset: never destroyed (E4), nor reused. Kept, counted as a
+            // live handle of the context, which is then not released over it (D3).
+            ctx.adopt();
+            Err(error)
+        }
+    }
+}
+
+/// [`reset_failed`]'s tries: the reset again, then alone once `to` is synchronised.
 fn reset_again(ctx: &Context<'_>, to: aclrtStream, join: aclrtEvent, first: Error) -> Result<()> {
     let api = ctx.api();
     if !matches!(first, Error::Runtime { .. }) {
         return Err(first);
     }
     report_drop_error("join event (a reset tried again)", Err(first));
-    // SAFETY: as in `reset`.
+    // SAFETY: as for the first try in `JoinTarget::join_after`: `join` recorded on the
+    // other stream and waited on by `to` (live); a failed reset issued nothing.
     retry_cleanup("join event (a reset tried again)", || unsafe {
         api.reset_event(join, to)
     })

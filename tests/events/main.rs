@@ -12,6 +12,7 @@ mod cleanup_faults;
 mod drop_error_handler;
 mod elapsed;
 mod fault_sweep;
+mod join_array_attacks;
 mod join_attacks;
 mod join_fault_sweep;
 mod join_reuse;

@@ -113,14 +113,14 @@ impl WaitScope<'_> {
         // A stop (S6) never goes away: any try that meets one decides (107023).
         let mut was_stopped = false;
         let Err(error) = self.issue_reset().or_else(|first| {
-            was_stopped |= first.is_stop();
+            was_stopped |= self.ctx.stopped_by(&first);
             // Once more (E4): a failed reset issued nothing; the error is not lost.
             report_drop_error("Waited (a reset that failed once)", Err(first));
             self.issue_reset()
         }) else {
             return Ok(());
         };
-        was_stopped |= error.is_stop();
+        was_stopped |= self.ctx.stopped_by(&error);
         let others = self.others.get().map(|o| o.borrow());
         let others = others.as_deref().map_or(&[][..], |o| o.as_slice());
         let quiesced = quiesce(std::iter::once(self.reset_stream).chain(others.iter().copied()));
@@ -133,7 +133,7 @@ impl WaitScope<'_> {
                     return Ok(());
                 }
                 Err(alone) => {
-                    was_stopped |= alone.is_stop();
+                    was_stopped |= self.ctx.stopped_by(&alone);
                     report_drop_error("Waited (a reset issued alone)", Err(alone));
                 }
             }

@@ -321,7 +321,7 @@ fn retry_reset<'t>(
     reset_stream: &'t Stream<'t>,
 ) -> WaitError<'t> {
     // A stop (S6) never goes away: any try that meets one decides (107023).
-    let mut was_stopped = error.is_stop();
+    let mut was_stopped = event.ctx.stopped_by(&error);
     let again = reset_stream.bind().and_then(|()| {
         // SAFETY: as for the first try: both handles are live, the context current (bound),
         // and the stream has waited on the event; the first try issued nothing.
@@ -334,7 +334,7 @@ fn retry_reset<'t>(
         Ok(raw?)
     });
     let again = again.or_else(|second| {
-        was_stopped |= second.is_stop();
+        was_stopped |= event.ctx.stopped_by(&second);
         report_drop_error(
             "Event::wait_and_reset (the reset failed twice)",
             Err(second),
@@ -352,7 +352,7 @@ fn retry_reset<'t>(
     match again {
         Ok(()) => WaitError::Reset(Failed::new(error, event)),
         Err(again) => {
-            let stopped = was_stopped || again.is_stop();
+            let stopped = was_stopped || event.ctx.stopped_by(&again);
             report_drop_error(
                 "Event::wait_and_reset (the reset could not be issued)",
                 Err(again),

@@ -129,7 +129,7 @@ impl<I: Pod, O: Pod> Pipeline<'_, I, O> {
                     }
                     // After a stop (S6) no reset can ever be issued, and the runtime allows
                     // destroying the event unreset (both streams are done).
-                    Err(error) if error.is_stop() => {
+                    Err(error) if self.ctx.stopped_by(&error) => {
                         event.set = false;
                         errors.push(error);
                     }
