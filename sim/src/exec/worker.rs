@@ -34,6 +34,15 @@ pub(super) fn worker(sid: u64, cv_addr: usize) {
             Step::Idle => cv.wait(&mut g),
             Step::WaitFor(d) => cv.wait_timeout(&mut g, d),
             Step::Continue => {}
+            Step::Run(Job::Dvpp(work)) => {
+                let result = g.unlocked(|| work.execute());
+                let Some(rt) = g.rt.as_deref_mut() else {
+                    return;
+                };
+                crate::rules::dvpp::task_ran(rt, sid, &work, result);
+                crate::extra::after_run(rt, sid);
+                complete_front(rt, sid);
+            }
             Step::Run(job) => {
                 let failed = g.unlocked(|| run_job(job));
                 let Some(rt) = g.rt.as_deref_mut() else {
@@ -109,5 +118,7 @@ fn run_job(job: Job) -> Option<String> {
             run.run();
             None
         }
+        // Run by the worker loop itself (its result goes into the output description).
+        Job::Dvpp(work) => work.execute().err(),
     }
 }
