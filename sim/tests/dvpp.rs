@@ -1,3 +1,5 @@
+// Over 700 lines, kept whole: one case per rule of the media family, and the fixtures,
+// references and set-up they share.
 //! The media functions of DVPP V1 (DV2-DV11) against the simulator, called through its Rust
 //! library (the same entry points the C ABI exports). Each test runs in a process of its
 //! own (the test binary re-run for that one test), so that it starts from a fresh runtime
@@ -32,17 +34,6 @@ fn isolated(name: &str, body: fn()) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-}
-
-macro_rules! case {
-    ($($name:ident $body:block)*) => {
-        $(
-            #[test]
-            fn $name() {
-                isolated(stringify!($name), || $body);
-            }
-        )*
-    };
 }
 
 // ---- Fixtures and helpers -------------------------------------------------------------
@@ -353,62 +344,135 @@ fn hold(env: &Env, micros: u64) {
 
 // ---- The cases --------------------------------------------------------------------------
 
-case! {
-    dv7_image_info_reports_size_components_and_sampling {
-        ok(aclInit(std::ptr::null()), "init");
-        for (sampling, format) in [("444", 0), ("422", 1), ("420", 2)] {
-            let jpeg = encode(100, 60, false, false, sampling);
+#[test]
+fn dv7_image_info_reports_size_components_and_sampling() {
+    isolated(
+        "dv7_image_info_reports_size_components_and_sampling",
+        || {
+            ok(aclInit(std::ptr::null()), "init");
+            for (sampling, format) in [("444", 0), ("422", 1), ("420", 2)] {
+                let jpeg = encode(100, 60, false, false, sampling);
+                let (mut w, mut h, mut c, mut f) = (0, 0, 0, -1);
+                ok(
+                    acldvppJpegGetImageInfoV2(
+                        jpeg.as_ptr().cast(),
+                        jpeg.len() as u32,
+                        &mut w,
+                        &mut h,
+                        &mut c,
+                        &mut f,
+                    ),
+                    "info",
+                );
+                assert_eq!((w, h, c, f), (100, 60, 3, format), "{sampling}");
+                ok(
+                    acldvppJpegGetImageInfo(
+                        jpeg.as_ptr().cast(),
+                        jpeg.len() as u32,
+                        &mut w,
+                        &mut h,
+                        &mut c,
+                    ),
+                    "info v1",
+                );
+            }
+            let gray = encode(64, 48, true, false, "420");
             let (mut w, mut h, mut c, mut f) = (0, 0, 0, -1);
-            ok(acldvppJpegGetImageInfoV2(jpeg.as_ptr().cast(), jpeg.len() as u32, &mut w, &mut h, &mut c, &mut f), "info");
-            assert_eq!((w, h, c, f), (100, 60, 3, format), "{sampling}");
-            ok(acldvppJpegGetImageInfo(jpeg.as_ptr().cast(), jpeg.len() as u32, &mut w, &mut h, &mut c), "info v1");
-        }
-        let gray = encode(64, 48, true, false, "420");
-        let (mut w, mut h, mut c, mut f) = (0, 0, 0, -1);
-        ok(acldvppJpegGetImageInfoV2(gray.as_ptr().cast(), gray.len() as u32, &mut w, &mut h, &mut c, &mut f), "gray");
-        assert_eq!((w, h, c, f), (64, 48, 1, 3));
-        // NULL outputs are allowed.
-        ok(acldvppJpegGetImageInfoV2(gray.as_ptr().cast(), gray.len() as u32, &mut w, &mut h, null_mut(), null_mut()), "nulls");
-        let mut size = 0;
-        ok(acldvppJpegPredictDecSize(gray.as_ptr().cast(), gray.len() as u32, 1, &mut size), "predict");
-        assert_eq!(size, 64 * 48 * 3 / 2);
-        let odd = encode(101, 61, false, false, "420");
-        ok(acldvppJpegPredictDecSize(odd.as_ptr().cast(), odd.len() as u32, 2, &mut size), "predict odd");
-        assert_eq!(size, align(100, 64) * align(60, 16) * 3 / 2);
-        assert!(findings().is_empty(), "{:?}", findings());
-        ok(aclFinalize(), "finalize");
-    }
+            ok(
+                acldvppJpegGetImageInfoV2(
+                    gray.as_ptr().cast(),
+                    gray.len() as u32,
+                    &mut w,
+                    &mut h,
+                    &mut c,
+                    &mut f,
+                ),
+                "gray",
+            );
+            assert_eq!((w, h, c, f), (64, 48, 1, 3));
+            // NULL outputs are allowed.
+            ok(
+                acldvppJpegGetImageInfoV2(
+                    gray.as_ptr().cast(),
+                    gray.len() as u32,
+                    &mut w,
+                    &mut h,
+                    null_mut(),
+                    null_mut(),
+                ),
+                "nulls",
+            );
+            let mut size = 0;
+            ok(
+                acldvppJpegPredictDecSize(gray.as_ptr().cast(), gray.len() as u32, 1, &mut size),
+                "predict",
+            );
+            assert_eq!(size, 64 * 48 * 3 / 2);
+            let odd = encode(101, 61, false, false, "420");
+            ok(
+                acldvppJpegPredictDecSize(odd.as_ptr().cast(), odd.len() as u32, 2, &mut size),
+                "predict odd",
+            );
+            assert_eq!(size, align(100, 64) * align(60, 16) * 3 / 2);
+            assert!(findings().is_empty(), "{:?}", findings());
+            ok(aclFinalize(), "finalize");
+        },
+    );
+}
 
-    dv8_decode_matches_the_reference_decoder_in_nv12_and_nv21 {
-        let env = setup();
-        for (sampling, gray, w, h) in [("420", false, 128, 96), ("444", false, 100, 50), ("422", false, 77, 41), ("420", true, 64, 40)] {
-            let jpeg = encode(w, h, gray, false, sampling);
-            for (format, nv21) in [(1, false), (2, true)] {
-                let (nv, dims) = decode(&env, &jpeg, format);
-                let (ew, eh) = (u32::from(w) & !1, u32::from(h) & !1);
-                assert_eq!(dims, [ew, eh, align(ew, 64), align(eh, 16)], "{sampling} {w}x{h}");
-                let (dy, dc) = compare(&jpeg, &nv, dims, nv21);
-                assert!(dy < 1.5, "{sampling} {w}x{h} gray {gray}: luma off by {dy} on average");
-                if gray {
-                    let uv = (dims[2] * dims[3]) as usize;
-                    for by in 0..dims[1] as usize / 2 {
-                        let row = &nv[uv + by * dims[2] as usize..][..dims[0] as usize];
-                        assert!(row.iter().all(|&b| b == 0x80), "gray chroma is 0x80");
+#[test]
+fn dv8_decode_matches_the_reference_decoder_in_nv12_and_nv21() {
+    isolated(
+        "dv8_decode_matches_the_reference_decoder_in_nv12_and_nv21",
+        || {
+            let env = setup();
+            for (sampling, gray, w, h) in [
+                ("420", false, 128, 96),
+                ("444", false, 100, 50),
+                ("422", false, 77, 41),
+                ("420", true, 64, 40),
+            ] {
+                let jpeg = encode(w, h, gray, false, sampling);
+                for (format, nv21) in [(1, false), (2, true)] {
+                    let (nv, dims) = decode(&env, &jpeg, format);
+                    let (ew, eh) = (u32::from(w) & !1, u32::from(h) & !1);
+                    assert_eq!(
+                        dims,
+                        [ew, eh, align(ew, 64), align(eh, 16)],
+                        "{sampling} {w}x{h}"
+                    );
+                    let (dy, dc) = compare(&jpeg, &nv, dims, nv21);
+                    assert!(
+                        dy < 1.5,
+                        "{sampling} {w}x{h} gray {gray}: luma off by {dy} on average"
+                    );
+                    if gray {
+                        let uv = (dims[2] * dims[3]) as usize;
+                        for by in 0..dims[1] as usize / 2 {
+                            let row = &nv[uv + by * dims[2] as usize..][..dims[0] as usize];
+                            assert!(row.iter().all(|&b| b == 0x80), "gray chroma is 0x80");
+                        }
+                    } else {
+                        assert!(
+                            dc < 3.0,
+                            "{sampling} {w}x{h}: chroma off by {dc} on average"
+                        );
                     }
-                } else {
-                    assert!(dc < 3.0, "{sampling} {w}x{h}: chroma off by {dc} on average");
-                }
-                // Padding carries the simulator's pattern.
-                if dims[2] > dims[0] {
-                    assert_eq!(nv[dims[0] as usize], 0xA5, "padding");
+                    // Padding carries the simulator's pattern.
+                    if dims[2] > dims[0] {
+                        assert_eq!(nv[dims[0] as usize], 0xA5, "padding");
+                    }
                 }
             }
-        }
-        assert!(findings().is_empty(), "{:?}", findings());
-        teardown(env);
-    }
+            assert!(findings().is_empty(), "{:?}", findings());
+            teardown(env);
+        },
+    );
+}
 
-    dv8_precision_mode_align_up_rounds_odd_sizes_up {
+#[test]
+fn dv8_precision_mode_align_up_rounds_odd_sizes_up() {
+    isolated("dv8_precision_mode_align_up_rounds_odd_sizes_up", || {
         let env = setup();
         let jpeg = encode(77, 41, false, false, "420");
         let input = upload(&jpeg);
@@ -419,60 +483,108 @@ case! {
         let ch = acldvppCreateChannelDesc();
         ok(acldvppSetChannelDescMode(ch, 2), "mode");
         let up = 1i32.to_ne_bytes();
-        ok(acldvppSetChannelDescParam(ch, 5, 4, up.as_ptr().cast()), "precision");
+        ok(
+            acldvppSetChannelDescParam(ch, 5, 4, up.as_ptr().cast()),
+            "precision",
+        );
         ok(acldvppCreateChannel(ch), "channel");
-        ok(acldvppJpegDecodeAsync(ch, input, jpeg.len() as u32, desc, env.stream), "decode");
+        ok(
+            acldvppJpegDecodeAsync(ch, input, jpeg.len() as u32, desc, env.stream),
+            "decode",
+        );
         ok(aclrtSynchronizeStream(env.stream), "sync");
-        assert_eq!((acldvppGetPicDescWidth(desc), acldvppGetPicDescHeight(desc)), (w, h));
+        assert_eq!(
+            (acldvppGetPicDescWidth(desc), acldvppGetPicDescHeight(desc)),
+            (w, h)
+        );
         ok(acldvppDestroyChannel(ch), "");
         ok(acldvppDestroyChannelDesc(ch), "");
         ok(acldvppDestroyPicDesc(desc), "");
         ok(acldvppFree(input), "");
         ok(acldvppFree(out), "");
         teardown(env);
-    }
+    });
+}
 
-    dv7_progressive_and_out_of_range_jpegs_are_refused_at_submission {
-        let env = setup();
-        let progressive = encode(64, 64, false, true, "420");
-        let (mut w, mut h, mut c) = (0, 0, 0);
-        // The header is readable: the info functions report it.
-        ok(acldvppJpegGetImageInfo(progressive.as_ptr().cast(), progressive.len() as u32, &mut w, &mut h, &mut c), "info");
-        let mut size = 0;
-        assert_eq!(acldvppJpegPredictDecSize(progressive.as_ptr().cast(), progressive.len() as u32, 1, &mut size), 148052);
-        let d = prepare_decode(64, 64);
-        let input = upload(&progressive);
-        assert_eq!(acldvppJpegDecodeAsync(d.ch, input, progressive.len() as u32, d.desc, env.stream), 148052);
-        let small = encode(16, 16, false, false, "420");
-        let tiny = upload(&small);
-        assert_eq!(acldvppJpegDecodeAsync(d.ch, tiny, small.len() as u32, d.desc, env.stream), 100000);
-        // Nothing was queued: the stream is idle and the description untouched.
-        let mut status = -1;
-        ok(aclrtStreamQuery(env.stream, &mut status), "query");
-        assert_eq!(status, 0);
-        assert_eq!(acldvppGetPicDescWidth(d.desc), 0);
-        // A progressive frame marker, arithmetic and lossless ones, patched into a baseline file.
-        let baseline = encode(64, 64, false, false, "420");
-        let sof = baseline.windows(2).position(|m| m == [0xFF, 0xC0]).expect("SOF0");
-        for marker in [0xC2u8, 0xC3, 0xC5, 0xC9, 0xCA] {
-            let mut patched = baseline.clone();
-            patched[sof + 1] = marker;
-            let p = upload(&patched);
-            assert_eq!(acldvppJpegDecodeAsync(d.ch, p, patched.len() as u32, d.desc, env.stream), 148052, "{marker:#x}");
-            ok(acldvppFree(p), "free");
-        }
-        ok(aclrtSynchronizeStream(env.stream), "sync");
-        for p in [input, tiny, d.input, d.out] {
-            ok(acldvppFree(p), "free");
-        }
-        ok(acldvppDestroyChannel(d.ch), "");
-        ok(acldvppDestroyChannelDesc(d.ch), "");
-        ok(acldvppDestroyPicDesc(d.desc), "");
-        assert!(findings().is_empty(), "{:?}", findings());
-        teardown(env);
-    }
+#[test]
+fn dv7_progressive_and_out_of_range_jpegs_are_refused_at_submission() {
+    isolated(
+        "dv7_progressive_and_out_of_range_jpegs_are_refused_at_submission",
+        || {
+            let env = setup();
+            let progressive = encode(64, 64, false, true, "420");
+            let (mut w, mut h, mut c) = (0, 0, 0);
+            // The header is readable: the info functions report it.
+            ok(
+                acldvppJpegGetImageInfo(
+                    progressive.as_ptr().cast(),
+                    progressive.len() as u32,
+                    &mut w,
+                    &mut h,
+                    &mut c,
+                ),
+                "info",
+            );
+            let mut size = 0;
+            assert_eq!(
+                acldvppJpegPredictDecSize(
+                    progressive.as_ptr().cast(),
+                    progressive.len() as u32,
+                    1,
+                    &mut size
+                ),
+                148052
+            );
+            let d = prepare_decode(64, 64);
+            let input = upload(&progressive);
+            assert_eq!(
+                acldvppJpegDecodeAsync(d.ch, input, progressive.len() as u32, d.desc, env.stream),
+                148052
+            );
+            let small = encode(16, 16, false, false, "420");
+            let tiny = upload(&small);
+            assert_eq!(
+                acldvppJpegDecodeAsync(d.ch, tiny, small.len() as u32, d.desc, env.stream),
+                100000
+            );
+            // Nothing was queued: the stream is idle and the description untouched.
+            let mut status = -1;
+            ok(aclrtStreamQuery(env.stream, &mut status), "query");
+            assert_eq!(status, 0);
+            assert_eq!(acldvppGetPicDescWidth(d.desc), 0);
+            // A progressive frame marker, arithmetic and lossless ones, patched into a baseline file.
+            let baseline = encode(64, 64, false, false, "420");
+            let sof = baseline
+                .windows(2)
+                .position(|m| m == [0xFF, 0xC0])
+                .expect("SOF0");
+            for marker in [0xC2u8, 0xC3, 0xC5, 0xC9, 0xCA] {
+                let mut patched = baseline.clone();
+                patched[sof + 1] = marker;
+                let p = upload(&patched);
+                assert_eq!(
+                    acldvppJpegDecodeAsync(d.ch, p, patched.len() as u32, d.desc, env.stream),
+                    148052,
+                    "{marker:#x}"
+                );
+                ok(acldvppFree(p), "free");
+            }
+            ok(aclrtSynchronizeStream(env.stream), "sync");
+            for p in [input, tiny, d.input, d.out] {
+                ok(acldvppFree(p), "free");
+            }
+            ok(acldvppDestroyChannel(d.ch), "");
+            ok(acldvppDestroyChannelDesc(d.ch), "");
+            ok(acldvppDestroyPicDesc(d.desc), "");
+            assert!(findings().is_empty(), "{:?}", findings());
+            teardown(env);
+        },
+    );
+}
 
-    dv7_bad_input_is_an_error_code_never_a_crash {
+#[test]
+fn dv7_bad_input_is_an_error_code_never_a_crash() {
+    isolated("dv7_bad_input_is_an_error_code_never_a_crash", || {
         let env = setup();
         let jpeg = encode(48, 40, false, false, "420");
         let d = prepare_decode(48, 40);
@@ -493,7 +605,10 @@ case! {
             }
         }
         // Corrupt markers and a 65535x65535 header.
-        let sof = jpeg.windows(2).position(|m| m == [0xFF, 0xC0]).expect("SOF0");
+        let sof = jpeg
+            .windows(2)
+            .position(|m| m == [0xFF, 0xC0])
+            .expect("SOF0");
         let mut huge = jpeg.clone();
         huge[sof + 5..sof + 9].copy_from_slice(&[0xFF, 0xFF, 0xFF, 0xFF]);
         let mut cases = vec![huge];
@@ -505,9 +620,16 @@ case! {
         for bytes in cases {
             let p = upload(&bytes);
             let (mut w, mut h, mut c) = (0, 0, 0);
-            let _ = acldvppJpegGetImageInfo(bytes.as_ptr().cast(), bytes.len() as u32, &mut w, &mut h, &mut c);
+            let _ = acldvppJpegGetImageInfo(
+                bytes.as_ptr().cast(),
+                bytes.len() as u32,
+                &mut w,
+                &mut h,
+                &mut c,
+            );
             let mut size = 0;
-            let _ = acldvppJpegPredictDecSize(bytes.as_ptr().cast(), bytes.len() as u32, 1, &mut size);
+            let _ =
+                acldvppJpegPredictDecSize(bytes.as_ptr().cast(), bytes.len() as u32, 1, &mut size);
             if acldvppJpegDecodeAsync(d.ch, p, bytes.len() as u32, d.desc, env.stream) == 0 {
                 let r = aclrtSynchronizeStream(env.stream);
                 assert!(r == 0 || r == 507000, "{r}");
@@ -520,10 +642,22 @@ case! {
             h
         };
         let (mut w, mut h, mut c) = (0, 0, 0);
-        ok(acldvppJpegGetImageInfo(huge_only.as_ptr().cast(), huge_only.len() as u32, &mut w, &mut h, &mut c), "a huge header is readable");
+        ok(
+            acldvppJpegGetImageInfo(
+                huge_only.as_ptr().cast(),
+                huge_only.len() as u32,
+                &mut w,
+                &mut h,
+                &mut c,
+            ),
+            "a huge header is readable",
+        );
         assert_eq!((w, h), (65535, 65535));
         let p = upload(&huge_only);
-        assert_eq!(acldvppJpegDecodeAsync(d.ch, p, huge_only.len() as u32, d.desc, env.stream), 100000);
+        assert_eq!(
+            acldvppJpegDecodeAsync(d.ch, p, huge_only.len() as u32, d.desc, env.stream),
+            100000
+        );
         ok(acldvppFree(p), "free");
         for p in [input, d.input, d.out] {
             ok(acldvppFree(p), "free");
@@ -533,75 +667,126 @@ case! {
         ok(acldvppDestroyPicDesc(d.desc), "");
         assert!(findings().is_empty(), "{:?}", findings());
         teardown(env);
-    }
+    });
+}
 
-    dv9_bilinear_and_nearest_resize_match_the_references {
-        let env = setup();
-        let (w, h) = (64u32, 48u32);
-        let mut src = vec![0u8; (w * h * 3 / 2) as usize];
-        for (i, b) in src.iter_mut().enumerate() {
-            let (x, y) = (i % w as usize, i / w as usize);
-            *b = ((x * 7 + y * 13) % 251) as u8 ^ ((x / 8) as u8 * 16);
-        }
-        for (dw, dh) in [(32u32, 24u32), (100, 70), (40, 30), (128, 96)] {
-            let out = resize(&env, &src, w, h, dw, dh, 1);
-            let want = reference_bilinear(&src[..(w * h) as usize], w as usize, h as usize, dw as usize, dh as usize);
-            let worst = want.iter().zip(&out).map(|(a, b)| (a - f32::from(*b)).abs()).fold(0.0, f32::max);
-            assert!(worst <= 1.5, "bilinear {dw}x{dh}: off by {worst}");
-            let near = resize(&env, &src, w, h, dw, dh, 2);
-            for y in 0..dh as usize {
-                for x in 0..dw as usize {
-                    let sx = (x * w as usize / dw as usize).min(w as usize - 1);
-                    let sy = (y * h as usize / dh as usize).min(h as usize - 1);
-                    assert_eq!(near[y * dw as usize + x], src[sy * w as usize + sx], "nearest {dw}x{dh} at {x},{y}");
-                }
+#[test]
+fn dv9_bilinear_and_nearest_resize_match_the_references() {
+    isolated(
+        "dv9_bilinear_and_nearest_resize_match_the_references",
+        || {
+            let env = setup();
+            let (w, h) = (64u32, 48u32);
+            let mut src = vec![0u8; (w * h * 3 / 2) as usize];
+            for (i, b) in src.iter_mut().enumerate() {
+                let (x, y) = (i % w as usize, i / w as usize);
+                *b = ((x * 7 + y * 13) % 251) as u8 ^ ((x / 8) as u8 * 16);
             }
-            // The chroma plane is resized as a 2-channel picture: a constant U, V stays.
-        }
-        let mut flat = vec![90u8; (w * h) as usize];
-        flat.extend((0..w * h / 2).map(|i| if i % 2 == 0 { 60 } else { 200 }));
-        let out = resize(&env, &flat, w, h, 30, 20, 1);
-        assert!(out[30 * 20..].chunks(2).all(|p| p == [60, 200]), "chroma kept interleaved");
-        assert!(findings().is_empty(), "{:?}", findings());
-        teardown(env);
-    }
+            for (dw, dh) in [(32u32, 24u32), (100, 70), (40, 30), (128, 96)] {
+                let out = resize(&env, &src, w, h, dw, dh, 1);
+                let want = reference_bilinear(
+                    &src[..(w * h) as usize],
+                    w as usize,
+                    h as usize,
+                    dw as usize,
+                    dh as usize,
+                );
+                let worst = want
+                    .iter()
+                    .zip(&out)
+                    .map(|(a, b)| (a - f32::from(*b)).abs())
+                    .fold(0.0, f32::max);
+                assert!(worst <= 1.5, "bilinear {dw}x{dh}: off by {worst}");
+                let near = resize(&env, &src, w, h, dw, dh, 2);
+                for y in 0..dh as usize {
+                    for x in 0..dw as usize {
+                        let sx = (x * w as usize / dw as usize).min(w as usize - 1);
+                        let sy = (y * h as usize / dh as usize).min(h as usize - 1);
+                        assert_eq!(
+                            near[y * dw as usize + x],
+                            src[sy * w as usize + sx],
+                            "nearest {dw}x{dh} at {x},{y}"
+                        );
+                    }
+                }
+                // The chroma plane is resized as a 2-channel picture: a constant U, V stays.
+            }
+            let mut flat = vec![90u8; (w * h) as usize];
+            flat.extend((0..w * h / 2).map(|i| if i % 2 == 0 { 60 } else { 200 }));
+            let out = resize(&env, &flat, w, h, 30, 20, 1);
+            assert!(
+                out[30 * 20..].chunks(2).all(|p| p == [60, 200]),
+                "chroma kept interleaved"
+            );
+            assert!(findings().is_empty(), "{:?}", findings());
+            teardown(env);
+        },
+    );
+}
 
-    dv9_geometry_interpolation_and_format_are_checked_at_submission {
-        let env = setup();
-        let src = media(64 * 48 * 3 / 2);
-        let out = media(32 * 24 * 3 / 2);
-        let ch = channel(1);
-        let cfg = acldvppCreateResizeConfig();
-        let good_in = pic(src, 64 * 48 * 3 / 2, 1, 64, 48, 64, 48);
-        let good_out = pic(out, 32 * 24 * 3 / 2, 1, 32, 24, 32, 24);
-        for (w, h, ws, hs, size) in [(63, 48, 64, 48, 4608), (8, 48, 64, 48, 4608), (64, 48, 60, 48, 4608), (64, 48, 64, 48, 4000), (64, 4, 64, 4, 4608)] {
-            let bad = pic(src, size, 1, w, h, ws, hs);
-            assert_eq!(acldvppVpcResizeAsync(ch, bad, good_out, cfg, env.stream), 100000, "{w}x{h} {ws}x{hs} {size}");
-            ok(acldvppDestroyPicDesc(bad), "");
-        }
-        ok(acldvppSetResizeConfigInterpolation(cfg, 5), "5 is defined");
-        assert_eq!(acldvppVpcResizeAsync(ch, good_in, good_out, cfg, env.stream), 200006);
-        assert_eq!(acldvppSetResizeConfigInterpolation(cfg, 6), 100000);
-        ok(acldvppSetResizeConfigInterpolation(cfg, 1), "");
-        assert_eq!(acldvppGetResizeConfigInterpolation(cfg), 1);
-        ok(acldvppSetPicDescFormat(good_in, 12), "RGB");
-        assert_eq!(acldvppVpcResizeAsync(ch, good_in, good_out, cfg, env.stream), 200006);
-        ok(acldvppSetPicDescFormat(good_in, 2), "NV21 in, NV12 out");
-        ok(acldvppVpcResizeAsync(ch, good_in, good_out, cfg, env.stream), "resize");
-        ok(aclrtSynchronizeStream(env.stream), "sync");
-        for d in [good_in, good_out] {
-            ok(acldvppDestroyPicDesc(d), "");
-        }
-        ok(acldvppDestroyResizeConfig(cfg), "");
-        ok(acldvppDestroyChannel(ch), "");
-        ok(acldvppDestroyChannelDesc(ch), "");
-        ok(acldvppFree(src), "");
-        ok(acldvppFree(out), "");
-        assert!(findings().is_empty(), "{:?}", findings());
-        teardown(env);
-    }
+#[test]
+fn dv9_geometry_interpolation_and_format_are_checked_at_submission() {
+    isolated(
+        "dv9_geometry_interpolation_and_format_are_checked_at_submission",
+        || {
+            let env = setup();
+            let src = media(64 * 48 * 3 / 2);
+            let out = media(32 * 24 * 3 / 2);
+            let ch = channel(1);
+            let cfg = acldvppCreateResizeConfig();
+            let good_in = pic(src, 64 * 48 * 3 / 2, 1, 64, 48, 64, 48);
+            let good_out = pic(out, 32 * 24 * 3 / 2, 1, 32, 24, 32, 24);
+            for (w, h, ws, hs, size) in [
+                (63, 48, 64, 48, 4608),
+                (8, 48, 64, 48, 4608),
+                (64, 48, 60, 48, 4608),
+                (64, 48, 64, 48, 4000),
+                (64, 4, 64, 4, 4608),
+            ] {
+                let bad = pic(src, size, 1, w, h, ws, hs);
+                assert_eq!(
+                    acldvppVpcResizeAsync(ch, bad, good_out, cfg, env.stream),
+                    100000,
+                    "{w}x{h} {ws}x{hs} {size}"
+                );
+                ok(acldvppDestroyPicDesc(bad), "");
+            }
+            ok(acldvppSetResizeConfigInterpolation(cfg, 5), "5 is defined");
+            assert_eq!(
+                acldvppVpcResizeAsync(ch, good_in, good_out, cfg, env.stream),
+                200006
+            );
+            assert_eq!(acldvppSetResizeConfigInterpolation(cfg, 6), 100000);
+            ok(acldvppSetResizeConfigInterpolation(cfg, 1), "");
+            assert_eq!(acldvppGetResizeConfigInterpolation(cfg), 1);
+            ok(acldvppSetPicDescFormat(good_in, 12), "RGB");
+            assert_eq!(
+                acldvppVpcResizeAsync(ch, good_in, good_out, cfg, env.stream),
+                200006
+            );
+            ok(acldvppSetPicDescFormat(good_in, 2), "NV21 in, NV12 out");
+            ok(
+                acldvppVpcResizeAsync(ch, good_in, good_out, cfg, env.stream),
+                "resize",
+            );
+            ok(aclrtSynchronizeStream(env.stream), "sync");
+            for d in [good_in, good_out] {
+                ok(acldvppDestroyPicDesc(d), "");
+            }
+            ok(acldvppDestroyResizeConfig(cfg), "");
+            ok(acldvppDestroyChannel(ch), "");
+            ok(acldvppDestroyChannelDesc(ch), "");
+            ok(acldvppFree(src), "");
+            ok(acldvppFree(out), "");
+            assert!(findings().is_empty(), "{:?}", findings());
+            teardown(env);
+        },
+    );
+}
 
-    dv3_channel_lifecycle_modes_and_148051 {
+#[test]
+fn dv3_channel_lifecycle_modes_and_148051() {
+    isolated("dv3_channel_lifecycle_modes_and_148051", || {
         let env = setup();
         let ch = acldvppCreateChannelDesc();
         assert_eq!(acldvppSetChannelDescMode(ch, 0), 100000);
@@ -609,21 +794,34 @@ case! {
         ok(acldvppSetChannelDescMode(ch, 1), "VPC only");
         ok(acldvppCreateChannel(ch), "create");
         assert_eq!(acldvppCreateChannel(ch), 100000, "a second channel");
-        assert_eq!(acldvppSetChannelDescMode(ch, 3), 100000, "mode after the channel");
+        assert_eq!(
+            acldvppSetChannelDescMode(ch, 3),
+            100000,
+            "mode after the channel"
+        );
         assert_eq!(acldvppDestroyChannelDesc(ch), 148051);
         // A decode on a VPC-only channel.
         let d = prepare_decode(64, 64);
-        assert_eq!(acldvppJpegDecodeAsync(ch, d.input, d.len, d.desc, env.stream), 100000);
+        assert_eq!(
+            acldvppJpegDecodeAsync(ch, d.input, d.len, d.desc, env.stream),
+            100000
+        );
         ok(acldvppDestroyChannel(ch), "destroy");
         assert_eq!(acldvppDestroyChannel(ch), 100000, "no channel any more");
-        assert_eq!(acldvppJpegDecodeAsync(ch, d.input, d.len, d.desc, env.stream), 100000);
+        assert_eq!(
+            acldvppJpegDecodeAsync(ch, d.input, d.len, d.desc, env.stream),
+            100000
+        );
         ok(acldvppDestroyChannelDesc(ch), "destroy desc");
         // A destroyed description used again.
         assert_eq!(acldvppCreateChannel(ch), 100000);
         // Without a mode, every mode.
         let all = acldvppCreateChannelDesc();
         ok(acldvppCreateChannel(all), "no mode");
-        ok(acldvppJpegDecodeAsync(all, d.input, d.len, d.desc, env.stream), "decode");
+        ok(
+            acldvppJpegDecodeAsync(all, d.input, d.len, d.desc, env.stream),
+            "decode",
+        );
         ok(aclrtSynchronizeStream(env.stream), "sync");
         ok(acldvppDestroyChannel(all), "");
         ok(acldvppDestroyChannelDesc(all), "");
@@ -633,12 +831,25 @@ case! {
         ok(acldvppFree(d.input), "");
         ok(acldvppFree(d.out), "");
         let r = rules();
-        assert_eq!(r.iter().filter(|f| *f == "DV3").count(), 5, "{:?}", findings());
-        assert_eq!(r.iter().filter(|f| *f == "DV10").count(), 1, "{:?}", findings());
+        assert_eq!(
+            r.iter().filter(|f| *f == "DV3").count(),
+            5,
+            "{:?}",
+            findings()
+        );
+        assert_eq!(
+            r.iter().filter(|f| *f == "DV10").count(),
+            1,
+            "{:?}",
+            findings()
+        );
         teardown(env);
-    }
+    });
+}
 
-    dv2_dv5_media_memory_alignment_pairs_and_context {
+#[test]
+fn dv2_dv5_media_memory_alignment_pairs_and_context() {
+    isolated("dv2_dv5_media_memory_alignment_pairs_and_context", || {
         ok(aclInit(std::ptr::null()), "init");
         let mut p = null_mut();
         assert_eq!(acldvppMalloc(&mut p, 100), 107002, "no context");
@@ -666,7 +877,10 @@ case! {
         assert_eq!(aclrtFree(m), 107000);
         // A decode from aclrtMalloc memory.
         let d = prepare_decode(64, 64);
-        assert_eq!(acldvppJpegDecodeAsync(d.ch, dev, 64, d.desc, env.stream), 100000);
+        assert_eq!(
+            acldvppJpegDecodeAsync(d.ch, dev, 64, d.desc, env.stream),
+            100000
+        );
         ok(aclrtFree(dev), "");
         ok(acldvppFree(m), "");
         ok(acldvppDestroyChannel(d.ch), "");
@@ -676,152 +890,210 @@ case! {
         ok(acldvppFree(d.out), "");
         assert_eq!(rules(), ["DV5", "DV5", "DV5"], "{:?}", findings());
         teardown(env);
-    }
+    });
+}
 
-    dv6_dv10_hazards_while_a_decode_is_pending_are_flagged {
-        let env = setup();
-        let d = prepare_decode(64, 64);
-        hold(&env, 200_000);
-        ok(submit(&env, &d), "decode");
-        // Reads of what the decode writes, before it ran: the values set before.
-        assert_eq!(acldvppGetPicDescWidth(d.desc), 0);
-        let _ = acldvppGetPicDescRetCode(d.desc);
-        ok(acldvppSetPicDescSize(d.desc, 1), "a setter while pending");
-        // A synchronous read of the output.
-        let mut host = vec![0u8; 16];
-        ok(aclrtMemcpy(host.as_mut_ptr().cast(), 16, d.out, 16, 2), "read the output");
-        // A destroy and a free while pending: the task still runs.
-        ok(acldvppDestroyPicDesc(d.desc), "destroy desc");
-        ok(acldvppFree(d.input), "free the input");
-        ok(acldvppDestroyChannel(d.ch), "destroy the channel");
-        ok(aclrtSynchronizeStream(env.stream), "the decode still ran");
-        ok(acldvppDestroyChannelDesc(d.ch), "");
-        ok(acldvppFree(d.out), "");
-        let r = rules();
-        assert_eq!(r.iter().filter(|f| *f == "DV6").count(), 4, "{:?}", findings());
-        assert_eq!(r.iter().filter(|f| *f == "DV10").count(), 3, "{:?}", findings());
-        teardown(env);
-    }
+#[test]
+fn dv6_dv10_hazards_while_a_decode_is_pending_are_flagged() {
+    isolated(
+        "dv6_dv10_hazards_while_a_decode_is_pending_are_flagged",
+        || {
+            let env = setup();
+            let d = prepare_decode(64, 64);
+            hold(&env, 200_000);
+            ok(submit(&env, &d), "decode");
+            // Reads of what the decode writes, before it ran: the values set before.
+            assert_eq!(acldvppGetPicDescWidth(d.desc), 0);
+            let _ = acldvppGetPicDescRetCode(d.desc);
+            ok(acldvppSetPicDescSize(d.desc, 1), "a setter while pending");
+            // A synchronous read of the output.
+            let mut host = vec![0u8; 16];
+            ok(
+                aclrtMemcpy(host.as_mut_ptr().cast(), 16, d.out, 16, 2),
+                "read the output",
+            );
+            // A destroy and a free while pending: the task still runs.
+            ok(acldvppDestroyPicDesc(d.desc), "destroy desc");
+            ok(acldvppFree(d.input), "free the input");
+            ok(acldvppDestroyChannel(d.ch), "destroy the channel");
+            ok(aclrtSynchronizeStream(env.stream), "the decode still ran");
+            ok(acldvppDestroyChannelDesc(d.ch), "");
+            ok(acldvppFree(d.out), "");
+            let r = rules();
+            assert_eq!(
+                r.iter().filter(|f| *f == "DV6").count(),
+                4,
+                "{:?}",
+                findings()
+            );
+            assert_eq!(
+                r.iter().filter(|f| *f == "DV10").count(),
+                3,
+                "{:?}",
+                findings()
+            );
+            teardown(env);
+        },
+    );
+}
 
-    dv6_a_resize_reading_a_pending_decodes_description_is_flagged {
-        let env = setup();
-        let d = prepare_decode(64, 64);
-        hold(&env, 100_000);
-        ok(submit(&env, &d), "decode");
-        ok(acldvppSetPicDescWidth(d.desc, 64), "");
-        ok(acldvppSetPicDescHeight(d.desc, 64), "");
-        ok(acldvppSetPicDescWidthStride(d.desc, 64), "");
-        ok(acldvppSetPicDescHeightStride(d.desc, 64), "");
-        let out = media(32 * 32 * 3 / 2);
-        let out_desc = pic(out, 32 * 32 * 3 / 2, 1, 32, 32, 32, 32);
-        let cfg = acldvppCreateResizeConfig();
-        ok(acldvppVpcResizeAsync(d.ch, d.desc, out_desc, cfg, env.stream), "resize");
-        ok(aclrtSynchronizeStream(env.stream), "sync");
-        assert!(rules().contains(&"DV6".to_string()), "{:?}", findings());
-        aclsimClearFindings();
-        // Ordered by the stream and described apart: clean.
-        let in_desc = pic(d.out, 64 * 64 * 3 / 2, 1, 64, 64, 64, 64);
-        ok(submit(&env, &d), "decode");
-        ok(acldvppVpcResizeAsync(d.ch, in_desc, out_desc, cfg, env.stream), "resize");
-        ok(aclrtSynchronizeStream(env.stream), "sync");
-        assert!(findings().is_empty(), "{:?}", findings());
-        for x in [d.desc, out_desc, in_desc] {
-            ok(acldvppDestroyPicDesc(x), "");
-        }
-        ok(acldvppDestroyResizeConfig(cfg), "");
-        ok(acldvppDestroyChannel(d.ch), "");
-        ok(acldvppDestroyChannelDesc(d.ch), "");
-        for p in [d.input, d.out, out] {
-            ok(acldvppFree(p), "");
-        }
-        teardown(env);
-    }
+#[test]
+fn dv6_a_resize_reading_a_pending_decodes_description_is_flagged() {
+    isolated(
+        "dv6_a_resize_reading_a_pending_decodes_description_is_flagged",
+        || {
+            let env = setup();
+            let d = prepare_decode(64, 64);
+            hold(&env, 100_000);
+            ok(submit(&env, &d), "decode");
+            ok(acldvppSetPicDescWidth(d.desc, 64), "");
+            ok(acldvppSetPicDescHeight(d.desc, 64), "");
+            ok(acldvppSetPicDescWidthStride(d.desc, 64), "");
+            ok(acldvppSetPicDescHeightStride(d.desc, 64), "");
+            let out = media(32 * 32 * 3 / 2);
+            let out_desc = pic(out, 32 * 32 * 3 / 2, 1, 32, 32, 32, 32);
+            let cfg = acldvppCreateResizeConfig();
+            ok(
+                acldvppVpcResizeAsync(d.ch, d.desc, out_desc, cfg, env.stream),
+                "resize",
+            );
+            ok(aclrtSynchronizeStream(env.stream), "sync");
+            assert!(rules().contains(&"DV6".to_string()), "{:?}", findings());
+            aclsimClearFindings();
+            // Ordered by the stream and described apart: clean.
+            let in_desc = pic(d.out, 64 * 64 * 3 / 2, 1, 64, 64, 64, 64);
+            ok(submit(&env, &d), "decode");
+            ok(
+                acldvppVpcResizeAsync(d.ch, in_desc, out_desc, cfg, env.stream),
+                "resize",
+            );
+            ok(aclrtSynchronizeStream(env.stream), "sync");
+            assert!(findings().is_empty(), "{:?}", findings());
+            for x in [d.desc, out_desc, in_desc] {
+                ok(acldvppDestroyPicDesc(x), "");
+            }
+            ok(acldvppDestroyResizeConfig(cfg), "");
+            ok(acldvppDestroyChannel(d.ch), "");
+            ok(acldvppDestroyChannelDesc(d.ch), "");
+            for p in [d.input, d.out, out] {
+                ok(acldvppFree(p), "");
+            }
+            teardown(env);
+        },
+    );
+}
 
-    dv4_a_channel_used_on_two_streams_at_once_is_flagged {
-        let env = setup();
-        let mut other = null_mut();
-        ok(aclrtCreateStream(&mut other), "");
-        let d = prepare_decode(64, 64);
-        hold(&env, 100_000);
-        ok(submit(&env, &d), "decode");
-        ok(acldvppJpegDecodeAsync(d.ch, d.input, d.len, d.desc, other), "on another stream");
-        ok(aclrtSynchronizeStream(env.stream), "");
-        ok(aclrtSynchronizeStream(other), "");
-        assert_eq!(rules(), ["DV4"], "{:?}", findings());
-        ok(aclrtDestroyStream(other), "");
-        ok(acldvppDestroyChannel(d.ch), "");
-        ok(acldvppDestroyChannelDesc(d.ch), "");
-        ok(acldvppDestroyPicDesc(d.desc), "");
-        ok(acldvppFree(d.input), "");
-        ok(acldvppFree(d.out), "");
-        teardown(env);
-    }
+#[test]
+fn dv4_a_channel_used_on_two_streams_at_once_is_flagged() {
+    isolated(
+        "dv4_a_channel_used_on_two_streams_at_once_is_flagged",
+        || {
+            let env = setup();
+            let mut other = null_mut();
+            ok(aclrtCreateStream(&mut other), "");
+            let d = prepare_decode(64, 64);
+            hold(&env, 100_000);
+            ok(submit(&env, &d), "decode");
+            ok(
+                acldvppJpegDecodeAsync(d.ch, d.input, d.len, d.desc, other),
+                "on another stream",
+            );
+            ok(aclrtSynchronizeStream(env.stream), "");
+            ok(aclrtSynchronizeStream(other), "");
+            assert_eq!(rules(), ["DV4"], "{:?}", findings());
+            ok(aclrtDestroyStream(other), "");
+            ok(acldvppDestroyChannel(d.ch), "");
+            ok(acldvppDestroyChannelDesc(d.ch), "");
+            ok(acldvppDestroyPicDesc(d.desc), "");
+            ok(acldvppFree(d.input), "");
+            ok(acldvppFree(d.out), "");
+            teardown(env);
+        },
+    );
+}
 
-    p3_dv6_an_injected_task_failure_reaches_the_sync_and_the_ret_code {
-        let env = setup();
-        let d = prepare_decode(64, 64);
-        ok(aclsimInjectTaskFailure(env.stream, 507011), "inject");
-        ok(submit(&env, &d), "the submission succeeds");
-        assert_eq!(aclrtSynchronizeStream(env.stream), 507011);
-        assert_eq!(acldvppGetPicDescRetCode(d.desc), 507011);
-        // The next one succeeds and clears the return code.
-        ok(submit(&env, &d), "again");
-        ok(aclrtSynchronizeStream(env.stream), "");
-        assert_eq!(acldvppGetPicDescRetCode(d.desc), 0);
-        // A failure injected on the call itself: nothing queued.
-        let name = CString::new("acldvppJpegDecodeAsync").unwrap();
-        ok(aclsimInjectFault(name.as_ptr(), 507000, 1), "");
-        assert_eq!(submit(&env, &d), 507000);
-        ok(acldvppDestroyChannel(d.ch), "");
-        ok(acldvppDestroyChannelDesc(d.ch), "");
-        ok(acldvppDestroyPicDesc(d.desc), "");
-        ok(acldvppFree(d.input), "");
-        ok(acldvppFree(d.out), "");
-        assert!(findings().is_empty(), "{:?}", findings());
-        teardown(env);
-    }
+#[test]
+fn p3_dv6_an_injected_task_failure_reaches_the_sync_and_the_ret_code() {
+    isolated(
+        "p3_dv6_an_injected_task_failure_reaches_the_sync_and_the_ret_code",
+        || {
+            let env = setup();
+            let d = prepare_decode(64, 64);
+            ok(aclsimInjectTaskFailure(env.stream, 507011), "inject");
+            ok(submit(&env, &d), "the submission succeeds");
+            assert_eq!(aclrtSynchronizeStream(env.stream), 507011);
+            assert_eq!(acldvppGetPicDescRetCode(d.desc), 507011);
+            // The next one succeeds and clears the return code.
+            ok(submit(&env, &d), "again");
+            ok(aclrtSynchronizeStream(env.stream), "");
+            assert_eq!(acldvppGetPicDescRetCode(d.desc), 0);
+            // A failure injected on the call itself: nothing queued.
+            let name = CString::new("acldvppJpegDecodeAsync").unwrap();
+            ok(aclsimInjectFault(name.as_ptr(), 507000, 1), "");
+            assert_eq!(submit(&env, &d), 507000);
+            ok(acldvppDestroyChannel(d.ch), "");
+            ok(acldvppDestroyChannelDesc(d.ch), "");
+            ok(acldvppDestroyPicDesc(d.desc), "");
+            ok(acldvppFree(d.input), "");
+            ok(acldvppFree(d.out), "");
+            assert!(findings().is_empty(), "{:?}", findings());
+            teardown(env);
+        },
+    );
+}
 
-    e2_a_decode_on_one_stream_is_joined_by_an_event_before_a_resize_on_another {
-        let env = setup();
-        let mut other = null_mut();
-        ok(aclrtCreateStream(&mut other), "");
-        let d = prepare_decode(64, 64);
-        let vpc = channel(1);
-        let mut ev = null_mut();
-        ok(aclrtCreateEvent(&mut ev), "");
-        hold(&env, 50_000);
-        ok(submit(&env, &d), "decode");
-        ok(aclrtRecordEvent(ev, env.stream), "");
-        ok(aclrtStreamWaitEvent(other, ev), "");
-        let in_desc = pic(d.out, 64 * 64 * 3 / 2, 1, 64, 64, 64, 64);
-        let out = media(32 * 32 * 3 / 2);
-        let out_desc = pic(out, 32 * 32 * 3 / 2, 1, 32, 32, 32, 32);
-        let cfg = acldvppCreateResizeConfig();
-        ok(acldvppVpcResizeAsync(vpc, in_desc, out_desc, cfg, other), "resize");
-        ok(aclrtSynchronizeStream(other), "");
-        // The resize read the decoded picture: its luma is not the memory's zeros.
-        // SAFETY: 32 * 32 bytes of the output, the task is done.
-        let luma = unsafe { std::slice::from_raw_parts(out.cast::<u8>(), 32 * 32) };
-        assert!(luma.iter().any(|&b| b != 0));
-        ok(aclrtSynchronizeStream(env.stream), "");
-        assert!(findings().is_empty(), "{:?}", findings());
-        ok(aclrtDestroyEvent(ev), "");
-        ok(aclrtDestroyStream(other), "");
-        for x in [d.desc, in_desc, out_desc] {
-            ok(acldvppDestroyPicDesc(x), "");
-        }
-        ok(acldvppDestroyResizeConfig(cfg), "");
-        for c in [d.ch, vpc] {
-            ok(acldvppDestroyChannel(c), "");
-            ok(acldvppDestroyChannelDesc(c), "");
-        }
-        for p in [d.input, d.out, out] {
-            ok(acldvppFree(p), "");
-        }
-        teardown(env);
-    }
+#[test]
+fn e2_a_decode_on_one_stream_is_joined_by_an_event_before_a_resize_on_another() {
+    isolated(
+        "e2_a_decode_on_one_stream_is_joined_by_an_event_before_a_resize_on_another",
+        || {
+            let env = setup();
+            let mut other = null_mut();
+            ok(aclrtCreateStream(&mut other), "");
+            let d = prepare_decode(64, 64);
+            let vpc = channel(1);
+            let mut ev = null_mut();
+            ok(aclrtCreateEvent(&mut ev), "");
+            hold(&env, 50_000);
+            ok(submit(&env, &d), "decode");
+            ok(aclrtRecordEvent(ev, env.stream), "");
+            ok(aclrtStreamWaitEvent(other, ev), "");
+            let in_desc = pic(d.out, 64 * 64 * 3 / 2, 1, 64, 64, 64, 64);
+            let out = media(32 * 32 * 3 / 2);
+            let out_desc = pic(out, 32 * 32 * 3 / 2, 1, 32, 32, 32, 32);
+            let cfg = acldvppCreateResizeConfig();
+            ok(
+                acldvppVpcResizeAsync(vpc, in_desc, out_desc, cfg, other),
+                "resize",
+            );
+            ok(aclrtSynchronizeStream(other), "");
+            // The resize read the decoded picture: its luma is not the memory's zeros.
+            // SAFETY: 32 * 32 bytes of the output, the task is done.
+            let luma = unsafe { std::slice::from_raw_parts(out.cast::<u8>(), 32 * 32) };
+            assert!(luma.iter().any(|&b| b != 0));
+            ok(aclrtSynchronizeStream(env.stream), "");
+            assert!(findings().is_empty(), "{:?}", findings());
+            ok(aclrtDestroyEvent(ev), "");
+            ok(aclrtDestroyStream(other), "");
+            for x in [d.desc, in_desc, out_desc] {
+                ok(acldvppDestroyPicDesc(x), "");
+            }
+            ok(acldvppDestroyResizeConfig(cfg), "");
+            for c in [d.ch, vpc] {
+                ok(acldvppDestroyChannel(c), "");
+                ok(acldvppDestroyChannelDesc(c), "");
+            }
+            for p in [d.input, d.out, out] {
+                ok(acldvppFree(p), "");
+            }
+            teardown(env);
+        },
+    );
+}
 
-    p2_d3_live_media_objects_are_reported {
+#[test]
+fn p2_d3_live_media_objects_are_reported() {
+    isolated("p2_d3_live_media_objects_are_reported", || {
         let env = setup();
         let d = prepare_decode(64, 64);
         assert!(aclsimLiveObjectCount() >= 5);
@@ -829,22 +1101,45 @@ case! {
         let mut ctx = null_mut();
         ok(aclrtGetCurrentContext(&mut ctx), "");
         ok(aclrtDestroyContext(ctx), "");
-        ok(aclrtResetDevice(0), "the reset lists the channel and the memory");
+        ok(
+            aclrtResetDevice(0),
+            "the reset lists the channel and the memory",
+        );
         ok(aclFinalize(), "finalize lists the descriptions");
         let f = findings();
-        assert!(f.iter().any(|(r, m)| r == "D3" && m.contains("DVPP channel")), "{f:?}");
-        assert!(f.iter().any(|(r, m)| r == "P2" && m.contains("DVPP picture description")), "{f:?}");
+        assert!(
+            f.iter()
+                .any(|(r, m)| r == "D3" && m.contains("DVPP channel")),
+            "{f:?}"
+        );
+        assert!(
+            f.iter()
+                .any(|(r, m)| r == "P2" && m.contains("DVPP picture description")),
+            "{f:?}"
+        );
         let _ = d;
-    }
+    });
+}
 
-    p1_media_calls_before_init_are_refused {
+#[test]
+fn p1_media_calls_before_init_are_refused() {
+    isolated("p1_media_calls_before_init_are_refused", || {
         let mut p = null_mut();
         assert_eq!(acldvppMalloc(&mut p, 64), 100001);
         assert!(acldvppCreateChannelDesc().is_null());
         assert!(acldvppCreatePicDesc().is_null());
         let jpeg = encode(64, 64, false, false, "420");
         let (mut w, mut h, mut c) = (0, 0, 0);
-        assert_eq!(acldvppJpegGetImageInfo(jpeg.as_ptr().cast(), jpeg.len() as u32, &mut w, &mut h, &mut c), 100001);
+        assert_eq!(
+            acldvppJpegGetImageInfo(
+                jpeg.as_ptr().cast(),
+                jpeg.len() as u32,
+                &mut w,
+                &mut h,
+                &mut c
+            ),
+            100001
+        );
         assert_eq!(acldvppMalloc(null_mut(), 64), 100000, "NULL first");
-    }
+    });
 }

@@ -299,7 +299,7 @@ fn frame_header(marker: u8, s: &[u8]) -> Result<Header, HeaderError> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{CSS_411, CSS_420, CSS_422, CSS_440, CSS_GRAY, Frame, HeaderError, parse};
 
     fn sof(marker: u8, w: u16, h: u16, factors: &[u8]) -> Vec<u8> {
         let mut v = vec![0xFF, 0xD8, 0xFF, marker];

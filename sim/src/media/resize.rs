@@ -147,7 +147,7 @@ pub fn yuv420sp(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{Plane, bilinear, nearest};
 
     fn plane(w: usize, h: usize) -> Plane {
         Plane {

@@ -185,35 +185,3 @@ pub(crate) fn pic_name(id: u64) -> String {
 /// synchronisation of its stream returns it, and its output description's return code
 /// holds it (sim choice; the board's value is open, docs/media.md question 3).
 pub const TASK_FAILED: i32 = crate::state::code::RT_INTERNAL_ERROR;
-
-/// A stream worker ran media task `work` at the head of `sid`: its result goes into its
-/// output description (a decode's width, height and strides, DV6), a failure to the
-/// stream (P3b).
-pub(crate) fn task_ran(
-    rt: &mut Rt,
-    sid: u64,
-    work: &crate::state::dvpp::Work,
-    result: Result<(), String>,
-) {
-    use crate::state::dvpp::Work;
-    match result {
-        Ok(()) => {
-            let written = match work {
-                Work::Decode { layout, .. } => Some([
-                    layout.width,
-                    layout.height,
-                    layout.width_stride,
-                    layout.height_stride,
-                ]),
-                Work::Resize { .. } => None,
-            };
-            report_result(rt, work.desc(), Ok(written));
-        }
-        // Why (corrupt data, a header changed since the submission) is not kept: the code
-        // is what the board reports too.
-        Err(_) => {
-            report_result(rt, work.desc(), Err(TASK_FAILED));
-            crate::extra::task_failed(rt, sid, TASK_FAILED);
-        }
-    }
-}
