@@ -237,23 +237,35 @@ impl Api {
         field: PicField,
         value: u32,
     ) -> Result<()> {
-        // SAFETY: the caller's contract, for each setter.
-        unsafe {
-            match field {
-                PicField::Size => dvpp_call!(self, acldvppSetPicDescSize(desc, value)),
-                PicField::Width => dvpp_call!(self, acldvppSetPicDescWidth(desc, value)),
-                PicField::Height => dvpp_call!(self, acldvppSetPicDescHeight(desc, value)),
-                PicField::WidthStride => {
-                    dvpp_call!(self, acldvppSetPicDescWidthStride(desc, value))
-                }
-                PicField::HeightStride => {
-                    dvpp_call!(self, acldvppSetPicDescHeightStride(desc, value))
-                }
-                PicField::RetCode => Err(CallError::Unsupported {
+        let (call, set) = match field {
+            PicField::Size => (
+                "acldvppSetPicDescSize",
+                dvpp_fn!(self, acldvppSetPicDescSize),
+            ),
+            PicField::Width => (
+                "acldvppSetPicDescWidth",
+                dvpp_fn!(self, acldvppSetPicDescWidth),
+            ),
+            PicField::Height => (
+                "acldvppSetPicDescHeight",
+                dvpp_fn!(self, acldvppSetPicDescHeight),
+            ),
+            PicField::WidthStride => (
+                "acldvppSetPicDescWidthStride",
+                dvpp_fn!(self, acldvppSetPicDescWidthStride),
+            ),
+            PicField::HeightStride => (
+                "acldvppSetPicDescHeightStride",
+                dvpp_fn!(self, acldvppSetPicDescHeightStride),
+            ),
+            PicField::RetCode => {
+                return Err(CallError::Unsupported {
                     symbol: "acldvppSetPicDescRetCode",
-                }),
+                });
             }
-        }
+        };
+        // SAFETY: the caller's contract.
+        check(self, call, unsafe { set(desc, value) })
     }
 
     /// One of the `uint32_t` getters of a picture description (`acldvppGetPicDesc` + the

@@ -167,11 +167,8 @@ pub fn parse(bytes: &[u8]) -> Result<Header, HeaderError> {
     let mut at = 2;
     let mut orientation = 1;
     let mut frame: Option<Header> = None;
-    loop {
-        // Fill bytes (FF) may precede a marker.
-        let Some(&ff) = bytes.get(at) else {
-            break;
-        };
+    // Fill bytes (FF) may precede a marker.
+    while let Some(&ff) = bytes.get(at) {
         if ff != 0xFF {
             return Err(malformed(format!(
                 "a byte {ff:#04x} at offset {at} where a marker should start"
