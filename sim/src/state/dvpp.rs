@@ -1,6 +1,6 @@
 //! The runtime's media objects of DVPP V1 (DV3-DV10): channel descriptions and their
 //! channels, picture descriptions, resize configurations, and the media tasks issued and not
-//! done ([`Task`]), with what each holds.
+//! done ([`Held`]), with what each holds.
 //!
 //! Layer: plain data (part of `state`); imports `state` and `media`, nothing above. The
 //! rules that change these objects are in `rules::dvpp`, the entry points in `api::dvpp`.
