@@ -211,6 +211,11 @@ typedef struct aclrtErrorInfo {
 #define ACL_ERROR_INTERNAL_ERROR 500000
 #define ACL_ERROR_FAILURE 500001
 
+/* Media (DV3, DV7, DV9; acl_base_rt.h). */
+#define ACL_ERROR_FORMAT_NOT_MATCH 100027
+#define ACL_ERROR_RELATIVE_RESOURCE_NOT_CLEARED 148051
+#define ACL_ERROR_UNSUPPORTED_JPEG 148052
+
 /* Runtime (rt_error_codes.h). */
 #define ACL_ERROR_RT_PARAM_INVALID 107000
 #define ACL_ERROR_RT_INVALID_DEVICEID 107001
@@ -494,6 +499,135 @@ aclDataBuffer *aclCreateDataBuffer(void *data, size_t size);
 aclError aclDestroyDataBuffer(const aclDataBuffer *dataBuffer);
 void *aclGetDataBufferAddr(const aclDataBuffer *dataBuffer);
 size_t aclGetDataBufferSizeV2(const aclDataBuffer *dataBuffer);
+
+/* ---- Media preprocessing, DVPP V1 (DV1-DV11) -------------------------------
+ * acl/ops/acl_dvpp.h (Ascend/graphengine@608553b8, inc/external/acl/ops/acl_dvpp.h;
+ * the vendor's header stops compilation unless ENABLE_DVPP_INTERFACE is defined).
+ * In libacl_dvpp.so beside the runtime, or in the runtime library itself (DV2):
+ * docs/protocol.md, "Media (DV)"; the values in docs/media.md, section 3. */
+
+typedef struct acldvppChannelDesc acldvppChannelDesc;
+typedef struct acldvppPicDesc acldvppPicDesc;
+typedef struct acldvppResizeConfig acldvppResizeConfig;
+
+/* The pixel formats of docs/media.md (the vendor header has more: 18 to 84). */
+typedef enum acldvppPixelFormat {
+    PIXEL_FORMAT_YUV_400 = 0,
+    PIXEL_FORMAT_YUV_SEMIPLANAR_420 = 1,
+    PIXEL_FORMAT_YVU_SEMIPLANAR_420 = 2,
+    PIXEL_FORMAT_YUV_SEMIPLANAR_422 = 3,
+    PIXEL_FORMAT_YVU_SEMIPLANAR_422 = 4,
+    PIXEL_FORMAT_YUV_SEMIPLANAR_444 = 5,
+    PIXEL_FORMAT_YVU_SEMIPLANAR_444 = 6,
+    PIXEL_FORMAT_YUYV_PACKED_422 = 7,
+    PIXEL_FORMAT_UYVY_PACKED_422 = 8,
+    PIXEL_FORMAT_YVYU_PACKED_422 = 9,
+    PIXEL_FORMAT_VYUY_PACKED_422 = 10,
+    PIXEL_FORMAT_YUV_PACKED_444 = 11,
+    PIXEL_FORMAT_RGB_888 = 12,
+    PIXEL_FORMAT_BGR_888 = 13,
+    PIXEL_FORMAT_ARGB_8888 = 14,
+    PIXEL_FORMAT_ABGR_8888 = 15,
+    PIXEL_FORMAT_RGBA_8888 = 16,
+    PIXEL_FORMAT_BGRA_8888 = 17,
+    PIXEL_FORMAT_YUV_SEMIPLANAR_440 = 1000,
+    PIXEL_FORMAT_YVU_SEMIPLANAR_440 = 1001,
+    PIXEL_FORMAT_FLOAT32 = 1002,
+    PIXEL_FORMAT_BUTT = 1003,
+    PIXEL_FORMAT_UNKNOWN = 10000
+} acldvppPixelFormat;
+
+/* Channel modes, bit flags (DV3). */
+typedef enum acldvppChannelMode {
+    DVPP_CHNMODE_VPC = 1,
+    DVPP_CHNMODE_JPEGD = 2,
+    DVPP_CHNMODE_JPEGE = 4,
+    DVPP_CHNMODE_PNGD = 8
+} acldvppChannelMode;
+
+/* The sampling of a JPEG (acldvppJpegGetImageInfoV2, DV7). */
+typedef enum acldvppJpegFormat {
+    ACL_JPEG_CSS_444 = 0,
+    ACL_JPEG_CSS_422 = 1,
+    ACL_JPEG_CSS_420 = 2,
+    ACL_JPEG_CSS_GRAY = 3,
+    ACL_JPEG_CSS_440 = 4,
+    ACL_JPEG_CSS_411 = 5,
+    ACL_JPEG_CSS_UNKNOWN = 1000
+} acldvppJpegFormat;
+
+/* acldvppSetChannelDescParam (board-era docs; the 2021 header has only 0). */
+typedef enum acldvppChannelDescParamType {
+    ACL_DVPP_CSC_MATRIX_UINT32 = 0,
+    ACL_DVPP_MODE_UINT32 = 1,
+    ACL_DVPP_CHANNEL_ID_UINT64 = 2,
+    ACL_DVPP_CHANNEL_HEIGHT_UINT32 = 3,
+    ACL_DVPP_CHANNEL_WIDTH_UINT32 = 4,
+    ACL_DVPP_JPEGD_PRECISION_MODE_ENUM = 5
+} acldvppChannelDescParamType;
+
+/* How JPEGD rounds an odd width or height of YUV420SP output (DV8). */
+typedef enum acldvppJpegdPrecisionMode {
+    ACL_YUVOUT_ALIGN_DOWN = 0,
+    ACL_YUVOUT_ALIGN_UP = 1,
+    ACL_YUVOUT_ALIGN_DOWN_COMPAT = 2
+} acldvppJpegdPrecisionMode;
+
+/* Memory (DV5). */
+aclError acldvppMalloc(void **devPtr, size_t size);
+aclError acldvppFree(void *devPtr);
+
+/* Channels (DV3, DV4). */
+acldvppChannelDesc *acldvppCreateChannelDesc(void);
+aclError acldvppDestroyChannelDesc(acldvppChannelDesc *channelDesc);
+aclError acldvppSetChannelDescMode(acldvppChannelDesc *channelDesc, uint32_t mode);
+aclError acldvppSetChannelDescParam(acldvppChannelDesc *channelDesc,
+                                    acldvppChannelDescParamType paramType, size_t length,
+                                    const void *param);
+aclError acldvppCreateChannel(acldvppChannelDesc *channelDesc);
+aclError acldvppDestroyChannel(acldvppChannelDesc *channelDesc);
+
+/* Picture descriptions (DV8, DV10). */
+acldvppPicDesc *acldvppCreatePicDesc(void);
+aclError acldvppDestroyPicDesc(acldvppPicDesc *picDesc);
+aclError acldvppSetPicDescData(acldvppPicDesc *picDesc, void *dataDev);
+aclError acldvppSetPicDescSize(acldvppPicDesc *picDesc, uint32_t size);
+aclError acldvppSetPicDescFormat(acldvppPicDesc *picDesc, acldvppPixelFormat format);
+aclError acldvppSetPicDescWidth(acldvppPicDesc *picDesc, uint32_t width);
+aclError acldvppSetPicDescHeight(acldvppPicDesc *picDesc, uint32_t height);
+aclError acldvppSetPicDescWidthStride(acldvppPicDesc *picDesc, uint32_t widthStride);
+aclError acldvppSetPicDescHeightStride(acldvppPicDesc *picDesc, uint32_t heightStride);
+void *acldvppGetPicDescData(const acldvppPicDesc *picDesc);
+uint32_t acldvppGetPicDescSize(const acldvppPicDesc *picDesc);
+acldvppPixelFormat acldvppGetPicDescFormat(const acldvppPicDesc *picDesc);
+uint32_t acldvppGetPicDescWidth(const acldvppPicDesc *picDesc);
+uint32_t acldvppGetPicDescHeight(const acldvppPicDesc *picDesc);
+uint32_t acldvppGetPicDescWidthStride(const acldvppPicDesc *picDesc);
+uint32_t acldvppGetPicDescHeightStride(const acldvppPicDesc *picDesc);
+uint32_t acldvppGetPicDescRetCode(const acldvppPicDesc *picDesc);
+
+/* Resize configuration (DV9). */
+acldvppResizeConfig *acldvppCreateResizeConfig(void);
+aclError acldvppDestroyResizeConfig(acldvppResizeConfig *resizeConfig);
+aclError acldvppSetResizeConfigInterpolation(acldvppResizeConfig *resizeConfig,
+                                             uint32_t interpolation);
+uint32_t acldvppGetResizeConfigInterpolation(const acldvppResizeConfig *resizeConfig);
+
+/* JPEG headers, in host memory, synchronous (DV7). */
+aclError acldvppJpegGetImageInfo(const void *data, uint32_t size, uint32_t *width,
+                                 uint32_t *height, int32_t *components);
+aclError acldvppJpegGetImageInfoV2(const void *data, uint32_t size, uint32_t *width,
+                                   uint32_t *height, int32_t *components,
+                                   acldvppJpegFormat *format);
+aclError acldvppJpegPredictDecSize(const void *data, uint32_t dataSize,
+                                   acldvppPixelFormat outputPixelFormat, uint32_t *decSize);
+
+/* Stream tasks (DV6, DV7, DV8, DV9). */
+aclError acldvppJpegDecodeAsync(acldvppChannelDesc *channelDesc, const void *data, uint32_t size,
+                                acldvppPicDesc *outputDesc, aclrtStream stream);
+aclError acldvppVpcResizeAsync(acldvppChannelDesc *channelDesc, acldvppPicDesc *inputDesc,
+                               acldvppPicDesc *outputDesc, acldvppResizeConfig *resizeConfig,
+                               aclrtStream stream);
 
 #ifdef __cplusplus
 }

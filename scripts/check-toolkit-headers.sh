@@ -7,7 +7,8 @@
 #    headers have such structs; bindgen gives them unsafe accessors that edition 2024 rejects
 #    unless their unsafe operations are wrapped);
 # 2. without-optional: the crate's header without the functions the loader treats as optional
-#    (and `aclrtHostFunc`, which only they use), like an older CANN (8.1 lacks several):
+#    (the media functions among them; and `aclrtHostFunc`, which only they use), like an older
+#    CANN (8.1 lacks several) or a toolkit header that does not include acl/ops/acl_dvpp.h:
 #    functions optional at run time must not be required at compile time.
 #
 # Each build must succeed; the second must say which declarations came from the crate's
@@ -28,6 +29,13 @@ mkdir -p "$work/flexible-array/include/acl" "$work/without-optional/include/acl"
 # The optional symbols, from the loader's table (`optional { ... }` in src/sys/mod.rs).
 optional="$(awk '/^ *optional \{/{on=1; next} on && /^ *\}/{on=0} on' src/sys/mod.rs \
   | grep -oE '^ *acl[A-Za-z0-9_]+' | tr -d ' ')"
+# The media functions (src/sys/dvpp.rs, each optional): a toolkit's acl/acl.h does not include
+# acl/ops/acl_dvpp.h, so they too come from the crate's header.
+media="$(awk '/^dvpp_table! \{/{on=1; next} on && /^\}/{on=0} on' src/sys/dvpp.rs \
+  | grep -oE '^ *acldvpp[A-Za-z0-9_]+' | tr -d ' ')"
+[ -n "$media" ] || { echo "check-toolkit-headers.sh: no media symbols found" >&2; exit 1; }
+optional="$optional
+$media"
 [ -n "$optional" ] || { echo "check-toolkit-headers.sh: no optional symbols found" >&2; exit 1; }
 pattern="$(printf '%s\n' $optional | paste -sd'|')"
 # A declaration may span lines: drop from its first line to the line that ends it (';').

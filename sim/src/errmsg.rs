@@ -111,6 +111,11 @@ pub fn describe(code: i32) -> &'static str {
         code::REPEAT_INITIALIZE => "aclInit was already called (P2)",
         code::REPEAT_FINALIZE => "aclFinalize was already called (P2)",
         code::INTERNAL_ERROR => "internal error (a panic was caught at the C boundary)",
+        code::FEATURE_UNSUPPORTED => "the feature is not supported (by the simulator)",
+        code::RELATIVE_RESOURCE_NOT_CLEARED => {
+            "a channel description was destroyed while its channel exists (DV3)"
+        }
+        code::UNSUPPORTED_JPEG => "the JPEG's coding is not supported by JPEGD (DV7)",
         code::INVALID_MODEL_ID => "no model is loaded with this id",
         code::PARSE_MODEL => "the model file could not be parsed",
         code::READ_MODEL_FAILURE => "the model file could not be read",

@@ -89,6 +89,7 @@ pub fn intercept(rt: &mut Rt, sid: u64) -> bool {
                         | TaskKind::Kernel { .. }
                         | TaskKind::HostFunc { .. }
                         | TaskKind::Model(_)
+                        | TaskKind::Dvpp(_)
                 ),
             ),
             _ => return false,
@@ -124,6 +125,17 @@ pub fn intercept(rt: &mut Rt, sid: u64) -> bool {
         return false;
     };
     rt.extra.injected = rt.extra.injected.saturating_sub(1);
+    // DV6: a media task's failure is in its output description too.
+    let desc = match rt.streams.get(&sid).and_then(|s| s.tasks.front()) {
+        Some(t) => match &t.kind {
+            TaskKind::Dvpp(w) => Some(w.desc()),
+            _ => None,
+        },
+        None => None,
+    };
+    if let Some(desc) = desc {
+        crate::rules::dvpp::report_result(rt, desc, Err(code));
+    }
     crate::rules::task::complete_front(rt, sid);
     task_failed(rt, sid, code);
     true

@@ -36,6 +36,7 @@ pub mod calls;
 pub mod errmsg;
 pub mod exec;
 pub mod extra;
+pub mod media;
 pub mod model;
 pub mod pt;
 mod rules;
@@ -230,4 +231,17 @@ pub use api::{
     aclrtRegStreamStateCallback, aclrtSetStreamConfigOpt, aclrtStreamAbort, aclrtStreamGetFlags,
     aclrtStreamGetId, aclrtStreamGetPriority, aclrtStreamStop, aclrtSubscribeHostFunc,
     aclrtUnSubscribeHostFunc,
+};
+pub use api::{
+    acldvppCreateChannel, acldvppCreateChannelDesc, acldvppCreatePicDesc,
+    acldvppCreateResizeConfig, acldvppDestroyChannel, acldvppDestroyChannelDesc,
+    acldvppDestroyPicDesc, acldvppDestroyResizeConfig, acldvppFree, acldvppGetPicDescData,
+    acldvppGetPicDescFormat, acldvppGetPicDescHeight, acldvppGetPicDescHeightStride,
+    acldvppGetPicDescRetCode, acldvppGetPicDescSize, acldvppGetPicDescWidth,
+    acldvppGetPicDescWidthStride, acldvppGetResizeConfigInterpolation, acldvppJpegDecodeAsync,
+    acldvppJpegGetImageInfo, acldvppJpegGetImageInfoV2, acldvppJpegPredictDecSize, acldvppMalloc,
+    acldvppSetChannelDescMode, acldvppSetChannelDescParam, acldvppSetPicDescData,
+    acldvppSetPicDescFormat, acldvppSetPicDescHeight, acldvppSetPicDescHeightStride,
+    acldvppSetPicDescSize, acldvppSetPicDescWidth, acldvppSetPicDescWidthStride,
+    acldvppSetResizeConfigInterpolation, acldvppVpcResizeAsync,
 };

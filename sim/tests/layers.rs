@@ -30,6 +30,7 @@ const LAYERS: &[(&str, u8)] = &[
     // Plain data: the runtime state, the model format, the recent error message.
     ("state", 1),
     ("model", 1),
+    ("media", 1),
     ("errmsg", 1),
     // The checker's rules that change the state (MD, S6, P5, task release).
     ("rules", 2),

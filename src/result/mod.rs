@@ -373,6 +373,7 @@ mod callback;
 pub(crate) mod current;
 mod device;
 mod diagnostics;
+pub mod dvpp;
 mod event;
 mod memory;
 mod model;

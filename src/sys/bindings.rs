@@ -39,6 +39,9 @@ pub const ACL_ERROR_INVALID_RESOURCE_HANDLE: u32 = 200005;
 pub const ACL_ERROR_FEATURE_UNSUPPORTED: u32 = 200006;
 pub const ACL_ERROR_INTERNAL_ERROR: u32 = 500000;
 pub const ACL_ERROR_FAILURE: u32 = 500001;
+pub const ACL_ERROR_FORMAT_NOT_MATCH: u32 = 100027;
+pub const ACL_ERROR_RELATIVE_RESOURCE_NOT_CLEARED: u32 = 148051;
+pub const ACL_ERROR_UNSUPPORTED_JPEG: u32 = 148052;
 pub const ACL_ERROR_RT_PARAM_INVALID: u32 = 107000;
 pub const ACL_ERROR_RT_INVALID_DEVICEID: u32 = 107001;
 pub const ACL_ERROR_RT_CONTEXT_NULL: u32 = 107002;
@@ -262,3 +265,66 @@ pub const ACL_FORMAT_FRACTAL_NZ_C0_2: aclFormat = 52;
 pub const ACL_FORMAT_FRACTAL_NZ_C0_4: aclFormat = 53;
 pub const ACL_FORMAT_FRACTAL_NZ_C0_8: aclFormat = 54;
 pub type aclFormat = ::std::os::raw::c_int;
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct acldvppChannelDesc {
+    _unused: [u8; 0],
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct acldvppPicDesc {
+    _unused: [u8; 0],
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct acldvppResizeConfig {
+    _unused: [u8; 0],
+}
+pub const PIXEL_FORMAT_YUV_400: acldvppPixelFormat = 0;
+pub const PIXEL_FORMAT_YUV_SEMIPLANAR_420: acldvppPixelFormat = 1;
+pub const PIXEL_FORMAT_YVU_SEMIPLANAR_420: acldvppPixelFormat = 2;
+pub const PIXEL_FORMAT_YUV_SEMIPLANAR_422: acldvppPixelFormat = 3;
+pub const PIXEL_FORMAT_YVU_SEMIPLANAR_422: acldvppPixelFormat = 4;
+pub const PIXEL_FORMAT_YUV_SEMIPLANAR_444: acldvppPixelFormat = 5;
+pub const PIXEL_FORMAT_YVU_SEMIPLANAR_444: acldvppPixelFormat = 6;
+pub const PIXEL_FORMAT_YUYV_PACKED_422: acldvppPixelFormat = 7;
+pub const PIXEL_FORMAT_UYVY_PACKED_422: acldvppPixelFormat = 8;
+pub const PIXEL_FORMAT_YVYU_PACKED_422: acldvppPixelFormat = 9;
+pub const PIXEL_FORMAT_VYUY_PACKED_422: acldvppPixelFormat = 10;
+pub const PIXEL_FORMAT_YUV_PACKED_444: acldvppPixelFormat = 11;
+pub const PIXEL_FORMAT_RGB_888: acldvppPixelFormat = 12;
+pub const PIXEL_FORMAT_BGR_888: acldvppPixelFormat = 13;
+pub const PIXEL_FORMAT_ARGB_8888: acldvppPixelFormat = 14;
+pub const PIXEL_FORMAT_ABGR_8888: acldvppPixelFormat = 15;
+pub const PIXEL_FORMAT_RGBA_8888: acldvppPixelFormat = 16;
+pub const PIXEL_FORMAT_BGRA_8888: acldvppPixelFormat = 17;
+pub const PIXEL_FORMAT_YUV_SEMIPLANAR_440: acldvppPixelFormat = 1000;
+pub const PIXEL_FORMAT_YVU_SEMIPLANAR_440: acldvppPixelFormat = 1001;
+pub const PIXEL_FORMAT_FLOAT32: acldvppPixelFormat = 1002;
+pub const PIXEL_FORMAT_BUTT: acldvppPixelFormat = 1003;
+pub const PIXEL_FORMAT_UNKNOWN: acldvppPixelFormat = 10000;
+pub type acldvppPixelFormat = ::std::os::raw::c_uint;
+pub const DVPP_CHNMODE_VPC: acldvppChannelMode = 1;
+pub const DVPP_CHNMODE_JPEGD: acldvppChannelMode = 2;
+pub const DVPP_CHNMODE_JPEGE: acldvppChannelMode = 4;
+pub const DVPP_CHNMODE_PNGD: acldvppChannelMode = 8;
+pub type acldvppChannelMode = ::std::os::raw::c_uint;
+pub const ACL_JPEG_CSS_444: acldvppJpegFormat = 0;
+pub const ACL_JPEG_CSS_422: acldvppJpegFormat = 1;
+pub const ACL_JPEG_CSS_420: acldvppJpegFormat = 2;
+pub const ACL_JPEG_CSS_GRAY: acldvppJpegFormat = 3;
+pub const ACL_JPEG_CSS_440: acldvppJpegFormat = 4;
+pub const ACL_JPEG_CSS_411: acldvppJpegFormat = 5;
+pub const ACL_JPEG_CSS_UNKNOWN: acldvppJpegFormat = 1000;
+pub type acldvppJpegFormat = ::std::os::raw::c_uint;
+pub const ACL_DVPP_CSC_MATRIX_UINT32: acldvppChannelDescParamType = 0;
+pub const ACL_DVPP_MODE_UINT32: acldvppChannelDescParamType = 1;
+pub const ACL_DVPP_CHANNEL_ID_UINT64: acldvppChannelDescParamType = 2;
+pub const ACL_DVPP_CHANNEL_HEIGHT_UINT32: acldvppChannelDescParamType = 3;
+pub const ACL_DVPP_CHANNEL_WIDTH_UINT32: acldvppChannelDescParamType = 4;
+pub const ACL_DVPP_JPEGD_PRECISION_MODE_ENUM: acldvppChannelDescParamType = 5;
+pub type acldvppChannelDescParamType = ::std::os::raw::c_uint;
+pub const ACL_YUVOUT_ALIGN_DOWN: acldvppJpegdPrecisionMode = 0;
+pub const ACL_YUVOUT_ALIGN_UP: acldvppJpegdPrecisionMode = 1;
+pub const ACL_YUVOUT_ALIGN_DOWN_COMPAT: acldvppJpegdPrecisionMode = 2;
+pub type acldvppJpegdPrecisionMode = ::std::os::raw::c_uint;

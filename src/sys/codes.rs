@@ -92,6 +92,9 @@ acl_error_codes! {
     RtModelRunning = 107037, "ACL_ERROR_RT_MODEL_RUNNING", "the model has an execution pending (MD7)";
     RtNoModelResource = 207010, "ACL_ERROR_RT_NO_MODEL_RESOURCE", "out of model resources";
     RtModelExecute = 507011, "ACL_ERROR_RT_MODEL_EXECUTE", "the model execution failed";
+    FormatNotMatch = 100027, "ACL_ERROR_FORMAT_NOT_MATCH", "a picture format does not match what the call needs (DV8, DV9)";
+    RelativeResourceNotCleared = 148051, "ACL_ERROR_RELATIVE_RESOURCE_NOT_CLEARED", "a channel description was destroyed while its channel exists (DV3)";
+    UnsupportedJpeg = 148052, "ACL_ERROR_UNSUPPORTED_JPEG", "the JPEG's coding is not supported by JPEGD: progressive, arithmetic, lossless, hierarchical, or another sampling (DV7)";
     BadAlloc = 200000, "ACL_ERROR_BAD_ALLOC", "memory allocation failed";
     ApiNotSupport = 200001, "ACL_ERROR_API_NOT_SUPPORT", "the API is not supported";
     InvalidResourceHandle = 200005, "ACL_ERROR_INVALID_RESOURCE_HANDLE", "a resource handle is invalid";

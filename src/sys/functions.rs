@@ -484,3 +484,153 @@ unsafe extern "C" {
 unsafe extern "C" {
     pub fn aclGetDataBufferSizeV2(dataBuffer: *const aclDataBuffer) -> usize;
 }
+unsafe extern "C" {
+    pub fn acldvppMalloc(devPtr: *mut *mut ::std::os::raw::c_void, size: usize) -> aclError;
+}
+unsafe extern "C" {
+    pub fn acldvppFree(devPtr: *mut ::std::os::raw::c_void) -> aclError;
+}
+unsafe extern "C" {
+    pub fn acldvppCreateChannelDesc() -> *mut acldvppChannelDesc;
+}
+unsafe extern "C" {
+    pub fn acldvppDestroyChannelDesc(channelDesc: *mut acldvppChannelDesc) -> aclError;
+}
+unsafe extern "C" {
+    pub fn acldvppSetChannelDescMode(channelDesc: *mut acldvppChannelDesc, mode: u32) -> aclError;
+}
+unsafe extern "C" {
+    pub fn acldvppSetChannelDescParam(
+        channelDesc: *mut acldvppChannelDesc,
+        paramType: acldvppChannelDescParamType,
+        length: usize,
+        param: *const ::std::os::raw::c_void,
+    ) -> aclError;
+}
+unsafe extern "C" {
+    pub fn acldvppCreateChannel(channelDesc: *mut acldvppChannelDesc) -> aclError;
+}
+unsafe extern "C" {
+    pub fn acldvppDestroyChannel(channelDesc: *mut acldvppChannelDesc) -> aclError;
+}
+unsafe extern "C" {
+    pub fn acldvppCreatePicDesc() -> *mut acldvppPicDesc;
+}
+unsafe extern "C" {
+    pub fn acldvppDestroyPicDesc(picDesc: *mut acldvppPicDesc) -> aclError;
+}
+unsafe extern "C" {
+    pub fn acldvppSetPicDescData(
+        picDesc: *mut acldvppPicDesc,
+        dataDev: *mut ::std::os::raw::c_void,
+    ) -> aclError;
+}
+unsafe extern "C" {
+    pub fn acldvppSetPicDescSize(picDesc: *mut acldvppPicDesc, size: u32) -> aclError;
+}
+unsafe extern "C" {
+    pub fn acldvppSetPicDescFormat(
+        picDesc: *mut acldvppPicDesc,
+        format: acldvppPixelFormat,
+    ) -> aclError;
+}
+unsafe extern "C" {
+    pub fn acldvppSetPicDescWidth(picDesc: *mut acldvppPicDesc, width: u32) -> aclError;
+}
+unsafe extern "C" {
+    pub fn acldvppSetPicDescHeight(picDesc: *mut acldvppPicDesc, height: u32) -> aclError;
+}
+unsafe extern "C" {
+    pub fn acldvppSetPicDescWidthStride(picDesc: *mut acldvppPicDesc, widthStride: u32)
+    -> aclError;
+}
+unsafe extern "C" {
+    pub fn acldvppSetPicDescHeightStride(
+        picDesc: *mut acldvppPicDesc,
+        heightStride: u32,
+    ) -> aclError;
+}
+unsafe extern "C" {
+    pub fn acldvppGetPicDescData(picDesc: *const acldvppPicDesc) -> *mut ::std::os::raw::c_void;
+}
+unsafe extern "C" {
+    pub fn acldvppGetPicDescSize(picDesc: *const acldvppPicDesc) -> u32;
+}
+unsafe extern "C" {
+    pub fn acldvppGetPicDescFormat(picDesc: *const acldvppPicDesc) -> acldvppPixelFormat;
+}
+unsafe extern "C" {
+    pub fn acldvppGetPicDescWidth(picDesc: *const acldvppPicDesc) -> u32;
+}
+unsafe extern "C" {
+    pub fn acldvppGetPicDescHeight(picDesc: *const acldvppPicDesc) -> u32;
+}
+unsafe extern "C" {
+    pub fn acldvppGetPicDescWidthStride(picDesc: *const acldvppPicDesc) -> u32;
+}
+unsafe extern "C" {
+    pub fn acldvppGetPicDescHeightStride(picDesc: *const acldvppPicDesc) -> u32;
+}
+unsafe extern "C" {
+    pub fn acldvppGetPicDescRetCode(picDesc: *const acldvppPicDesc) -> u32;
+}
+unsafe extern "C" {
+    pub fn acldvppCreateResizeConfig() -> *mut acldvppResizeConfig;
+}
+unsafe extern "C" {
+    pub fn acldvppDestroyResizeConfig(resizeConfig: *mut acldvppResizeConfig) -> aclError;
+}
+unsafe extern "C" {
+    pub fn acldvppSetResizeConfigInterpolation(
+        resizeConfig: *mut acldvppResizeConfig,
+        interpolation: u32,
+    ) -> aclError;
+}
+unsafe extern "C" {
+    pub fn acldvppGetResizeConfigInterpolation(resizeConfig: *const acldvppResizeConfig) -> u32;
+}
+unsafe extern "C" {
+    pub fn acldvppJpegGetImageInfo(
+        data: *const ::std::os::raw::c_void,
+        size: u32,
+        width: *mut u32,
+        height: *mut u32,
+        components: *mut i32,
+    ) -> aclError;
+}
+unsafe extern "C" {
+    pub fn acldvppJpegGetImageInfoV2(
+        data: *const ::std::os::raw::c_void,
+        size: u32,
+        width: *mut u32,
+        height: *mut u32,
+        components: *mut i32,
+        format: *mut acldvppJpegFormat,
+    ) -> aclError;
+}
+unsafe extern "C" {
+    pub fn acldvppJpegPredictDecSize(
+        data: *const ::std::os::raw::c_void,
+        dataSize: u32,
+        outputPixelFormat: acldvppPixelFormat,
+        decSize: *mut u32,
+    ) -> aclError;
+}
+unsafe extern "C" {
+    pub fn acldvppJpegDecodeAsync(
+        channelDesc: *mut acldvppChannelDesc,
+        data: *const ::std::os::raw::c_void,
+        size: u32,
+        outputDesc: *mut acldvppPicDesc,
+        stream: aclrtStream,
+    ) -> aclError;
+}
+unsafe extern "C" {
+    pub fn acldvppVpcResizeAsync(
+        channelDesc: *mut acldvppChannelDesc,
+        inputDesc: *mut acldvppPicDesc,
+        outputDesc: *mut acldvppPicDesc,
+        resizeConfig: *mut acldvppResizeConfig,
+        stream: aclrtStream,
+    ) -> aclError;
+}

@@ -393,6 +393,8 @@ pub struct Api {
     _library: std::mem::ManuallyDrop<libloading::Library>,
     /// The model functions, found on first use ([`Api::models`]).
     models: std::sync::OnceLock<Result<super::model::ModelTable, super::model::ModelApiError>>,
+    /// The media functions, found on first use ([`Api::dvpp`]).
+    dvpp: std::sync::OnceLock<super::dvpp::DvppFunctions>,
 }
 
 impl std::fmt::Debug for Api {
@@ -532,6 +534,7 @@ impl Api {
                         source: candidate.source,
                         _library: std::mem::ManuallyDrop::new(library),
                         models: std::sync::OnceLock::new(),
+                        dvpp: std::sync::OnceLock::new(),
                     });
                 }
                 Err(e) => {
@@ -586,6 +589,20 @@ impl Api {
                 unsafe { super::model::find_model_table(self.library(), self.resolved_path()) }
             })
             .as_ref()
+    }
+
+    /// The media functions of DVPP V1 (`acldvpp*`, DV2): from the runtime library itself,
+    /// then, for those it lacks, from `libacl_dvpp.so` beside its file, then from the
+    /// `libacl_dvpp.so` the system loader finds. Looked up once; each function is `None` when
+    /// found nowhere (a call of it is then
+    /// [`CallError::Unsupported`](crate::result::CallError::Unsupported)).
+    pub fn dvpp(&self) -> &super::dvpp::DvppFunctions {
+        self.dvpp.get_or_init(|| {
+            // SAFETY: the runtime library is never unloaded (see the type's docs); a media
+            // library found beside it or by the system loader is an AscendCL media library,
+            // trusted as the runtime is.
+            unsafe { super::dvpp::find_dvpp_table(self.library(), self.resolved_path()) }
+        })
     }
 
     /// Whether the loaded library provides `symbol` (required ones always do).

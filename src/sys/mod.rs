@@ -59,6 +59,7 @@ mod functions {
 }
 
 pub(crate) mod codes;
+pub mod dvpp;
 mod elf;
 pub mod loader;
 pub mod model;

@@ -141,6 +141,14 @@ fn call_every_safe_function(
             },
         ),
         (
+            "Api::dvpp",
+            if api.dvpp().table.provides("acldvppJpegDecodeAsync") {
+                Outcome::Ok
+            } else {
+                Outcome::Other("the simulator lacks acldvppJpegDecodeAsync".into())
+            },
+        ),
+        (
             "Api::has_symbol",
             if api.has_symbol("aclrtGetSocName") {
                 Outcome::Ok

@@ -5,7 +5,8 @@
 //! * a function declared in `include/ascendcl.h` has no row, or two, or a row names a
 //!   function the header does not declare;
 //! * a row's "crate" cell does not start with what the loader does with the symbol:
-//!   `required` (in `REQUIRED_SYMBOLS`), `optional` (in `OPTIONAL_SYMBOLS`), `model` (in
+//!   `required` (in `REQUIRED_SYMBOLS`), `optional` (in `OPTIONAL_SYMBOLS`, or a media
+//!   function of `DVPP_SYMBOLS`, each optional), `model` (in
 //!   `MODEL_SYMBOLS`, resolved on first use), or `simulator only` (an `aclsim*` extension);
 //! * a rule ID cited in the simulator cell is not defined in `docs/protocol.md`;
 //! * the versions cell is empty.
@@ -14,6 +15,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use ascend_typestate::sys::dvpp::DVPP_SYMBOLS;
 use ascend_typestate::sys::model::MODEL_SYMBOLS;
 use ascend_typestate::sys::{OPTIONAL_SYMBOLS, REQUIRED_SYMBOLS};
 
@@ -77,7 +79,7 @@ fn rows(table: &str) -> Vec<Row> {
 fn loader_kind(symbol: &str) -> &'static str {
     if REQUIRED_SYMBOLS.contains(&symbol) {
         "required"
-    } else if OPTIONAL_SYMBOLS.contains(&symbol) {
+    } else if OPTIONAL_SYMBOLS.contains(&symbol) || DVPP_SYMBOLS.contains(&symbol) {
         "optional"
     } else if MODEL_SYMBOLS.contains(&symbol) {
         "model"

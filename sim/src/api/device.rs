@@ -164,6 +164,12 @@ fn release_device(mut g: PGuard<'static, Global>, name: &str, deviceId: i32) -> 
         }
         // The work and weight memory the runtime allocated for models of the device (D8).
         crate::rules::model::release_device_memory(rt, deviceId);
+        // Its media channels go with it (DV3, reported as D3 above).
+        for c in rt.dvpp.channels.values_mut() {
+            if c.created.is_some_and(|(_, dev)| dev == deviceId) {
+                c.created = None;
+            }
+        }
         rt.devices[d].default_ctx = None;
         Ok(())
     }

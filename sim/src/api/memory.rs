@@ -243,6 +243,7 @@ fn malloc(ptr: *mut *mut c_void, size: usize, policy: Option<i32>, name: &str) -
             device,
             uses: 0,
             freed: false,
+            dvpp: false,
         },
     );
     out(ptr, p)
@@ -257,6 +258,16 @@ fn free(p: *mut c_void, host: bool, name: &str) -> R {
         Some(a) if !a.freed => (a.host, a.uses),
         _ => return Err(code::RT_PARAM_INVALID),
     };
+    // DV5: media memory goes back with acldvppFree.
+    if rt.allocs.get(&key).is_some_and(|a| a.dvpp) {
+        rt.report(
+            "DV5",
+            format!(
+                "{name}({key:#x}) on memory of acldvppMalloc: acldvppMalloc/acldvppFree pair; the call returns 107000"
+            ),
+        );
+        return Err(code::RT_PARAM_INVALID);
+    }
     if is_host != host {
         rt.report(
             "M2",
@@ -349,6 +360,13 @@ pub extern "C" fn aclrtMemcpy(
             (dst as usize, count),
             Some((src as usize, count)),
         );
+        // DV6: memory of a pending media task.
+        crate::rules::dvpp::host_access(
+            rt,
+            "aclrtMemcpy",
+            (dst as usize, count),
+            Some((src as usize, count)),
+        );
         let (dst, src) = (dst as usize, src as usize);
         access(&mut g, &allocs, count, || {
             // SAFETY: ranges validated above (M1) and held by `access`; untracked host
@@ -419,6 +437,7 @@ pub extern "C" fn aclrtMemset(
         let rt = rt_of(&mut g)?;
         let allocs = check_set(rt, "aclrtMemset", devPtr as usize, maxCount, count)?;
         crate::rules::model::host_access(rt, "aclrtMemset", (devPtr as usize, count), None);
+        crate::rules::dvpp::host_access(rt, "aclrtMemset", (devPtr as usize, count), None);
         let p = devPtr as usize;
         access(&mut g, &allocs, count, || {
             // SAFETY: range validated above (M1) and held by `access`; untracked memory is

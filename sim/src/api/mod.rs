@@ -9,6 +9,7 @@
 
 mod callback;
 mod device;
+mod dvpp;
 mod event;
 mod ext;
 mod hostfunc;
@@ -32,6 +33,19 @@ pub use device::{
     aclrtGetDeviceCount, aclrtGetRunMode, aclrtResetDevice, aclrtResetDeviceForce,
     aclrtSetCurrentContext, aclrtSetDevice, aclrtSynchronizeDevice,
     aclrtSynchronizeDeviceWithTimeout,
+};
+pub use dvpp::{
+    acldvppCreateChannel, acldvppCreateChannelDesc, acldvppCreatePicDesc,
+    acldvppCreateResizeConfig, acldvppDestroyChannel, acldvppDestroyChannelDesc,
+    acldvppDestroyPicDesc, acldvppDestroyResizeConfig, acldvppFree, acldvppGetPicDescData,
+    acldvppGetPicDescFormat, acldvppGetPicDescHeight, acldvppGetPicDescHeightStride,
+    acldvppGetPicDescRetCode, acldvppGetPicDescSize, acldvppGetPicDescWidth,
+    acldvppGetPicDescWidthStride, acldvppGetResizeConfigInterpolation, acldvppJpegDecodeAsync,
+    acldvppJpegGetImageInfo, acldvppJpegGetImageInfoV2, acldvppJpegPredictDecSize, acldvppMalloc,
+    acldvppSetChannelDescMode, acldvppSetChannelDescParam, acldvppSetPicDescData,
+    acldvppSetPicDescFormat, acldvppSetPicDescHeight, acldvppSetPicDescHeightStride,
+    acldvppSetPicDescSize, acldvppSetPicDescWidth, acldvppSetPicDescWidthStride,
+    acldvppSetResizeConfigInterpolation, acldvppVpcResizeAsync,
 };
 pub use event::{
     aclrtCreateEvent, aclrtCreateEventWithFlag, aclrtDestroyEvent, aclrtEventElapsedTime,

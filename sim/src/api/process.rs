@@ -72,6 +72,7 @@ pub extern "C" fn aclInit(configPath: *const c_char) -> i32 {
             extra: crate::extra::Extra::from_env(),
             sync_waiters: Vec::new(),
             models: Default::default(),
+            dvpp: Default::default(),
         }));
         Ok(())
     })

@@ -133,6 +133,7 @@ fn task_label(kind: &crate::state::TaskKind) -> String {
         K::Callback { .. } => "a callback".to_owned(),
         K::HostFunc { .. } => "a host function".to_owned(),
         K::Model(_) => "a model execution".to_owned(),
+        K::Dvpp(_) => "a media task (DVPP)".to_owned(),
     }
 }
 

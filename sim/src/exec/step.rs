@@ -47,6 +47,8 @@ pub(super) enum Job {
     },
     /// `aclmdlExecuteAsync` (MD6): the model's time, then its evaluation.
     Model(crate::state::models::Run),
+    /// `acldvppJpegDecodeAsync`, `acldvppVpcResizeAsync` (DV6).
+    Dvpp(crate::state::dvpp::Work),
 }
 
 /// One step of stream `sid`'s task state machine: acts on the head task and says what the
@@ -120,6 +122,7 @@ fn head(rt: &mut Rt, sid: u64, now: Instant) -> Head {
             | TaskKind::Kernel { .. }
             | TaskKind::HostFunc { .. }
             | TaskKind::Model(_)
+            | TaskKind::Dvpp(_)
     );
     if has_body && t.state == TaskState::Running {
         return Head::Idle;
@@ -148,6 +151,7 @@ fn head(rt: &mut Rt, sid: u64, now: Instant) -> Head {
             ud: *ud,
             bufs: bufs.clone(),
         },
+        TaskKind::Dvpp(w) => Job::Dvpp((**w).clone()),
         TaskKind::HostFunc { f, ud } => Job::Host {
             f: *f,
             ud: *ud,

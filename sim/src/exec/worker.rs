@@ -34,6 +34,15 @@ pub(super) fn worker(sid: u64, cv_addr: usize) {
             Step::Idle => cv.wait(&mut g),
             Step::WaitFor(d) => cv.wait_timeout(&mut g, d),
             Step::Continue => {}
+            Step::Run(Job::Dvpp(work)) => {
+                let result = g.unlocked(|| work.execute());
+                let Some(rt) = g.rt.as_deref_mut() else {
+                    return;
+                };
+                task_ran(rt, sid, &work, result);
+                crate::extra::after_run(rt, sid);
+                complete_front(rt, sid);
+            }
             Step::Run(job) => {
                 let failed = g.unlocked(|| run_job(job));
                 let Some(rt) = g.rt.as_deref_mut() else {
@@ -108,6 +117,44 @@ fn run_job(job: Job) -> Option<String> {
         Job::Model(run) => {
             run.run();
             None
+        }
+        // Run by the worker loop itself (its result goes into the output description).
+        Job::Dvpp(work) => work.execute().err(),
+    }
+}
+
+/// A stream worker ran media task `work` at the head of `sid`: its result goes into its
+/// output description (a decode's width, height and strides, DV6), a failure to the
+/// stream (P3b).
+fn task_ran(
+    rt: &mut crate::state::Rt,
+    sid: u64,
+    work: &crate::state::dvpp::Work,
+    result: Result<(), String>,
+) {
+    use crate::state::dvpp::Work;
+    match result {
+        Ok(()) => {
+            let written = match work {
+                Work::Decode { layout, .. } => Some([
+                    layout.width,
+                    layout.height,
+                    layout.width_stride,
+                    layout.height_stride,
+                ]),
+                Work::Resize { .. } => None,
+            };
+            crate::rules::dvpp::report_result(rt, work.desc(), Ok(written));
+        }
+        // Why (corrupt data, a header changed since the submission) is not kept: the code
+        // is what the board reports too.
+        Err(_) => {
+            crate::rules::dvpp::report_result(
+                rt,
+                work.desc(),
+                Err(crate::rules::dvpp::TASK_FAILED),
+            );
+            crate::extra::task_failed(rt, sid, crate::rules::dvpp::TASK_FAILED);
         }
     }
 }

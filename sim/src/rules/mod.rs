@@ -6,5 +6,6 @@
 //! and below the executor (`exec`) and the entry points (`api`): it may import only the
 //! layers below and itself.
 
+pub(crate) mod dvpp;
 pub(crate) mod model;
 pub(crate) mod task;

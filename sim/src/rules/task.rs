@@ -66,6 +66,10 @@ pub(crate) fn release_task(rt: &mut Rt, sid: u64, t: &Task, executed: bool) {
             crate::rules::model::release(rt, t.id, x);
             None
         }
+        TaskKind::Dvpp(_) => {
+            crate::rules::dvpp::release(rt, t.id);
+            None
+        }
         TaskKind::Callback { thread, .. } => {
             if !executed {
                 // Drop a delivered-but-not-run item too (only possible for blocking ones).

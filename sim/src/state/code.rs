@@ -23,6 +23,11 @@ pub const RT_MODEL_CONTEXT: i32 = 107004;
 pub const RT_MODEL_RUNNING: i32 = 107037;
 pub const RT_MODEL_EXECUTE: i32 = 507011;
 pub const INTERNAL_ERROR: i32 = 500000;
+pub const FEATURE_UNSUPPORTED: i32 = 200006;
+/// DV3: a channel description destroyed while its channel exists.
+pub const RELATIVE_RESOURCE_NOT_CLEARED: i32 = 148051;
+/// DV7: a JPEG JPEGD does not decode.
+pub const UNSUPPORTED_JPEG: i32 = 148052;
 pub const RT_PARAM_INVALID: i32 = 107000;
 pub const RT_INVALID_DEVICEID: i32 = 107001;
 pub const RT_CONTEXT_NULL: i32 = 107002;

@@ -15,6 +15,7 @@ use crate::pt::{PCond, PMutex, PThread};
 use crate::trace::Trace;
 
 pub mod code;
+pub mod dvpp;
 pub(crate) mod extra;
 pub(crate) mod models;
 
@@ -189,6 +190,8 @@ pub enum TaskKind {
     },
     /// `aclmdlExecuteAsync` (MD6-MD8): runs the model when the stream reaches it.
     Model(Box<models::Exec>),
+    /// `acldvppJpegDecodeAsync`, `acldvppVpcResizeAsync` (DV6): a media task.
+    Dvpp(Box<dvpp::Work>),
 }
 
 pub struct Task {
@@ -277,6 +280,8 @@ pub struct Alloc {
     pub uses: u32,
     /// Freed by the user while in use: the memory is released when `uses` drops to 0.
     pub freed: bool,
+    /// Media memory from `acldvppMalloc` (DV5), freed by `acldvppFree` only.
+    pub dvpp: bool,
 }
 
 pub struct CbItem {
@@ -325,6 +330,8 @@ pub struct Rt {
     pub sync_waiters: Vec<usize>,
     /// Loaded models, descriptions, datasets and data buffers (MD1-MD13).
     pub models: models::Models,
+    /// Media channels, descriptions, configurations and pending tasks (DV3-DV10).
+    pub dvpp: dvpp::Dvpp,
 }
 
 /// An injected failure: after `skip` more calls of `call`, the next `remaining` calls return
@@ -518,6 +525,7 @@ impl Rt {
                 .filter(|s| !s.dead && s.subscriber.is_some())
                 .count()
             + self.models.live_count()
+            + self.dvpp.live_count()
     }
 
     /// Human-readable list of live user resources (P2 leak report, D3).
@@ -569,7 +577,11 @@ impl Rt {
                 let _ = write!(
                     s,
                     "{} allocation {p:#x} ({} B)",
-                    if a.host { "host" } else { "device" },
+                    match (a.host, a.dvpp) {
+                        (true, _) => "host",
+                        (false, true) => "DVPP",
+                        (false, false) => "device",
+                    },
                     a.size
                 );
                 v.push(s);
@@ -578,6 +590,7 @@ impl Rt {
         if device.is_none() {
             v.extend(self.models.describe_live());
         }
+        v.extend(self.dvpp.describe_live(device));
         v
     }
 }
@@ -608,5 +621,9 @@ pub fn task_name(rt: &Rt, t: &Task) -> String {
         }
         TaskKind::HostFunc { .. } => "host func".to_string(),
         TaskKind::Model(x) => format!("model {} batch {}", x.model_id, x.batch),
+        TaskKind::Dvpp(w) => match **w {
+            dvpp::Work::Decode { size, .. } => format!("jpeg decode {size} B"),
+            dvpp::Work::Resize { .. } => "vpc resize".to_string(),
+        },
     }
 }
