@@ -62,6 +62,7 @@ pub(crate) mod codes;
 mod elf;
 pub mod loader;
 pub mod model;
+pub(crate) mod sync;
 
 use bindings::{aclError, aclrtCallback, aclrtContext, aclrtEvent, aclrtHostFunc, aclrtStream};
 use std::ffi::{c_char, c_void};

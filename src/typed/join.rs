@@ -11,9 +11,10 @@ use std::cell::{Cell, UnsafeCell};
 use crate::result::current;
 use crate::sys::bindings::ACL_EVENT_SYNC;
 use crate::sys::bindings::{aclrtEvent, aclrtStream};
-use crate::typed::context::{Context, Parked};
+use crate::typed::context::Context;
 use crate::typed::error::{Error, Result};
 use crate::typed::handle::{report_drop_error, retry_cleanup};
+use crate::typed::join_state::{JoinCalls, JoinHost, Parked};
 
 /// The most done join events a stream keeps for reuse; more are destroyed.
 const JOIN_POOL: usize = 64;
@@ -90,7 +91,7 @@ pub(crate) struct Joins {
 }
 
 impl Joins {
-    pub(crate) fn new(ctx: &Context<'_>) -> Joins {
+    pub(crate) fn new(ctx: &impl JoinHost) -> Joins {
         Joins {
             list: UnsafeCell::new(None),
             sync_key: Cell::new(ctx.id()),
@@ -179,14 +180,15 @@ fn first_joins() -> Box<StreamJoins> {
     })
 }
 
-/// A stream's join bookkeeping, as the stream hands it to this module.
-pub(crate) struct JoinTarget<'a> {
-    pub(crate) ctx: &'a Context<'a>,
+/// A stream's join bookkeeping, as the stream hands it to this module: its context (the
+/// library's [`Context`]; a model of one under loom), the stream and its list.
+pub(crate) struct JoinTarget<'a, H: JoinHost = Context<'a>> {
+    pub(crate) ctx: &'a H,
     pub(crate) raw: aclrtStream,
     pub(crate) joins: &'a Joins,
 }
 
-impl JoinTarget<'_> {
+impl<H: JoinHost> JoinTarget<'_, H> {
     /// Orders the target stream after the tasks issued on `from` so far (E5): a join event
     /// recorded on `from`, waited on and reset by the target (its only waiter, so the reset
     /// cannot overtake another wait), reused or destroyed once the target is synchronised
