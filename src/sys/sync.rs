@@ -1,6 +1,6 @@
 //! The synchronisation primitives of the crate's hand-written concurrent state, in one place:
 //! `std`'s in every normal build (plain re-exports, so they cost nothing), `loom`'s in a
-//! model-checking build (`RUSTFLAGS="--cfg loom"`), where the tests of `src/loom/` run every
+//! model-checking build (`RUSTFLAGS="--cfg loom"`), where the tests of `src/typed/loom/` run every
 //! interleaving of a few threads over the same code the library runs.
 //!
 //! Everything shared between threads that the models cover goes through here: the atomics,

@@ -2,7 +2,7 @@
 //! time, initialisation and finalisation serialised, a failed start's clean-up remembered,
 //! and the shared runtime of [`Acl::shared`](crate::Acl::shared) initialised once. The
 //! runtime calls are behind [`RuntimeCalls`], so that the library runs this code on the
-//! runtime and the loom models (`src/loom/lifecycle.rs`) on a model of it.
+//! runtime and the loom models (`src/typed/loom/lifecycle.rs`) on a model of it.
 
 use crate::sys::sync::{AtomicBool, InitOnce, Initialised, Mutex, Ordering};
 use crate::typed::error::{Error, Result};

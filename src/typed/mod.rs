@@ -18,9 +18,9 @@ pub(crate) mod host_fn;
 pub(crate) mod join;
 pub(crate) mod join_state;
 pub(crate) mod lifecycle;
-// Model checking (issue 28): `RUSTFLAGS="--cfg loom" cargo test --lib loom`.
+// Model checking: `RUSTFLAGS="--cfg loom" cargo test --release --lib loom`.
 #[cfg(all(test, loom))]
-mod loom;
+pub(crate) mod loom;
 pub(crate) mod memory;
 pub(crate) mod model;
 pub(crate) mod pipeline;

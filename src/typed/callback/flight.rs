@@ -2,7 +2,7 @@
 //! stored in (claimed with a compare-and-swap, freed by the callback's only run), their
 //! counts, the trampolines the runtime calls, and the wait for them all to have run. No
 //! runtime call is made here: a launch hands the trampoline and its data to `submit`, so
-//! the same code runs on the runtime and in the loom models (`src/loom/callbacks.rs`).
+//! the same code runs on the runtime and in the loom models (`src/typed/loom/callbacks.rs`).
 
 use super::{Any, Arc, AssertUnwindSafe, Error, Ordering, Result, STRANDED_AFTER, Shared};
 use super::{c_void, catch_unwind};

@@ -63,12 +63,19 @@ impl<'r, 's> Subscribed<'r, 's> {
         // report thread's): one load fewer than through `self.report`.
         flight.shared().alive()?;
         self.stream.bind()?;
-        let (api, raw) = (self.stream.context().api(), self.stream.as_raw());
         flight.launch(body, |callback, user_data| {
+            let stream = &self.stream;
             // SAFETY: the stream is live, subscribed and its context current; the trampoline
             // frees `user_data` (the slot, or the box and its slot) on its only run, and the
             // closure owns everything it needs ('static).
-            unsafe { api.launch_callback(callback, user_data, mode.raw(), raw) }
+            unsafe {
+                stream.context().api().launch_callback(
+                    callback,
+                    user_data,
+                    mode.raw(),
+                    stream.as_raw(),
+                )
+            }
         })
     }
 

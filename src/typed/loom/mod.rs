@@ -1,4 +1,4 @@
-//! Loom models of the crate's hand-written concurrent state (issue 28): every interleaving
+//! Loom models of the crate's hand-written concurrent state: every interleaving
 //! of two or three threads over the operations users can race, with the invariants as
 //! assertions. Built and run only with `RUSTFLAGS="--cfg loom"`:
 //!
