@@ -5,7 +5,7 @@
 
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
-use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use crate::result::current;
 use crate::sys::bindings::aclrtContext;
@@ -13,14 +13,11 @@ use crate::sys::loader::Api;
 use crate::typed::error::Result;
 use crate::typed::handle::{Failed, may_release, refuse_inside_callback, release_on_drop};
 pub(crate) use crate::typed::join_state::Finished;
-use crate::typed::join_state::{JoinHost, JoinState};
+use crate::typed::join_state::{ExclusiveUse, JoinHost, JoinState};
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-/// [`Context::claim`]: a stream of the context was subscribed for callbacks (C1).
-pub(crate) const USES_CALLBACKS: u8 = 1;
-/// [`Context::claim`]: a stream of the context stops it on failure (S6).
-pub(crate) const STOPS_ON_FAILURE: u8 = 2;
+pub(crate) use crate::typed::join_state::{STOPS_ON_FAILURE, USES_CALLBACKS};
 
 /// Join events a stream may have waiting for its synchronisation unless the context says
 /// otherwise ([`Context::set_join_capacity`]).
@@ -79,7 +76,7 @@ pub struct Context<'dev> {
     device_contexts: Option<&'dev AtomicUsize>,
     /// What the context's streams are used for that excludes the other (S6): 0 nothing yet,
     /// [`USES_CALLBACKS`] or [`STOPS_ON_FAILURE`]. Sticky for the context's life.
-    exclusive_use: AtomicU8,
+    exclusive_use: ExclusiveUse,
     /// [`Error::JoinCapacity`](crate::Error::JoinCapacity) past this many joins waiting on
     /// one stream.
     join_capacity: AtomicU32,
@@ -135,7 +132,7 @@ impl<'dev> Context<'dev> {
             children: AtomicUsize::new(0),
             device_contexts,
             join_capacity: AtomicU32::new(DEFAULT_JOIN_CAPACITY),
-            exclusive_use: AtomicU8::new(0),
+            exclusive_use: ExclusiveUse::new(),
             _device: PhantomData,
         }
     }
@@ -202,23 +199,19 @@ impl<'dev> Context<'dev> {
     /// callback the runtime dropped never runs, so unsubscribing (which waits for every
     /// launched callback, C1) would wait forever. Use another context for the other.
     pub(crate) fn claim(&self, used_for: u8) -> Result<()> {
-        match self
-            .exclusive_use
-            .compare_exchange(0, used_for, Ordering::AcqRel, Ordering::Acquire)
-        {
-            Ok(_) => Ok(()),
-            Err(current) if current == used_for => Ok(()),
-            Err(_) => Err(crate::Error::InvalidArgument(
-                "one context cannot have both subscribed streams and stop-on-failure streams (S6, C1): use two contexts",
-            )),
+        if self.exclusive_use.claim(used_for) {
+            return Ok(());
         }
+        Err(crate::Error::InvalidArgument(
+            "one context cannot have both subscribed streams and stop-on-failure streams (S6, C1): use two contexts",
+        ))
     }
 
     /// Whether a stream of this context may stop on failure (S6), dropping tasks that then
     /// never run: a wait on one of them can end without it having run.
     #[inline]
     pub(crate) fn may_stop(&self) -> bool {
-        self.exclusive_use.load(Ordering::Acquire) == STOPS_ON_FAILURE
+        self.exclusive_use.is(STOPS_ON_FAILURE)
     }
 
     /// Whether `error` says that this context was stopped (S6: 107023, after which no reset

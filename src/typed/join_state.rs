@@ -8,7 +8,7 @@
 use crate::result::CallError;
 use crate::sys::bindings::{aclrtEvent, aclrtStream};
 use crate::sys::loader::Api;
-use crate::sys::sync::{AtomicBool, AtomicU64, Mutex, Ordering};
+use crate::sys::sync::{AtomicBool, AtomicU8, AtomicU64, Mutex, Ordering};
 use crate::typed::error::Result;
 use crate::typed::handle::report_drop_error;
 
@@ -179,6 +179,102 @@ impl JoinState {
         drop(std::mem::take(
             self.parked.get_mut().unwrap_or_else(|p| p.into_inner()),
         ));
+    }
+}
+
+/// A stream's event resets (E5): those issued, and those a completed synchronisation
+/// covered. Read from whichever thread an event (which is `Send`) is used on.
+#[derive(Debug)]
+pub(crate) struct ResetCounts {
+    /// Event resets issued on the stream. 64 bits: it never wraps (2^64 resets), so no count
+    /// is ever mistaken for a synchronised one.
+    issued: AtomicU64,
+    /// `issued` as it was when a synchronisation that has since completed began: the resets
+    /// up to there are done. Pending iff the two differ (a counter rather than a flag, so
+    /// that a synchronisation racing with a new reset on another thread cannot hide it).
+    synced: AtomicU64,
+}
+
+impl ResetCounts {
+    pub(crate) fn new() -> ResetCounts {
+        ResetCounts {
+            issued: AtomicU64::new(0),
+            synced: AtomicU64::new(0),
+        }
+    }
+
+    /// A reset was issued. Called once the reset is issued, never before: a synchronisation
+    /// (on any thread) whose snapshot includes the mark then began after the reset was
+    /// queued, so it covers it; one that began earlier stores an older count, which leaves
+    /// the reset pending. (Marking before the call let a synchronisation that started
+    /// between the mark and the call count a reset it never waited for: E5, E9.)
+    #[inline(always)]
+    pub(crate) fn mark(&self) {
+        self.issued.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// The resets issued so far.
+    #[inline(always)]
+    pub(crate) fn issued(&self) -> u64 {
+        self.issued.load(Ordering::Acquire)
+    }
+
+    /// Whether a reset issued may not be done yet.
+    #[inline(always)]
+    pub(crate) fn pending(&self) -> bool {
+        self.issued.load(Ordering::Acquire) != self.synced.load(Ordering::Acquire)
+    }
+
+    /// A stream synchronisation (`synchronize`), counting the resets issued before it
+    /// began.
+    #[inline(always)]
+    pub(crate) fn synchronize<E>(
+        &self,
+        synchronize: impl FnOnce() -> Result<(), E>,
+    ) -> Result<(), E> {
+        let resets = self.issued.load(Ordering::Acquire);
+        synchronize()?;
+        self.synced.store(resets, Ordering::Release);
+        Ok(())
+    }
+
+    /// Every reset issued so far is done or discarded (an abort emptied the stream).
+    pub(crate) fn all_done(&self) {
+        self.synced
+            .store(self.issued.load(Ordering::Acquire), Ordering::Release);
+    }
+}
+
+/// [`ExclusiveUse::claim`]: a stream of the context was subscribed for callbacks (C1).
+pub(crate) const USES_CALLBACKS: u8 = 1;
+/// [`ExclusiveUse::claim`]: a stream of the context stops it on failure (S6).
+pub(crate) const STOPS_ON_FAILURE: u8 = 2;
+
+/// What a context's streams are used for that excludes the other (S6): nothing yet,
+/// [`USES_CALLBACKS`] or [`STOPS_ON_FAILURE`]. Sticky for the context's life.
+#[derive(Debug)]
+pub(crate) struct ExclusiveUse(AtomicU8);
+
+impl ExclusiveUse {
+    pub(crate) fn new() -> ExclusiveUse {
+        ExclusiveUse(AtomicU8::new(0))
+    }
+
+    /// Claims the context for `used_for`; `false` if it is claimed for the other use.
+    pub(crate) fn claim(&self, used_for: u8) -> bool {
+        match self
+            .0
+            .compare_exchange(0, used_for, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => true,
+            Err(current) => current == used_for,
+        }
+    }
+
+    /// Whether the context is claimed for `use`.
+    #[inline]
+    pub(crate) fn is(&self, used_for: u8) -> bool {
+        self.0.load(Ordering::Acquire) == used_for
     }
 }
 

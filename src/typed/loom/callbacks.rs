@@ -128,7 +128,7 @@ fn launch(
 /// thread stops only once every callback ran.
 #[test]
 fn c1_c5_a_slot_is_reused_while_the_subscription_moves() {
-    check(2, || {
+    check(4, || {
         let runtime = Runtime::new(0);
         let shared = StdArc::new(Shared::default());
         let ran = Arc::new(AtomicUsize::new(0));
@@ -174,7 +174,7 @@ fn c1_c5_a_slot_is_reused_while_the_subscription_moves() {
 /// runs what was accepted.
 #[test]
 fn c1_a_refused_launch_frees_its_slot_and_drops_its_closure() {
-    check(3, || {
+    check(4, || {
         let runtime = Runtime::new(1);
         let shared = StdArc::new(Shared::default());
         let ran = Arc::new(AtomicUsize::new(0));
@@ -209,7 +209,7 @@ fn c1_failures_kept_while_the_thread_is_detached_are_never_lost() {
     fn count(_: &'static str, _: &Error) {
         REPORTED.fetch_add(1, SeqCst);
     }
-    check(3, || {
+    check(4, || {
         set_drop_error_handler(count);
         let shared = StdArc::new(Shared::default());
         let report = {
@@ -232,7 +232,7 @@ fn c1_failures_kept_while_the_thread_is_detached_are_never_lost() {
 /// once they have run.
 #[test]
 fn c1_the_report_thread_ends_only_after_the_callbacks_it_owes() {
-    check(3, || {
+    check(4, || {
         let runtime = Runtime::new(0);
         let shared = StdArc::new(Shared::default());
         let ran = Arc::new(AtomicUsize::new(0));

@@ -37,7 +37,7 @@ fn same(a: DropErrorHandler, b: DropErrorHandler) -> bool {
 /// the handler it replaced (no update lost), and the one put back is in place at the end.
 #[test]
 fn a_handler_installed_and_removed_while_others_report_loses_nothing() {
-    check(3, || {
+    check(4, || {
         set_drop_error_handler(base);
         let reporters: Vec<_> = (0..2).map(|_| thread::spawn(report)).collect();
         let previous = set_drop_error_handler(installed);
@@ -56,7 +56,7 @@ fn a_handler_installed_and_removed_while_others_report_loses_nothing() {
 /// afterwards, read first) reaches the installed handler.
 #[test]
 fn a_report_after_an_install_reaches_the_installed_handler() {
-    check(3, || {
+    check(4, || {
         set_drop_error_handler(base);
         let done = Arc::new(AtomicBool::new(false));
         let installer = {

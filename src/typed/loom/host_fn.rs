@@ -118,7 +118,7 @@ impl Drop for Outcome {
 /// is dropped exactly once, and the registry ends empty.
 #[test]
 fn c10_every_host_function_runs_or_is_freed_exactly_once() {
-    check(2, || {
+    check(3, || {
         let (ran, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         let stream_a = {
             let (ran, dropped) = (Arc::clone(&ran), Arc::clone(&dropped));

@@ -281,7 +281,7 @@ fn join(target: &JoinTarget<'_, ModelContext>) {
 /// refers to it, and every join is destroyed once.
 #[test]
 fn e5_e9_a_join_is_reused_only_once_its_tasks_ran() {
-    check(2, || {
+    check(4, || {
         let ctx = ModelContext::new();
         let device = device_thread(&ctx);
         let joins = Joins::new(&*ctx);
@@ -317,7 +317,7 @@ fn e5_e9_a_join_is_reused_only_once_its_tasks_ran() {
 /// destroyed once.
 #[test]
 fn e9_s11_the_joins_of_an_aborted_stream_wait_for_the_device() {
-    check(2, || {
+    check(4, || {
         let ctx = ModelContext::new();
         let device = device_thread(&ctx);
         let joins = Joins::new(&*ctx);

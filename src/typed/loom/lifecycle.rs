@@ -126,7 +126,7 @@ impl Process {
 /// exactly one of them started it.
 #[test]
 fn p2_first_calls_of_acl_shared_initialise_once() {
-    check(3, || {
+    check(4, || {
         let process = Process::new(Runtime::default());
         let other = {
             let process = Arc::clone(&process);
@@ -158,7 +158,7 @@ fn p2_first_calls_of_acl_shared_initialise_once() {
 /// once it succeeds, stays.
 #[test]
 fn p2_an_owned_init_and_a_failed_shared_start_never_overlap() {
-    check(2, || {
+    check(4, || {
         let process = Process::new(Runtime {
             failing_disarms: AtomicUsize::new(1),
             failing_finalizes: AtomicUsize::new(2),

@@ -18,6 +18,7 @@ mod host_fn;
 mod joins;
 mod lifecycle;
 mod model_release;
+mod streams;
 
 use crate::result::{CallError, Failure};
 use crate::sys::codes::AclError;

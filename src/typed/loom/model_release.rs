@@ -14,7 +14,7 @@ use crate::typed::model::shared::ModelShared;
 /// release runs exactly once, and only once both executions ended.
 #[test]
 fn md7_a_dropped_model_is_released_once_after_its_last_execution() {
-    check(3, || {
+    check(4, || {
         let shared = std::sync::Arc::new(ModelShared::new());
         for _ in 0..2 {
             shared
