@@ -167,6 +167,12 @@ impl<'dev> Context<'dev> {
         self.api
     }
 
+    /// Unique in the process (never reused).
+    #[inline(always)]
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
     /// The device this context belongs to.
     pub fn device_id(&self) -> i32 {
         self.device
@@ -386,6 +392,11 @@ impl JoinHost for Context<'_> {
     #[inline(always)]
     fn may_stop(&self) -> bool {
         Context::may_stop(self)
+    }
+
+    #[inline(always)]
+    fn stopped_by(&self, error: &crate::Error) -> bool {
+        Context::stopped_by(self, error)
     }
 
     #[inline(always)]

@@ -23,7 +23,7 @@ const JOIN_POOL: usize = 64;
 #[derive(Clone, Copy)]
 struct Entry {
     event: aclrtEvent,
-    /// From [`Context::next_join_seq`] once waited on: a device synchronisation that began
+    /// From [`JoinState::next_seq`](crate::typed::join_state::JoinState::next_seq) once waited on: a device synchronisation that began
     /// after it was issued covers it. Meaningless for a done (pooled) entry.
     seq: u64,
 }
@@ -487,7 +487,7 @@ impl<H: JoinHost> JoinTarget<'_, H> {
 /// usual case builds no `JoinTarget` in memory).
 #[cold]
 #[inline(never)]
-fn finish_all(ctx: &Context<'_>, raw: aclrtStream, joins: &Joins) {
+fn finish_all<H: JoinHost>(ctx: &H, raw: aclrtStream, joins: &Joins) {
     JoinTarget { ctx, raw, joins }.finished(|_| true, true);
 }
 
@@ -495,8 +495,8 @@ fn finish_all(ctx: &Context<'_>, raw: aclrtStream, joins: &Joins) {
 /// finds a done entry builds no `JoinTarget` in memory).
 #[cold]
 #[inline(never)]
-fn free_join(
-    ctx: &Context<'_>,
+fn free_join<H: JoinHost>(
+    ctx: &H,
     raw: aclrtStream,
     joins: &Joins,
     capacity: usize,
@@ -515,8 +515,8 @@ fn free_join(
 /// past the pool, `join` among them, E4, E9).
 #[cold]
 #[inline(never)]
-fn reset_failed(
-    ctx: &Context<'_>,
+fn reset_failed<H: JoinHost>(
+    ctx: &H,
     to: aclrtStream,
     joins: &Joins,
     join: aclrtEvent,
@@ -549,7 +549,12 @@ fn reset_failed(
 }
 
 /// [`reset_failed`]'s tries: the reset again, then alone once `to` is synchronised.
-fn reset_again(ctx: &Context<'_>, to: aclrtStream, join: aclrtEvent, first: Error) -> Result<()> {
+fn reset_again<H: JoinHost>(
+    ctx: &H,
+    to: aclrtStream,
+    join: aclrtEvent,
+    first: Error,
+) -> Result<()> {
     let api = ctx.api();
     if !matches!(first, Error::Runtime { .. }) {
         return Err(first);

@@ -382,6 +382,8 @@ pub(crate) trait JoinHost {
     fn join_capacity(&self) -> u32;
     /// Whether a stream of the context may stop on failure (S6).
     fn may_stop(&self) -> bool;
+    /// Whether `error` says that the context was stopped (S6; `Context::stopped_by`).
+    fn stopped_by(&self, error: &crate::Error) -> bool;
     /// The context's join state.
     fn join_state(&self) -> &JoinState;
     /// A handle the context must not be released over (D3).

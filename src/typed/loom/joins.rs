@@ -217,6 +217,10 @@ impl JoinHost for ModelContext {
         false
     }
 
+    fn stopped_by(&self, error: &crate::typed::error::Error) -> bool {
+        error.is_stop() && self.may_stop()
+    }
+
     fn join_state(&self) -> &JoinState {
         &self.joins
     }
