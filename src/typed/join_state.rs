@@ -225,17 +225,13 @@ impl ResetCounts {
         self.issued.load(Ordering::Acquire) != self.synced.load(Ordering::Acquire)
     }
 
-    /// A stream synchronisation (`synchronize`), counting the resets issued before it
-    /// began.
+    /// A stream synchronisation that began when [`issued`](Self::issued) was `resets` has
+    /// returned: those resets are done. (Read before the call, stored after it: a
+    /// synchronisation racing with a reset on another thread then stores an older count,
+    /// which leaves the reset pending, never the reverse.)
     #[inline(always)]
-    pub(crate) fn synchronize<E>(
-        &self,
-        synchronize: impl FnOnce() -> Result<(), E>,
-    ) -> Result<(), E> {
-        let resets = self.issued.load(Ordering::Acquire);
-        synchronize()?;
+    pub(crate) fn synchronized(&self, resets: u64) {
         self.synced.store(resets, Ordering::Release);
-        Ok(())
     }
 
     /// Every reset issued so far is done or discarded (an abort emptied the stream).

@@ -155,11 +155,10 @@ impl<'ctx> Stream<'ctx> {
     /// The synchronisation itself, counting the resets it covers. The context is bound.
     #[inline(always)]
     fn synchronize_counting_resets(&self, ctx: &Context<'_>) -> Result<()> {
-        let raw = self.raw;
-        self.resets.synchronize(|| {
-            // SAFETY: `self.raw` is live for as long as `self`.
-            unsafe { ctx.api().synchronize_stream(raw) }
-        })?;
+        let resets = self.resets.issued();
+        // SAFETY: `self.raw` is live for as long as `self`.
+        unsafe { ctx.api().synchronize_stream(self.raw)? };
+        self.resets.synchronized(resets);
         Ok(())
     }
 
@@ -167,14 +166,14 @@ impl<'ctx> Stream<'ctx> {
     /// up after `timeout` with [`AclError::RtStreamSyncTimeout`](crate::AclError::RtStreamSyncTimeout).
     pub fn synchronize_with(&self, timeout: Timeout) -> Result<()> {
         self.bind()?;
-        self.resets.synchronize(|| {
-            // SAFETY: `self.raw` is live; `Timeout` holds only -1 or > 0 (S3).
-            unsafe {
-                self.ctx
-                    .api()
-                    .synchronize_stream_with_timeout(self.raw, timeout.as_raw())
-            }
-        })?;
+        let resets = self.resets.issued();
+        // SAFETY: `self.raw` is live; `Timeout` holds only -1 or > 0 (S3).
+        unsafe {
+            self.ctx
+                .api()
+                .synchronize_stream_with_timeout(self.raw, timeout.as_raw())?
+        };
+        self.resets.synchronized(resets);
         self.join_target().synchronized();
         Ok(())
     }
