@@ -52,6 +52,20 @@ macro_rules! sync_static {
 }
 pub(crate) use sync_static;
 
+/// The time since `start`. Under loom, zero: time does not pass in a model, and code that
+/// branches on it must take the same branch in every execution (loom replays them).
+#[cfg(not(loom))]
+#[inline(always)]
+pub(crate) fn elapsed(start: std::time::Instant) -> std::time::Duration {
+    start.elapsed()
+}
+
+/// The time since `start`: zero under loom (see the normal build's).
+#[cfg(loom)]
+pub(crate) fn elapsed(_start: std::time::Instant) -> std::time::Duration {
+    std::time::Duration::ZERO
+}
+
 /// `std::cell::UnsafeCell` with loom's access methods (`with`, `with_mut`), so that loom sees
 /// every access to the data and reports two that race. In a normal build each method is the
 /// raw pointer access it wraps, inlined.

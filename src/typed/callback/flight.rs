@@ -31,7 +31,7 @@ pub(crate) struct Flight {
 
 /// One closure in flight, stored inline. Exclusive to whoever set `busy`: the launching
 /// thread until the runtime has the callback, then the callback's only run.
-struct Slot {
+pub(crate) struct Slot {
     busy: AtomicBool,
     /// The closure, of the type the launch's `slot_trampoline::<F>` was made for.
     data: UnsafeCell<MaybeUninit<[usize; SLOT_BYTES / size_of::<usize>()]>>,
@@ -44,6 +44,35 @@ struct Slot {
 unsafe impl Sync for Slot {}
 // SAFETY: as above.
 unsafe impl Send for Slot {}
+
+/// A launch on a [`Flight`]: takes a slot, stores the closure (in the slot, or boxed when
+/// large), counts it, and hands the trampoline and its data to `$submit`
+/// (`aclrtLaunchCallback`, with `$callback` and `$user_data` bound). If that fails, the
+/// closure is taken back and dropped and the slot freed: it is neither lost nor run.
+/// Expands to an expression of type `Result<()>` that returns early on an error. Called by
+/// the one thread holding the subscription (`Subscribed` is not `Sync`).
+///
+/// A macro, not a function taking the runtime call as a closure: `Subscribed::launch`
+/// expands it in place, so that the call and the early returns stay in the caller's frame
+/// (the function form cost the launch loop three instructions: its result went through
+/// memory), and the loom models expand the same text ([`Flight::launch`]).
+macro_rules! launch_in_flight {
+    ($flight:expr, $body:expr, $F:ty, |$callback:ident, $user_data:ident| $submit:expr) => {{
+        let flight: &Flight = $flight;
+        let Some((slot, $callback, $user_data)) = flight.store::<$F>($body) else {
+            return Err(flight.full());
+        };
+        flight.submitting();
+        if let Err(e) = $submit {
+            // SAFETY: the runtime refused the callback: `user_data` is this launch's, still
+            // holding the `F` stored above, in `slot` or boxed (as `store` chose).
+            return Err(unsafe { flight.not_launched::<$F>(slot, $user_data, e) });
+        }
+        flight.accepted();
+        Ok(())
+    }};
+}
+pub(crate) use launch_in_flight;
 
 impl Flight {
     /// `capacity` slots, 1 to [`MAX_CALLBACK_CAPACITY`](super::MAX_CALLBACK_CAPACITY)
@@ -106,12 +135,9 @@ impl Flight {
         Some(&self.slots[index])
     }
 
-    /// Launches `body`: takes a slot, stores the closure (in the slot, or boxed when
-    /// large), counts it, and hands the trampoline and its data to `submit`
-    /// (`aclrtLaunchCallback`). If `submit` fails, the closure is taken back and dropped and
-    /// the slot freed: it is neither lost nor run. Called by the one thread holding the
-    /// subscription (`Subscribed` is not `Sync`).
-    #[inline(always)]
+    /// Launches `body` as [`launch_in_flight!`] does, with `submit` as the runtime's
+    /// `aclrtLaunchCallback`: the loom models' way in.
+    #[cfg(all(test, loom))]
     pub(crate) fn launch<F>(
         &self,
         body: F,
@@ -120,31 +146,51 @@ impl Flight {
     where
         F: FnOnce() + Send + 'static,
     {
-        let Some(slot) = self.take_slot() else {
-            return Err(full(self.capacity()));
-        };
-        let (callback, user_data): (aclrtCallback, *mut c_void) = if fits_inline::<F>() {
+        launch_in_flight!(self, body, F, |callback, user_data| submit(
+            callback, user_data
+        ))
+    }
+
+    /// Takes a slot for a closure of type `F` and stores `body` in it (or boxed with it, when
+    /// large): the trampoline and the data to hand to the runtime. `None` when every slot is
+    /// in flight.
+    #[inline(always)]
+    pub(crate) fn store<F>(&self, body: F) -> Option<(&Slot, aclrtCallback, *mut c_void)>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let slot = self.take_slot()?;
+        if fits_inline::<F>() {
             // SAFETY: this thread holds the slot (taken above); `F` fits its storage in
             // size and alignment (`fits_inline`).
             slot.data
                 .with_mut(|data| unsafe { data.cast::<F>().write(body) });
-            (
-                Some(slot_trampoline::<F>),
-                std::ptr::from_ref(slot).cast_mut().cast(),
-            )
+            let user_data = std::ptr::from_ref(slot).cast_mut().cast();
+            Some((slot, Some(slot_trampoline::<F>), user_data))
         } else {
             // Large closures, out of line: the launch a loop runs is the slot's.
-            (Some(trampoline), boxed(slot, body))
-        };
+            Some((slot, Some(trampoline), boxed(slot, body)))
+        }
+    }
+
+    /// Counts a callback about to be handed to the runtime.
+    #[inline(always)]
+    pub(crate) fn submitting(&self) {
         self.pending.fetch_add(1, Ordering::AcqRel);
         self.shared.outstanding.fetch_add(1, Ordering::AcqRel);
-        if let Err(e) = submit(callback, user_data) {
-            // SAFETY: the runtime refused the callback: `user_data` is this launch's, still
-            // holding the `F` written above, in `slot` or boxed (as `fits_inline` says).
-            return Err(unsafe { self.not_launched::<F>(slot, user_data, e) });
-        }
+    }
+
+    /// Counts a callback the runtime accepted.
+    #[inline(always)]
+    pub(crate) fn accepted(&self) {
         self.shared.enqueued.fetch_add(1, Ordering::AcqRel);
-        Ok(())
+    }
+
+    /// The error of a launch while every slot is in flight.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn full(&self) -> Error {
+        full(self.capacity())
     }
 
     /// A launch the runtime refused: the counters first (the closure's captures may panic
@@ -156,7 +202,12 @@ impl Flight {
     /// runtime did not take: the slot itself holding it, or the box of `boxed`.
     #[cold]
     #[inline(never)]
-    unsafe fn not_launched<F>(&self, slot: &Slot, user_data: *mut c_void, e: CallError) -> Error
+    pub(crate) unsafe fn not_launched<F>(
+        &self,
+        slot: &Slot,
+        user_data: *mut c_void,
+        e: CallError,
+    ) -> Error
     where
         F: FnOnce() + Send + 'static,
     {

@@ -596,7 +596,7 @@ pub(crate) fn serve(
                 ..
             }) => {
                 shared.good_calls.fetch_add(1, Ordering::Release);
-                if started.elapsed() < poll / 2 {
+                if crate::sys::sync::elapsed(started) < poll / 2 {
                     // A timeout that did not wait: back off rather than spin.
                     pause(idle);
                     idle = (idle * 2).min(poll);

@@ -1,7 +1,7 @@
 //! A stream subscribed to a report thread: the only place callbacks are launched (C1-C5,
 //! C9), and the trampoline that runs them.
 
-use super::flight::Flight;
+use super::flight::{Flight, launch_in_flight};
 use super::{
     Arc, CallbackMode, Deref, Duration, Failed, ManuallyDrop, Ordering, ReportThread, Result,
     Stream, report_drop_error,
@@ -63,17 +63,16 @@ impl<'r, 's> Subscribed<'r, 's> {
         // report thread's): one load fewer than through `self.report`.
         flight.shared().alive()?;
         self.stream.bind()?;
-        flight.launch(body, |callback, user_data| {
-            let stream = &self.stream;
+        launch_in_flight!(flight, body, F, |callback, user_data| {
             // SAFETY: the stream is live, subscribed and its context current; the trampoline
             // frees `user_data` (the slot, or the box and its slot) on its only run, and the
             // closure owns everything it needs ('static).
             unsafe {
-                stream.context().api().launch_callback(
+                self.stream.context().api().launch_callback(
                     callback,
                     user_data,
                     mode.raw(),
-                    stream.as_raw(),
+                    self.stream.as_raw(),
                 )
             }
         })
