@@ -49,7 +49,8 @@ impl<'r, 's> Subscribed<'r, 's> {
     /// Each callback in flight holds one of the subscription's slots, allocated at
     /// `subscribe` ([`DEFAULT_CALLBACK_CAPACITY`], or the capacity given to
     /// [`ReportThread::subscribe_with_capacity`]); a launch while every slot is in flight is
-    /// [`Error::CallbackCapacity`] (the closure is dropped, not run), never an allocation.
+    /// [`Error::CallbackCapacity`](crate::Error::CallbackCapacity) (the closure is dropped,
+    /// not run), never an allocation.
     /// A closure of at most six words (`size_of` ≤ 48 bytes, word-aligned: an `Arc`, a
     /// channel sender and a few numbers) is stored in its slot: such a launch allocates
     /// nothing, at any depth. A larger closure is boxed.
