@@ -27,7 +27,7 @@ use crate::typed::stream::Stream;
 pub const MAX_REPORT_THREADS: usize = 1024;
 
 pub(crate) mod flight;
-mod host_func;
+pub(crate) mod host_func;
 mod subscribed;
 
 pub(crate) use flight::panic_message;

@@ -15,6 +15,7 @@
 mod callbacks;
 mod drop_errors;
 mod host_fn;
+mod host_func_threads;
 mod joins;
 mod lifecycle;
 mod model_release;
