@@ -4,9 +4,17 @@
 
 use std::cell::Cell;
 
+use crate::sys::sync::thread_local;
+
+#[cfg(not(loom))]
 thread_local! {
     /// The id of the context the typed API last made current on this thread (0: unknown).
     static CURRENT: Cell<u64> = const { Cell::new(0) };
+}
+// Under loom, one per model thread (loom's macro takes no `const` initialiser).
+#[cfg(loom)]
+thread_local! {
+    static CURRENT: Cell<u64> = Cell::new(0);
 }
 
 /// The value meaning "this thread is running a host callback" (C8).

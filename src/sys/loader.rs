@@ -194,9 +194,9 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
 
 use super::FunctionTable;
+use super::sync::{InitOnce, Initialised, sync_static};
 pub(crate) mod error;
 pub(crate) mod library_path;
 mod origin;
@@ -632,9 +632,10 @@ impl Api {
     }
 }
 
-/// The process-wide runtime: loaded once, never unloaded (handles may outlive any scope).
-static GLOBAL: OnceLock<Api> = OnceLock::new();
-static LOADING: Mutex<()> = Mutex::new(());
+sync_static! {
+    /// The process-wide runtime: loaded once, never unloaded (handles may outlive any scope).
+    static GLOBAL: InitOnce<Api> = InitOnce::new();
+}
 
 /// The process-wide runtime, if it was loaded.
 #[inline]
@@ -657,14 +658,8 @@ pub fn load_global(options: &LoadOptions) -> Result<&'static Api, LoadError> {
         }
         _ => Ok(api),
     };
-    if let Some(api) = GLOBAL.get() {
-        return check(api);
+    match GLOBAL.get_or_try_init(|| Api::load(options))? {
+        (api, Initialised::Here) => Ok(api),
+        (api, Initialised::Before) => check(api),
     }
-    // A poisoned lock only means another loader panicked; the OnceLock is still consistent.
-    let _guard = LOADING.lock().unwrap_or_else(|poison| poison.into_inner());
-    if let Some(api) = GLOBAL.get() {
-        return check(api);
-    }
-    let api = Api::load(options)?;
-    Ok(GLOBAL.get_or_init(move || api))
 }

@@ -63,6 +63,7 @@ pub mod dvpp;
 mod elf;
 pub mod loader;
 pub mod model;
+pub(crate) mod sync;
 
 use bindings::{aclError, aclrtCallback, aclrtContext, aclrtEvent, aclrtHostFunc, aclrtStream};
 use std::ffi::{c_char, c_void};

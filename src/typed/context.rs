@@ -5,63 +5,23 @@
 
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use crate::result::current;
-use crate::sys::bindings::{aclrtContext, aclrtEvent};
+use crate::sys::bindings::aclrtContext;
 use crate::sys::loader::Api;
 use crate::typed::error::Result;
-use crate::typed::handle::{
-    Failed, may_release, refuse_inside_callback, release_on_drop, report_drop_error,
-};
+use crate::typed::handle::{Failed, may_release, refuse_inside_callback, release_on_drop};
+pub(crate) use crate::typed::join_state::Finished;
+use crate::typed::join_state::{ExclusiveUse, JoinHost, JoinState};
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-/// [`Context::claim`]: a stream of the context was subscribed for callbacks (C1).
-pub(crate) const USES_CALLBACKS: u8 = 1;
-/// [`Context::claim`]: a stream of the context stops it on failure (S6).
-pub(crate) const STOPS_ON_FAILURE: u8 = 2;
-
-/// A join event the context keeps until a device synchronisation shows it done (E9): one
-/// whose waiting stream was destroyed without a synchronisation (S8) or kept after a failed
-/// release, one referred to only by a record on another stream (a failed wait), or one
-/// whose destruction failed. Off the hot path: joins live in their waiting stream's list
-/// ([`StreamJoins`](crate::typed::join::StreamJoins)).
-#[derive(Clone, Copy)]
-pub(crate) struct Parked {
-    /// 0 when known done; else from [`Context::next_join_seq`].
-    seq: u64,
-    event: aclrtEvent,
-}
-
-impl Parked {
-    /// Its tasks were issued before `seq`'s join number was taken: a device
-    /// synchronisation finishes it.
-    pub(crate) fn issued(seq: u64, event: aclrtEvent) -> Parked {
-        Parked { seq, event }
-    }
-
-    /// Every task using it is done: only its destruction is left.
-    pub(crate) fn done(event: aclrtEvent) -> Parked {
-        Parked { seq: 0, event }
-    }
-}
+pub(crate) use crate::typed::join_state::{STOPS_ON_FAILURE, USES_CALLBACKS};
 
 /// Join events a stream may have waiting for its synchronisation unless the context says
 /// otherwise ([`Context::set_join_capacity`]).
 pub const DEFAULT_JOIN_CAPACITY: u32 = 1024;
-
-/// Which parked join events a synchronisation has shown to be done.
-#[derive(Clone, Copy)]
-pub(crate) enum Finished {
-    /// Those known done only (any time will do).
-    Done,
-    /// Those issued before this sequence number (the device was synchronised).
-    IssuedBefore(u64),
-    /// All of them (every stream of the context is gone).
-    All,
-}
 
 /// A context created by `aclrtCreateContext` (D2), on a [`Device`](crate::Device) it borrows.
 ///
@@ -104,10 +64,9 @@ pub struct Context<'dev> {
     id: u64,
     device: i32,
     api: &'static Api,
-    /// Join events kept off their streams' lists ([`Parked`]); the hot path never locks it.
-    parked: Mutex<Vec<Parked>>,
-    /// Whether `parked` is not empty: a device synchronisation looks at it only then.
-    any_parked: AtomicBool,
+    /// Join numbers, the device synchronisations' watermark and the parked join events
+    /// (E5, E9): what the context's streams share about their joins, across threads.
+    joins: JoinState,
     /// Live streams, events, buffers and report threads created in this context. Only a
     /// leak (`mem::forget`) can leave any at `destroy`; then the context is kept (D3).
     children: AtomicUsize,
@@ -117,12 +76,7 @@ pub struct Context<'dev> {
     device_contexts: Option<&'dev AtomicUsize>,
     /// What the context's streams are used for that excludes the other (S6): 0 nothing yet,
     /// [`USES_CALLBACKS`] or [`STOPS_ON_FAILURE`]. Sticky for the context's life.
-    exclusive_use: AtomicU8,
-    /// The number of the next join event (from 1; 0 marks a done [`Parked`] entry).
-    join_seq: AtomicU64,
-    /// Every join numbered below this is done: a device synchronisation that began after it
-    /// was issued has returned. Streams reuse their joins below it without a lock.
-    device_synced_before: AtomicU64,
+    exclusive_use: ExclusiveUse,
     /// [`Error::JoinCapacity`](crate::Error::JoinCapacity) past this many joins waiting on
     /// one stream.
     join_capacity: AtomicU32,
@@ -174,14 +128,11 @@ impl<'dev> Context<'dev> {
             id,
             device,
             api,
-            parked: Mutex::new(Vec::new()),
-            any_parked: AtomicBool::new(false),
+            joins: JoinState::new(),
             children: AtomicUsize::new(0),
             device_contexts,
-            join_seq: AtomicU64::new(1),
-            device_synced_before: AtomicU64::new(0),
             join_capacity: AtomicU32::new(DEFAULT_JOIN_CAPACITY),
-            exclusive_use: AtomicU8::new(0),
+            exclusive_use: ExclusiveUse::new(),
             _device: PhantomData,
         }
     }
@@ -212,14 +163,14 @@ impl<'dev> Context<'dev> {
         Ok(())
     }
 
+    pub(crate) fn api(&self) -> &'static Api {
+        self.api
+    }
+
     /// Unique in the process (never reused).
     #[inline(always)]
     pub(crate) fn id(&self) -> u64 {
         self.id
-    }
-
-    pub(crate) fn api(&self) -> &'static Api {
-        self.api
     }
 
     /// The device this context belongs to.
@@ -254,23 +205,19 @@ impl<'dev> Context<'dev> {
     /// callback the runtime dropped never runs, so unsubscribing (which waits for every
     /// launched callback, C1) would wait forever. Use another context for the other.
     pub(crate) fn claim(&self, used_for: u8) -> Result<()> {
-        match self
-            .exclusive_use
-            .compare_exchange(0, used_for, Ordering::AcqRel, Ordering::Acquire)
-        {
-            Ok(_) => Ok(()),
-            Err(current) if current == used_for => Ok(()),
-            Err(_) => Err(crate::Error::InvalidArgument(
-                "one context cannot have both subscribed streams and stop-on-failure streams (S6, C1): use two contexts",
-            )),
+        if self.exclusive_use.claim(used_for) {
+            return Ok(());
         }
+        Err(crate::Error::InvalidArgument(
+            "one context cannot have both subscribed streams and stop-on-failure streams (S6, C1): use two contexts",
+        ))
     }
 
     /// Whether a stream of this context may stop on failure (S6), dropping tasks that then
     /// never run: a wait on one of them can end without it having run.
     #[inline]
     pub(crate) fn may_stop(&self) -> bool {
-        self.exclusive_use.load(Ordering::Acquire) == STOPS_ON_FAILURE
+        self.exclusive_use.is(STOPS_ON_FAILURE)
     }
 
     /// Whether `error` says that this context was stopped (S6: 107023, after which no reset
@@ -293,44 +240,29 @@ impl<'dev> Context<'dev> {
     /// `aclrtSynchronizeDevice` (D4): blocks until all work on this context's device is done.
     pub fn synchronize_device(&self) -> Result<()> {
         self.bind()?;
-        // Only joins issued before the synchronisation started are known to be done: another
-        // thread may issue more meanwhile (the context is `Sync`).
-        let before = self.join_seq.load(Ordering::Acquire);
-        // SAFETY: bound above, so not inside a callback (C8); it waits, changing nothing.
-        unsafe { self.api.synchronize_device()? };
-        self.device_synchronized(before);
-        Ok(())
+        self.joins.synchronize_device(
+            // SAFETY: bound above, so not inside a callback (C8); it waits, changing nothing.
+            || unsafe { self.api.synchronize_device() },
+            |event| self.destroy_join(event),
+        )
     }
 
     /// `aclrtSynchronizeDeviceWithTimeout` (D4): [`Error::Unsupported`](crate::Error::Unsupported)
     /// on runtimes that lack it.
     pub fn synchronize_device_with(&self, timeout: crate::Timeout) -> Result<()> {
         self.bind()?;
-        let before = self.join_seq.load(Ordering::Acquire);
-        // SAFETY: as in `synchronize_device`; `Timeout` holds only -1 or > 0.
-        unsafe { self.api.synchronize_device_with_timeout(timeout.as_raw())? };
-        self.device_synchronized(before);
-        Ok(())
+        self.joins.synchronize_device(
+            // SAFETY: as in `synchronize_device`; `Timeout` holds only -1 or > 0.
+            || unsafe { self.api.synchronize_device_with_timeout(timeout.as_raw()) },
+            |event| self.destroy_join(event),
+        )
     }
 
-    /// A device synchronisation that began when `before` was the next join number
-    /// succeeded: every join numbered below it is done (E9).
-    fn device_synchronized(&self, before: u64) {
-        self.device_synced_before
-            .fetch_max(before, Ordering::AcqRel);
-        self.destroy_parked(Finished::IssuedBefore(before));
-    }
-
-    /// The number of a join event whose tasks were all issued before this call.
-    #[inline]
-    pub(crate) fn next_join_seq(&self) -> u64 {
-        self.join_seq.fetch_add(1, Ordering::AcqRel)
-    }
-
-    /// Every join numbered below this is done (a device synchronisation covered it).
-    #[inline]
-    pub(crate) fn device_synced_before(&self) -> u64 {
-        self.device_synced_before.load(Ordering::Acquire)
+    /// Destroys a join event a synchronisation has shown done.
+    fn destroy_join(&self, event: crate::sys::bindings::aclrtEvent) -> crate::result::Result<()> {
+        // SAFETY: the event was created by this crate, is referenced by no handle, and
+        // every task using it is done (a synchronisation covered it, E9).
+        unsafe { self.api.destroy_event(event) }
     }
 
     /// The most join events one stream of this context may have waiting for its
@@ -357,67 +289,11 @@ impl<'dev> Context<'dev> {
         Ok(())
     }
 
-    /// Keeps a join event until a synchronisation shows it done ([`Parked`]).
-    #[cold]
-    pub(crate) fn park(&self, entry: Parked) {
-        let mut parked = self.parked.lock().unwrap_or_else(|p| p.into_inner());
-        parked.push(entry);
-        self.any_parked.store(true, Ordering::Release);
-    }
-
     /// Destroys the parked events `finished` covers.
     #[inline]
     pub(crate) fn destroy_parked(&self, finished: Finished) {
-        if self.any_parked.load(Ordering::Acquire) {
-            self.destroy_parked_slow(finished);
-        }
-    }
-
-    #[cold]
-    fn destroy_parked_slow(&self, finished: Finished) {
-        report_drop_error("join event", self.try_destroy_parked(finished));
-    }
-
-    /// Destroys the parked events `finished` covers; one whose destruction fails is kept
-    /// for the next try (E9: its tasks are done, so any later time is right). Returns the
-    /// first error; the others are reported.
-    fn try_destroy_parked(&self, finished: Finished) -> Result<()> {
-        let done: Vec<Parked> = {
-            let mut parked = self.parked.lock().unwrap_or_else(|p| p.into_inner());
-            let mut done = Vec::new();
-            parked.retain(|entry| {
-                let is_done = entry.seq == 0
-                    || match finished {
-                        Finished::Done => false,
-                        Finished::IssuedBefore(seq) => entry.seq < seq,
-                        Finished::All => true,
-                    };
-                if is_done {
-                    done.push(*entry);
-                }
-                !is_done
-            });
-            self.any_parked.store(!parked.is_empty(), Ordering::Release);
-            done
-        };
-        let mut errors = Vec::new();
-        for entry in done {
-            // SAFETY: the event was created by this crate, is referenced by no handle, and
-            // every task using it is done (a synchronisation covered it, E9).
-            if let Err(error) = unsafe { self.api.destroy_event(entry.event) } {
-                // Still alive: kept, and destroyed by a later synchronisation, or before the
-                // context (which is not destroyed over it, D3).
-                self.park(Parked::done(entry.event));
-                errors.push(error);
-            }
-        }
-        // Reported with no lock held: the handler may call into the crate.
-        let mut errors = errors.into_iter();
-        let first = errors.next();
-        for error in errors {
-            report_drop_error("join event", Err(error));
-        }
-        first.map_or(Ok(()), |e| Err(e.into()))
+        self.joins
+            .destroy_parked(finished, |event| self.destroy_join(event));
     }
 
     /// A stream, event, buffer or report thread was created in this context.
@@ -436,7 +312,8 @@ impl<'dev> Context<'dev> {
         may_release(self.children.load(Ordering::Acquire))?;
         // Every stream borrowing this context is gone, so their tasks are done. A join event
         // that cannot be destroyed keeps the context (D3).
-        self.try_destroy_parked(Finished::All)?;
+        self.joins
+            .try_destroy_parked(Finished::All, |event| self.destroy_join(event))?;
         let Some(device_contexts) = self.device_contexts else {
             // The default context: nothing of this crate is left in it; the device's reset
             // ends it (D5: destroying it is an error).
@@ -461,9 +338,7 @@ impl<'dev> Context<'dev> {
     /// Consumes a released context without running its `Drop`, freeing its (empty) list.
     pub(crate) fn forget_released(self) {
         let mut this = ManuallyDrop::new(self);
-        drop(std::mem::take(
-            this.parked.get_mut().unwrap_or_else(|p| p.into_inner()),
-        ));
+        this.joins.forget_released();
     }
 
     /// `aclrtDestroyContext` (D3). Consumes the context: does not compile while a stream or
@@ -493,6 +368,45 @@ impl<'dev> Context<'dev> {
             }
             Err(e) => Err(Failed::new(e, self)),
         }
+    }
+}
+
+impl JoinHost for Context<'_> {
+    type Calls = Api;
+
+    #[inline(always)]
+    fn api(&self) -> &Api {
+        self.api
+    }
+
+    #[inline(always)]
+    fn id(&self) -> u64 {
+        self.id
+    }
+
+    #[inline(always)]
+    fn join_capacity(&self) -> u32 {
+        Context::join_capacity(self)
+    }
+
+    #[inline(always)]
+    fn may_stop(&self) -> bool {
+        Context::may_stop(self)
+    }
+
+    #[inline(always)]
+    fn stopped_by(&self, error: &crate::Error) -> bool {
+        Context::stopped_by(self, error)
+    }
+
+    #[inline(always)]
+    fn join_state(&self) -> &JoinState {
+        &self.joins
+    }
+
+    #[inline(always)]
+    fn adopt(&self) {
+        Context::adopt(self);
     }
 }
 

@@ -5,7 +5,8 @@
 //! released (D3). It imports the error module and the layers below, nothing else of `typed`.
 
 use std::fmt;
-use std::sync::RwLock;
+
+use crate::sys::sync::{RwLock, sync_static};
 
 use crate::result::current;
 use crate::typed::error::{Error, Result};
@@ -223,7 +224,11 @@ pub(crate) fn diagnostic(args: fmt::Arguments<'_>) {
     let _ = writeln!(std::io::stderr(), "ascend-typestate: {args}");
 }
 
-static DROP_ERROR_HANDLER: RwLock<DropErrorHandler> = RwLock::new(default_drop_error_handler);
+sync_static! {
+    /// The handler [`report_drop_error`] calls; copied out of the lock before the call, so
+    /// that a handler may report, or install another handler, itself.
+    static DROP_ERROR_HANDLER: RwLock<DropErrorHandler> = RwLock::new(default_drop_error_handler);
+}
 
 /// Sets what happens to an error raised where no caller can receive it: a `Drop` fallback
 /// (a stream dropped without `destroy`, ...), or an async scope's synchronisation after its

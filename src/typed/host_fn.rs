@@ -7,9 +7,11 @@ use std::ffi::c_void;
 use std::mem::ManuallyDrop;
 use std::ops::Deref;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use crate::result::CallError;
+use crate::sys::bindings::aclrtHostFunc;
+use crate::sys::sync::{AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering, sync_static};
 use crate::typed::error::{Error, Result};
 use crate::typed::handle::{Failed, report_drop_error};
 use crate::typed::stream::Stream;
@@ -22,16 +24,20 @@ struct Launched {
     stream: Arc<Shared>,
 }
 
-/// Every launched host function not yet run, by a process-unique number. The runtime gets
-/// the number as `args`, never a pointer: a trampoline finds its own closure whatever
-/// happened to the other tasks (a task that fails without running leaves its entry, which
-/// the stream frees once it is seen done), and nothing is ever dereferenced twice.
-static LAUNCHED: Mutex<Option<HashMap<u64, Launched>>> = Mutex::new(None);
-static NEXT_TICKET: AtomicU64 = AtomicU64::new(1);
+sync_static! {
+    /// Every launched host function not yet run, by a process-unique number. The runtime gets
+    /// the number as `args`, never a pointer: a trampoline finds its own closure whatever
+    /// happened to the other tasks (a task that fails without running leaves its entry, which
+    /// the stream frees once it is seen done), and nothing is ever dereferenced twice.
+    static LAUNCHED: Mutex<Option<HashMap<u64, Launched>>> = Mutex::new(None);
+}
+sync_static! {
+    static NEXT_TICKET: AtomicU64 = AtomicU64::new(1);
+}
 
 /// What a stream's host functions share with it.
 #[derive(Default)]
-struct Shared {
+pub(crate) struct Shared {
     /// Launched closures not yet run or freed.
     pending: AtomicUsize,
     /// Messages of closures that panicked, not yet taken.
@@ -40,7 +46,7 @@ struct Shared {
 
 /// Locks, ignoring poisoning: the data stays consistent (inserts and removes only), and the
 /// trampoline must never panic across the C ABI.
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -49,6 +55,12 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Takes the entry of `ticket` out of the registry, if it is still there.
 fn take(ticket: u64) -> Option<Launched> {
     lock(&LAUNCHED).as_mut()?.remove(&ticket)
+}
+
+/// How many launched closures the registry holds (the loom models' invariants).
+#[cfg(all(test, loom))]
+pub(crate) fn registered() -> usize {
+    lock(&LAUNCHED).as_ref().map_or(0, HashMap::len)
 }
 
 /// A [`Stream`] on which host functions can be launched (C10); see the
@@ -150,37 +162,17 @@ impl<'ctx> HostFnStream<'ctx> {
         F: FnOnce() + Send + 'static,
     {
         self.stream.bind()?;
-        let ticket = NEXT_TICKET.fetch_add(1, Ordering::Relaxed);
-        let launched = Launched {
-            body: Box::new(body),
-            stream: Arc::clone(&self.shared),
-        };
-        lock(&LAUNCHED)
-            .get_or_insert_with(HashMap::new)
-            .insert(ticket, launched);
-        self.shared.pending.fetch_add(1, Ordering::AcqRel);
-        // SAFETY: the stream is live, bound, and never subscribed (C10: see the module
-        // docs); `args` is a number, not a pointer: the trampoline looks it up.
-        let result = unsafe {
-            self.stream.context().api().launch_host_func(
-                self.stream.as_raw(),
-                Some(trampoline),
-                ticket as usize as *mut c_void,
-            )
-        };
-        if let Err(error) = result {
-            // Nothing was queued: take the closure back and drop it outside the lock.
-            if take(ticket).is_some() {
-                self.shared.pending.fetch_sub(1, Ordering::AcqRel);
-            }
-            return Err(error.into());
-        }
-        Ok(())
+        let (api, raw) = (self.stream.context().api(), self.stream.as_raw());
+        self.shared.launch(body, |function, args| {
+            // SAFETY: the stream is live, bound, and never subscribed (C10: see the module
+            // docs); `args` is a number, not a pointer: the trampoline looks it up.
+            unsafe { api.launch_host_func(raw, function, args) }
+        })
     }
 
     /// How many launched closures have not run yet.
     pub fn pending(&self) -> usize {
-        self.shared.pending.load(Ordering::Acquire)
+        self.shared.pending()
     }
 
     /// The messages of the closures that panicked since the last call.
@@ -268,14 +260,49 @@ impl<'ctx> HostFnStream<'ctx> {
 }
 
 impl Shared {
-    fn take_panics(&self) -> Vec<String> {
+    /// Registers `body` under a new ticket and hands the trampoline and the ticket to
+    /// `submit` (`aclrtLaunchHostFunc`). If `submit` fails, the closure is taken back and
+    /// dropped (nothing it owns is lost), unless a run already took it.
+    pub(crate) fn launch<F>(
+        self: &Arc<Self>,
+        body: F,
+        submit: impl FnOnce(aclrtHostFunc, *mut c_void) -> Result<(), CallError>,
+    ) -> Result<()>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let ticket = NEXT_TICKET.fetch_add(1, Ordering::Relaxed);
+        let launched = Launched {
+            body: Box::new(body),
+            stream: Arc::clone(self),
+        };
+        lock(&LAUNCHED)
+            .get_or_insert_with(HashMap::new)
+            .insert(ticket, launched);
+        self.pending.fetch_add(1, Ordering::AcqRel);
+        if let Err(error) = submit(Some(trampoline), ticket as usize as *mut c_void) {
+            // Nothing was queued: take the closure back and drop it outside the lock.
+            if take(ticket).is_some() {
+                self.pending.fetch_sub(1, Ordering::AcqRel);
+            }
+            return Err(error.into());
+        }
+        Ok(())
+    }
+
+    /// Launched closures not yet run or freed.
+    pub(crate) fn pending(&self) -> usize {
+        self.pending.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn take_panics(&self) -> Vec<String> {
         std::mem::take(&mut *lock(&self.panics))
     }
 
     /// Once every task of the stream is done or dropped: the closures still registered
     /// belong to tasks the runtime dropped (S6, S8) or failed without running them; they
     /// will never run. Frees them, outside the lock.
-    fn forget_dropped(self: &Arc<Self>) {
+    pub(crate) fn forget_dropped(self: &Arc<Self>) {
         if self.pending.load(Ordering::Acquire) == 0 {
             return;
         }

@@ -11,9 +11,10 @@ use std::cell::{Cell, UnsafeCell};
 use crate::result::current;
 use crate::sys::bindings::ACL_EVENT_SYNC;
 use crate::sys::bindings::{aclrtEvent, aclrtStream};
-use crate::typed::context::{Context, Parked};
+use crate::typed::context::Context;
 use crate::typed::error::{Error, Result};
 use crate::typed::handle::{report_drop_error, retry_cleanup};
+use crate::typed::join_state::{JoinCalls, JoinHost, Parked};
 
 /// The most done join events a stream keeps for reuse; more are destroyed.
 const JOIN_POOL: usize = 64;
@@ -22,7 +23,7 @@ const JOIN_POOL: usize = 64;
 #[derive(Clone, Copy)]
 struct Entry {
     event: aclrtEvent,
-    /// From [`Context::next_join_seq`] once waited on: a device synchronisation that began
+    /// From [`JoinState::next_seq`](crate::typed::join_state::JoinState::next_seq) once waited on: a device synchronisation that began
     /// after it was issued covers it. Meaningless for a done (pooled) entry.
     seq: u64,
 }
@@ -90,7 +91,7 @@ pub(crate) struct Joins {
 }
 
 impl Joins {
-    pub(crate) fn new(ctx: &Context<'_>) -> Joins {
+    pub(crate) fn new(ctx: &impl JoinHost) -> Joins {
         Joins {
             list: UnsafeCell::new(None),
             sync_key: Cell::new(ctx.id()),
@@ -179,14 +180,15 @@ fn first_joins() -> Box<StreamJoins> {
     })
 }
 
-/// A stream's join bookkeeping, as the stream hands it to this module.
-pub(crate) struct JoinTarget<'a> {
-    pub(crate) ctx: &'a Context<'a>,
+/// A stream's join bookkeeping, as the stream hands it to this module: its context (the
+/// library's [`Context`]; a model of one under loom), the stream and its list.
+pub(crate) struct JoinTarget<'a, H: JoinHost = Context<'a>> {
+    pub(crate) ctx: &'a H,
     pub(crate) raw: aclrtStream,
     pub(crate) joins: &'a Joins,
 }
 
-impl JoinTarget<'_> {
+impl<H: JoinHost> JoinTarget<'_, H> {
     /// Orders the target stream after the tasks issued on `from` so far (E5): a join event
     /// recorded on `from`, waited on and reset by the target (its only waiter, so the reset
     /// cannot overtake another wait), reused or destroyed once the target is synchronised
@@ -485,7 +487,7 @@ impl JoinTarget<'_> {
 /// usual case builds no `JoinTarget` in memory).
 #[cold]
 #[inline(never)]
-fn finish_all(ctx: &Context<'_>, raw: aclrtStream, joins: &Joins) {
+fn finish_all<H: JoinHost>(ctx: &H, raw: aclrtStream, joins: &Joins) {
     JoinTarget { ctx, raw, joins }.finished(|_| true, true);
 }
 
@@ -493,8 +495,8 @@ fn finish_all(ctx: &Context<'_>, raw: aclrtStream, joins: &Joins) {
 /// finds a done entry builds no `JoinTarget` in memory).
 #[cold]
 #[inline(never)]
-fn free_join(
-    ctx: &Context<'_>,
+fn free_join<H: JoinHost>(
+    ctx: &H,
     raw: aclrtStream,
     joins: &Joins,
     capacity: usize,
@@ -513,8 +515,8 @@ fn free_join(
 /// past the pool, `join` among them, E4, E9).
 #[cold]
 #[inline(never)]
-fn reset_failed(
-    ctx: &Context<'_>,
+fn reset_failed<H: JoinHost>(
+    ctx: &H,
     to: aclrtStream,
     joins: &Joins,
     join: aclrtEvent,
@@ -547,7 +549,12 @@ fn reset_failed(
 }
 
 /// [`reset_failed`]'s tries: the reset again, then alone once `to` is synchronised.
-fn reset_again(ctx: &Context<'_>, to: aclrtStream, join: aclrtEvent, first: Error) -> Result<()> {
+fn reset_again<H: JoinHost>(
+    ctx: &H,
+    to: aclrtStream,
+    join: aclrtEvent,
+    first: Error,
+) -> Result<()> {
     let api = ctx.api();
     if !matches!(first, Error::Runtime { .. }) {
         return Err(first);

@@ -16,6 +16,11 @@ pub(crate) mod event;
 pub(crate) mod handle;
 pub(crate) mod host_fn;
 pub(crate) mod join;
+pub(crate) mod join_state;
+pub(crate) mod lifecycle;
+// Model checking: `RUSTFLAGS="--cfg loom" cargo test --release --lib loom`.
+#[cfg(all(test, loom))]
+pub(crate) mod loom;
 pub(crate) mod memory;
 pub(crate) mod model;
 pub(crate) mod pipeline;

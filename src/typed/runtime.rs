@@ -3,28 +3,65 @@
 use std::ffi::CString;
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, OnceLock};
 
 use crate::sys::loader::{Api, LoadOptions, load_global};
+use crate::sys::sync::{InitOnce, Initialised, sync_static};
 use crate::typed::error::{Error, ModelFileProblem, Result};
 use crate::typed::handle::{Failed, release_on_drop, report_all};
+use crate::typed::lifecycle::{CleanupErrors, Lifecycle, RuntimeCalls};
 
-/// The runtime of [`Acl::shared`], once initialised (never finalized), and the configuration
-/// file it was initialised with.
-static SHARED: OnceLock<(Acl, Option<CString>)> = OnceLock::new();
-/// Serialises the first initialisation of [`SHARED`].
-static SHARED_INIT: Mutex<()> = Mutex::new(());
+sync_static! {
+    /// The runtime of [`Acl::shared`], once initialised (never finalized), and the
+    /// configuration file it was initialised with.
+    static SHARED: InitOnce<(Acl, Option<CString>)> = InitOnce::new();
+}
+sync_static! {
+    /// Whether an [`Acl`] is alive, and the lock initialisation and finalisation take (P2).
+    static LIFECYCLE: Lifecycle = Lifecycle::new();
+}
 
-/// Whether an [`Acl`] is alive in this process (P2). Changed only under [`LIFECYCLE`].
-static ALIVE: AtomicBool = AtomicBool::new(false);
-/// Serialises initialisation and finalisation, so that no caller sees an initialisation in
-/// progress (or failing) as a live `Acl`. No user code runs under it.
-static LIFECYCLE: Mutex<()> = Mutex::new(());
-/// A failed start left the runtime initialised: its `aclFinalize` failed too. The next start
-/// continues from there instead of calling `aclInit` again (which would answer 100002
-/// forever). Changed only under [`LIFECYCLE`].
-static INITIALISED_WITHOUT_TOKEN: AtomicBool = AtomicBool::new(false);
+/// The runtime calls of a start or an end, with the options of the `Acl` being started.
+struct Calls<'o> {
+    options: &'o InitOptions,
+}
+
+impl RuntimeCalls for Calls<'_> {
+    type Library = &'static Api;
+
+    fn load(&self) -> Result<&'static Api> {
+        Ok(load_global(&self.options.load)?)
+    }
+
+    fn check(&self) -> Result<()> {
+        crate::typed::handle::refuse_inside_callback()?;
+        if let Some(config) = &self.options.config {
+            check_config(config)?;
+        }
+        Ok(())
+    }
+
+    fn init(&self, api: &'static Api) -> Result<()> {
+        // SAFETY: no `Acl` is alive and the runtime is not initialised (the lifecycle checks
+        // both under its lock), and every raw call that could initialise the runtime
+        // elsewhere is `unsafe` with a contract excluding this (P2); the configuration is a
+        // NUL-terminated string or null.
+        unsafe { api.init(self.options.config.as_deref()) }.map_err(Error::from)
+    }
+
+    fn disarm(&self, api: &'static Api) -> Result<()> {
+        // SAFETY: right after the init: no handle exists in the runtime, no wait was issued.
+        unsafe { api.set_op_wait_timeout(0) }.map_err(Error::from)
+    }
+
+    fn finalize(&self, api: &'static Api) -> Result<()> {
+        // SAFETY: the lifecycle calls this under its lock, either after a failed start
+        // (nothing was created since the init, and no token is returned) or at a token's
+        // end once no device set through it is alive (counted; borrows keep it so unless
+        // one was leaked), so no context, stream, event or buffer is either; the token is
+        // consumed or being dropped, so this is the only finalize (P2, D3).
+        unsafe { api.finalize() }.map_err(Error::from)
+    }
+}
 
 /// The initialised runtime: proof that `aclInit` succeeded and `aclFinalize` has not run.
 ///
@@ -141,84 +178,17 @@ impl Acl {
     }
 
     /// [`Acl::init_with`], leaving the errors of a failed start's clean-up to the caller.
-    fn init_collecting(
-        options: &InitOptions,
-        cleanup_errors: &mut Vec<(&'static str, Error)>,
-    ) -> Result<Acl> {
-        let result = {
-            // A poisoned lock only means a panic elsewhere; the flags are still consistent.
-            let _lifecycle = LIFECYCLE.lock().unwrap_or_else(|p| p.into_inner());
-            if ALIVE.load(Ordering::Acquire) {
-                return Err(Error::AlreadyInitialized);
-            }
-            let result = load_global(&options.load)
-                .map_err(Error::from)
-                .and_then(|api| {
-                    Acl::start(api, options.config.as_deref(), cleanup_errors).map(|()| api)
-                });
-            if result.is_ok() {
-                ALIVE.store(true, Ordering::Release);
-            }
-            result
-        };
-        result.map(|api| Acl {
-            api,
-            _private: PhantomData,
-        })
+    fn init_collecting(options: &InitOptions, cleanup_errors: &mut CleanupErrors) -> Result<Acl> {
+        let api = LIFECYCLE.start(&Calls { options }, cleanup_errors)?;
+        Ok(Acl::token(api))
     }
 
-    /// `aclInit`, then `aclrtSetOpWaitTimeout(0)`: typed waits never time out (P3). A stream
-    /// wait that ends by timeout lets the tasks behind it run without the event, which no
-    /// typed guarantee survives (a late record leaves the event's flag set while its state
-    /// says *Reset*; a read is no longer ordered after its writer). The runtime's default is
-    /// already "never"; setting it makes that independent of the runtime's version and
-    /// configuration. Hangs are bounded on the host instead (`synchronize_with`), which
-    /// orders nothing and so cannot break anything.
-    ///
-    /// Called under [`LIFECYCLE`] with no `Acl` alive; errors of the clean-up after a failure
-    /// go to `cleanup_errors`, for the caller to report once the lock is released.
-    fn start(
-        api: &'static Api,
-        config: Option<&std::ffi::CStr>,
-        cleanup_errors: &mut Vec<(&'static str, Error)>,
-    ) -> Result<()> {
-        crate::typed::handle::refuse_inside_callback()?;
-        if let Some(config) = config {
-            check_config(config)?;
+    /// The token of a runtime the lifecycle has just started.
+    fn token(api: &'static Api) -> Acl {
+        Acl {
+            api,
+            _private: PhantomData,
         }
-        if !INITIALISED_WITHOUT_TOKEN.load(Ordering::Acquire) {
-            // SAFETY: no `Acl` is alive (checked under the lock), and every raw call that
-            // could initialise the runtime elsewhere is `unsafe` with a contract excluding
-            // this (P2); `config` is a NUL-terminated string or null.
-            unsafe { api.init(config)? };
-        }
-        // From here the runtime is initialised, with nothing created in it.
-        // SAFETY: no handle exists in the runtime; no wait was issued yet.
-        let disarmed = unsafe { api.set_op_wait_timeout(0) };
-        let Err(e) = disarmed else {
-            INITIALISED_WITHOUT_TOKEN.store(false, Ordering::Release);
-            return Ok(());
-        };
-        // No token may be returned with the timeout armed (P3a): finalize, trying twice.
-        for attempt in 0..2 {
-            // SAFETY: nothing was created since the init; the token is not returned.
-            match unsafe { api.finalize() } {
-                Ok(()) => {
-                    INITIALISED_WITHOUT_TOKEN.store(false, Ordering::Release);
-                    return Err(e.into());
-                }
-                Err(error) => cleanup_errors.push((
-                    if attempt == 0 {
-                        "Acl::init (finalize after a failed start)"
-                    } else {
-                        "Acl::init (finalize after a failed start, again; the next init continues from it)"
-                    },
-                    error.into(),
-                )),
-            }
-        }
-        INITIALISED_WITHOUT_TOKEN.store(true, Ordering::Release);
-        Err(e.into())
     }
 
     /// The process-wide runtime, shared by every caller: initialised by the first call
@@ -271,25 +241,15 @@ impl Acl {
                 _ => Ok(acl),
             }
         };
-        if let Some(shared) = SHARED.get() {
-            return same(shared);
-        }
         let mut cleanup_errors = Vec::new();
-        let result = {
-            // A poisoned lock only means a first caller panicked; `SHARED` is consistent.
-            let _first = SHARED_INIT.lock().unwrap_or_else(|p| p.into_inner());
-            match SHARED.get() {
-                Some(shared) => same(shared),
-                None => Acl::init_collecting(options, &mut cleanup_errors).map(|acl| {
-                    // Set under the lock, so never already set here; a token that could not
-                    // be stored would be finalized by its `Drop`, which is also correct.
-                    &SHARED.get_or_init(move || (acl, options.config.clone())).0
-                }),
-            }
-        };
+        let make = |api| (Acl::token(api), options.config.clone());
+        let result = LIFECYCLE.shared(&SHARED, &Calls { options }, make, &mut cleanup_errors);
         // Reported with no lock held (the handler may call `Acl::shared` itself).
         report_all(cleanup_errors);
-        result
+        match result? {
+            (shared, Initialised::Here) => Ok(&shared.0),
+            (shared, Initialised::Before) => same(shared),
+        }
     }
 
     /// Which runtime library this process uses: the file its functions were loaded from
@@ -398,14 +358,10 @@ impl Acl {
     }
 
     fn release(&self) -> Result<()> {
-        let _lifecycle = LIFECYCLE.lock().unwrap_or_else(|p| p.into_inner());
-        crate::typed::handle::may_release(crate::typed::handle::live_devices())?;
-        // SAFETY: no device set through this token is alive (counted above; borrows keep it
-        // so unless one was leaked), so no context, stream, event or buffer is either, and
-        // the token is consumed or being dropped, so this is the only finalize (P2, D3).
-        unsafe { self.api.finalize()? };
-        ALIVE.store(false, Ordering::Release);
-        Ok(())
+        let options = InitOptions::default();
+        LIFECYCLE.end(&Calls { options: &options }, self.api, || {
+            crate::typed::handle::may_release(crate::typed::handle::live_devices())
+        })
     }
 
     /// `aclFinalize` (P2). Consumes the token: does not compile while anything borrowed from it is

@@ -9,6 +9,7 @@ use crate::typed::context::{Context, Finished, STOPS_ON_FAILURE};
 use crate::typed::error::Result;
 use crate::typed::handle::{Failed, Timeout, release_on_drop, retry_cleanup};
 use crate::typed::join::{Binding, JoinTarget, Joins};
+use crate::typed::join_state::ResetCounts;
 
 /// A stream created by [`Context::create_stream`], borrowing its context.
 ///
@@ -49,21 +50,15 @@ use crate::typed::join::{Binding, JoinTarget, Joins};
 pub struct Stream<'ctx> {
     raw: aclrtStream,
     ctx: &'ctx Context<'ctx>,
-    /// An event reset was issued on this stream since its last synchronisation: the typed
-    /// API then orders the event's next record and waits after it (E1, E5). Atomic because
-    /// an event (which is `Send`) reads it from whichever thread it is used on.
-    /// 64 bits: it never wraps (2^64 resets), so no count is ever mistaken for a synchronised
-    /// one.
-    resets_issued: AtomicU64,
-    /// `resets_issued` as it was when a synchronisation that has since completed began: the
-    /// resets up to there are done. Pending iff the two differ (a counter rather than a flag,
-    /// so that a synchronisation racing with a new reset on another thread cannot hide it).
-    resets_synced: AtomicU64,
+    /// Event resets issued on this stream and those a synchronisation covered: while they
+    /// differ, the typed API orders an event's next record and waits after its reset (E1,
+    /// E5). Atomics: an event (which is `Send`) reads them from whichever thread it is used on.
+    resets: ResetCounts,
     /// Unique in the process (never reused): what [`joined`](Self::joined) names a stream
     /// by, where a raw handle could be reused once its stream is destroyed.
     id: u64,
     /// The last join this stream was ordered by after another stream's resets (E5): that
-    /// stream's `id` and its `resets_issued` when the join was issued. Every reset counted
+    /// stream's `id` and its resets issued when the join was issued. Every reset counted
     /// up to there is ordered before this stream's later tasks, so while that stream issues
     /// no further reset, another join from it is not needed: K events reset on one stream
     /// and recorded on this one cost one join, as in C. (A `Cell`: the stream is not `Sync`,
@@ -93,8 +88,7 @@ impl<'ctx> Stream<'ctx> {
         Stream {
             raw,
             ctx,
-            resets_issued: AtomicU64::new(0),
-            resets_synced: AtomicU64::new(0),
+            resets: ResetCounts::new(),
             id: NEXT_STREAM_ID.fetch_add(1, Ordering::Relaxed),
             joined: std::cell::Cell::new((0, 0)),
             joins: Joins::new(ctx),
@@ -161,10 +155,10 @@ impl<'ctx> Stream<'ctx> {
     /// The synchronisation itself, counting the resets it covers. The context is bound.
     #[inline(always)]
     fn synchronize_counting_resets(&self, ctx: &Context<'_>) -> Result<()> {
-        let resets = self.resets_issued.load(Ordering::Acquire);
+        let resets = self.resets.issued();
         // SAFETY: `self.raw` is live for as long as `self`.
         unsafe { ctx.api().synchronize_stream(self.raw)? };
-        self.resets_synced.store(resets, Ordering::Release);
+        self.resets.synchronized(resets);
         Ok(())
     }
 
@@ -172,14 +166,14 @@ impl<'ctx> Stream<'ctx> {
     /// up after `timeout` with [`AclError::RtStreamSyncTimeout`](crate::AclError::RtStreamSyncTimeout).
     pub fn synchronize_with(&self, timeout: Timeout) -> Result<()> {
         self.bind()?;
-        let resets = self.resets_issued.load(Ordering::Acquire);
+        let resets = self.resets.issued();
         // SAFETY: `self.raw` is live; `Timeout` holds only -1 or > 0 (S3).
         unsafe {
             self.ctx
                 .api()
                 .synchronize_stream_with_timeout(self.raw, timeout.as_raw())?
         };
-        self.resets_synced.store(resets, Ordering::Release);
+        self.resets.synchronized(resets);
         self.join_target().synchronized();
         Ok(())
     }
@@ -219,28 +213,24 @@ impl<'ctx> Stream<'ctx> {
         retry_cleanup(what, || self.synchronize())
     }
 
-    /// Records that an event reset was issued on this stream. Called once the reset is
-    /// issued, never before: a synchronisation (on any thread) whose snapshot includes the
-    /// mark then began after the reset was queued, so it covers it; one that began earlier
-    /// stores an older count, which leaves the reset pending. (Marking before the call let a
-    /// synchronisation that started between the mark and the call count a reset it never
-    /// waited for: E5, E9.)
+    /// Records that an event reset was issued on this stream: once issued, never before
+    /// ([`ResetCounts::mark`]).
     #[inline(always)]
     pub(crate) fn mark_reset_pending(&self) {
-        self.resets_issued.fetch_add(1, Ordering::AcqRel);
+        self.resets.mark();
     }
 
     /// Whether this stream was joined after every reset `from` has issued so far (E5).
     #[inline]
     pub(crate) fn joined_after_resets_of(&self, from: &Stream<'_>) -> bool {
-        self.joined.get() == (from.id, from.resets_issued.load(Ordering::Acquire))
+        self.joined.get() == (from.id, from.resets.issued())
     }
 
     /// `from`'s resets issued up to now, for [`joined_after`](Self::joined_after) once the
     /// join is issued: taken before it, so that every reset it counts precedes the join.
     #[inline]
     pub(crate) fn resets_of(from: &Stream<'_>) -> (u64, u64) {
-        (from.id, from.resets_issued.load(Ordering::Acquire))
+        (from.id, from.resets.issued())
     }
 
     /// A join from the stream `resets` was taken of (by [`resets_of`](Self::resets_of)) to
@@ -252,7 +242,7 @@ impl<'ctx> Stream<'ctx> {
 
     #[inline(always)]
     pub(crate) fn has_reset_pending(&self) -> bool {
-        self.resets_issued.load(Ordering::Acquire) != self.resets_synced.load(Ordering::Acquire)
+        self.resets.pending()
     }
 
     fn release(&self) -> Result<()> {
@@ -340,10 +330,7 @@ impl<'ctx> Stream<'ctx> {
         unsafe { self.ctx.api().stream_abort(self.raw)? };
         // The stream is empty: the resets issued on it either ran or were discarded, with
         // the events they were for (none is alive).
-        self.resets_synced.store(
-            self.resets_issued.load(Ordering::Acquire),
-            Ordering::Release,
-        );
+        self.resets.all_done();
         // The join that ordered this stream after another's resets may be among the
         // discarded tasks: the next record or wait here joins again (E5). No stream has id 0.
         self.joined.set((0, u64::MAX));

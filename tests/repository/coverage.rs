@@ -11,7 +11,14 @@
 //!   citation: `path::name` needs the `.rs` file to exist and declare a test `name` (`fn name`,
 //!   or `name` listed in a `cases!(...)` invocation, which is how `sim/tests/sim.rs` declares
 //!   one test per C harness case); a bare path needs the file to exist, and a
-//!   `ui-tests/fail/X.rs` also needs its legal twin `ui-tests/pass/X.rs`.
+//!   `ui-tests/fail/X.rs` also needs its legal twin `ui-tests/pass/X.rs`;
+//! * the proof cell names something other than the five kinds of [`PROOF`], or disagrees
+//!   with the tests: `compile-fail pair` exactly when the tests cell cites a
+//!   `ui-tests/fail/` case, `run-time test` exactly when it cites a test (`path::name`),
+//!   `fault sweep` exactly when it cites a test of a fault sweep (a file whose name says
+//!   `fault`); `loom model` needs its loom tests cited in its parentheses
+//!   (`src/typed/loom/X.rs::name`, existing), `fuzz target` its targets
+//!   (`fuzz/fuzz_targets/X.rs`, existing).
 //!
 //! The checks are pure functions over strings and a file-lookup closure, so the unit tests
 //! at the bottom exercise them on small inline inputs (and the real protocol must yield at
@@ -29,6 +36,15 @@ const ENFORCEMENT: [&str; 5] = [
     "documented only",
 ];
 
+/// The allowed values of the proof column: how a rule is proven.
+const PROOF: [&str; 5] = [
+    "compile-fail pair",
+    "run-time test",
+    "fault sweep",
+    "loom model",
+    "fuzz target",
+];
+
 /// One row of the coverage table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Row {
@@ -40,6 +56,8 @@ struct Row {
     location: String,
     /// Every backticked item of the tests cell.
     citations: Vec<String>,
+    /// The proof cell.
+    proof: String,
 }
 
 /// Whether `s` looks like a rule ID: a family of uppercase letters then digits (`E4`, `C10`,
@@ -94,10 +112,10 @@ fn parse_table(coverage: &str) -> Result<Vec<Row>, Vec<String>> {
             continue;
         }
         let line_no = index + 1;
-        if cells.len() != 5 {
+        if cells.len() != 6 {
             errors.push(format!(
-                "docs/coverage.md:{line_no}: the row for {first} has {} cells; write exactly 5: \
-                 | rule | summary | enforcement | where | tests |",
+                "docs/coverage.md:{line_no}: the row for {first} has {} cells; write exactly 6: \
+                 | rule | summary | enforcement | where | tests | proven by |",
                 cells.len()
             ));
             continue;
@@ -109,6 +127,7 @@ fn parse_table(coverage: &str) -> Result<Vec<Row>, Vec<String>> {
             enforcement: cells[2].clone(),
             location: cells[3].clone(),
             citations: backticked(&cells[4]),
+            proof: cells[5].clone(),
         });
     }
     if errors.is_empty() {
@@ -214,6 +233,135 @@ fn check_citation(citation: &str, read: &dyn Fn(&str) -> Option<String>) -> Resu
     Ok(())
 }
 
+/// The kinds of a proof cell, each with the backticked citations of its parentheses. `Err`
+/// names the items that are not one of [`PROOF`].
+fn proof_kinds(cell: &str) -> Result<Vec<(&'static str, Vec<String>)>, Vec<String>> {
+    let mut items = vec![String::new()];
+    let mut depth = 0usize;
+    for c in cell.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                items.push(String::new());
+                continue;
+            }
+            _ => {}
+        }
+        if let Some(item) = items.last_mut() {
+            item.push(c);
+        }
+    }
+    let mut kinds = Vec::new();
+    let mut unknown = Vec::new();
+    for item in items.iter().map(|i| i.trim()).filter(|i| !i.is_empty()) {
+        let name = item.split('(').next().unwrap_or(item).trim();
+        let citations = item
+            .find('(')
+            .map(|open| backticked(&item[open..]))
+            .unwrap_or_default();
+        match PROOF.iter().find(|k| k.eq_ignore_ascii_case(name)) {
+            Some(kind) => kinds.push((*kind, citations)),
+            None => unknown.push(item.to_string()),
+        }
+    }
+    if unknown.is_empty() {
+        Ok(kinds)
+    } else {
+        Err(unknown)
+    }
+}
+
+/// Whether a tests-cell citation is a test of a fault sweep: its file's name says `fault`.
+fn is_fault_sweep(citation: &str) -> bool {
+    let path = citation.split("::").next().unwrap_or(citation);
+    path.rsplit('/').next().is_some_and(|f| f.contains("fault"))
+}
+
+/// The problems of a row's proof cell, against its tests cell and the files.
+fn check_proof(row: &Row, read: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
+    let kinds = match proof_kinds(&row.proof) {
+        Ok(kinds) if kinds.is_empty() => {
+            return vec![format!(
+                "empty proof cell; write one or more of: {}",
+                PROOF.join(", ")
+            )];
+        }
+        Ok(kinds) => kinds,
+        Err(unknown) => {
+            return vec![format!(
+                "unknown proof {unknown:?}; use only: {} (citations in parentheses)",
+                PROOF.join(", ")
+            )];
+        }
+    };
+    let mut problems = Vec::new();
+    let listed = |kind: &str| kinds.iter().any(|(k, _)| *k == kind);
+    let derived = [
+        (
+            "compile-fail pair",
+            row.citations
+                .iter()
+                .any(|c| c.starts_with("ui-tests/fail/")),
+            "a `ui-tests/fail/` case",
+        ),
+        (
+            "run-time test",
+            row.citations.iter().any(|c| c.contains("::")),
+            "a test (`path::name`)",
+        ),
+        (
+            "fault sweep",
+            row.citations
+                .iter()
+                .any(|c| c.contains("::") && is_fault_sweep(c)),
+            "a test of a fault sweep (a file whose name says `fault`)",
+        ),
+    ];
+    for (kind, cited, what) in derived {
+        if listed(kind) && !cited {
+            problems.push(format!(
+                "`{kind}` is listed but the tests cell cites no {what}; cite one or remove it"
+            ));
+        } else if cited && !listed(kind) {
+            problems.push(format!(
+                "the tests cell cites {what}: list `{kind}` in the proof cell"
+            ));
+        }
+    }
+    for (kind, citations) in &kinds {
+        let under = match *kind {
+            "loom model" => "src/typed/loom/",
+            "fuzz target" => "fuzz/fuzz_targets/",
+            _ => {
+                if !citations.is_empty() {
+                    problems.push(format!(
+                        "`{kind}` takes no citation here (its tests are in the tests cell)"
+                    ));
+                }
+                continue;
+            }
+        };
+        if citations.is_empty() {
+            problems.push(format!(
+                "`{kind}` cites nothing; name it in parentheses (`{under}...`)"
+            ));
+        }
+        for citation in citations {
+            if !citation.starts_with(under) {
+                problems.push(format!("`{kind}` cites `{citation}`, not under `{under}`"));
+            } else if *kind == "loom model" && !citation.contains("::") {
+                problems.push(format!(
+                    "`{citation}`: cite the loom test itself (`{under}file.rs::name`)"
+                ));
+            } else if let Err(e) = check_citation(citation, read) {
+                problems.push(e);
+            }
+        }
+    }
+    problems
+}
+
 /// Every problem of a coverage table against the protocol's rules, as messages saying what
 /// to fix. Empty when the table is complete and every citation resolves.
 fn check(protocol: &str, coverage: &str, read: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
@@ -269,6 +417,9 @@ fn check(protocol: &str, coverage: &str, read: &dyn Fn(&str) -> Option<String>) 
             if let Err(e) = check_citation(citation, read) {
                 problems.push(format!("{at}: {e}"));
             }
+        }
+        for problem in check_proof(row, read) {
+            problems.push(format!("{at}: {problem}"));
         }
     }
     for rule in &rules {
@@ -355,8 +506,8 @@ fn parser_finds_rule_bullets_only() {
 fn parser_reads_rows_cells_and_citations() {
     let table = "| Rule | Summary | Enforcement | Where | Tests |\n\
                  | --- | --- | --- | --- | --- |\n\
-                 | **E4** | reset after wait | compile time, simulator checker (E4 finding) | `Event::wait` | `a.rs::x`, `ui-tests/fail/y.rs`; prose |\n\
-                 | P1 | init first |  | - | none |\n";
+                 | **E4** | reset after wait | compile time, simulator checker (E4 finding) | `Event::wait` | `a.rs::x`, `ui-tests/fail/y.rs`; prose | compile-fail pair, run-time test |\n\
+                 | P1 | init first |  | - | none | |\n";
     let rows = parse_table(table).expect("well-formed");
     assert_eq!(rows.len(), 2);
     assert_eq!(rows[0].rule, "E4");
@@ -370,6 +521,27 @@ fn parser_reads_rows_cells_and_citations() {
     assert!(rows[1].citations.is_empty());
     assert!(enforcement_kinds("compile time, by magic").is_err());
     assert!(parse_table("| E1 | too | few |\n").is_err());
+    assert!(
+        parse_table("| E1 | five | cells | only | `a.rs::x` |\n").is_err(),
+        "the proof cell is required"
+    );
+    assert_eq!(rows[0].proof, "compile-fail pair, run-time test");
+    assert_eq!(
+        proof_kinds(
+            "run-time test, loom model (`src/typed/loom/a.rs::x`, `src/typed/loom/b.rs::y`)"
+        ),
+        Ok(vec![
+            ("run-time test", vec![]),
+            (
+                "loom model",
+                vec![
+                    "src/typed/loom/a.rs::x".to_string(),
+                    "src/typed/loom/b.rs::y".to_string()
+                ]
+            ),
+        ])
+    );
+    assert!(proof_kinds("run-time test, by inspection").is_err());
 }
 
 #[test]
@@ -384,18 +556,21 @@ fn check_reports_every_kind_of_problem() {
         ("ui-tests/fail/ok.rs", ""),
         ("ui-tests/pass/ok.rs", ""),
         ("ui-tests/fail/lonely.rs", ""),
+        ("tests/t_faults.rs", "fn swept() {}\n"),
+        ("src/typed/loom/m.rs", "fn raced() {}\n"),
+        ("fuzz/fuzz_targets/f.rs", ""),
     ]
     .into_iter()
     .collect();
     let read = |p: &str| files.get(p).map(|s| s.to_string());
-    let good = "| P1 | a | compile time | `Acl` | `tests/t.rs::real_test`, `ui-tests/fail/ok.rs` |\n\
-                | P2 | b | simulator checker | `Acl` | `sim/tests/sim.rs::beta` |\n\
-                | E4 | c | documented only | - | none |\n";
+    let good = "| P1 | a | compile time | `Acl` | `tests/t.rs::real_test`, `ui-tests/fail/ok.rs` | compile-fail pair, run-time test |\n\
+                | P2 | b | simulator checker | `Acl` | `sim/tests/sim.rs::beta` | run-time test, loom model (`src/typed/loom/m.rs::raced`) |\n\
+                | E4 | c | documented only | - | `tests/t_faults.rs::swept` | run-time test, fault sweep, fuzz target (`fuzz/fuzz_targets/f.rs`) |\n";
     assert_eq!(check(protocol, good, &read), Vec::<String>::new());
 
-    let bad = "| P1 | a |  | `Acl` | `tests/t.rs::real` |\n\
-               | Z9 | z | compile time | `X` | `ui-tests/fail/lonely.rs`, `tests/none.rs::f` |\n\
-               | E4 | c | compile time | `W` | `sim/tests/sim.rs::gamma` |\n";
+    let bad = "| P1 | a |  | `Acl` | `tests/t.rs::real` | run-time test |\n\
+               | Z9 | z | compile time | `X` | `ui-tests/fail/lonely.rs`, `tests/none.rs::f` | compile-fail pair, run-time test |\n\
+               | E4 | c | compile time | `W` | `sim/tests/sim.rs::gamma` | run-time test |\n";
     let problems = check(protocol, bad, &read).join("\n");
     for expected in [
         "(P1): empty enforcement cell",
@@ -412,7 +587,104 @@ fn check_reports_every_kind_of_problem() {
         );
     }
 
-    let swapped = "| P2 | b | compile time | `A` | |\n| P1 | a | compile time | `A` | |\n\
-                   | E4 | c | compile time | `A` | |\n";
+    let swapped = "| P2 | b | compile time | `A` | `tests/t.rs::real_test` | run-time test |\n\
+                   | P1 | a | compile time | `A` | `tests/t.rs::real_test` | run-time test |\n\
+                   | E4 | c | compile time | `A` | `tests/t.rs::real_test` | run-time test |\n";
     assert!(check(protocol, swapped, &read)[0].contains("not in the order"));
+}
+
+#[test]
+fn check_reports_every_kind_of_proof_problem() {
+    let protocol = "- **P1** a\n";
+    let files: BTreeMap<&str, &str> = [
+        ("tests/t.rs", "fn real_test() {}\n"),
+        ("tests/t_faults.rs", "fn swept() {}\n"),
+        ("ui-tests/fail/ok.rs", ""),
+        ("ui-tests/pass/ok.rs", ""),
+        ("src/typed/loom/m.rs", "fn raced() {}\n"),
+        ("fuzz/fuzz_targets/f.rs", ""),
+    ]
+    .into_iter()
+    .collect();
+    let read = |p: &str| files.get(p).map(|s| s.to_string());
+    let row =
+        |tests: &str, proof: &str| format!("| P1 | a | compile time | `A` | {tests} | {proof} |\n");
+    let problems = |tests: &str, proof: &str| check(protocol, &row(tests, proof), &read).join("\n");
+    for (tests, proof, expected) in [
+        ("`tests/t.rs::real_test`", "", "empty proof cell"),
+        (
+            "`tests/t.rs::real_test`",
+            "run-time test, by review",
+            "unknown proof",
+        ),
+        (
+            "`tests/t.rs::real_test`",
+            "run-time test, compile-fail pair",
+            "`compile-fail pair` is listed but the tests cell cites no",
+        ),
+        (
+            "`tests/t.rs::real_test`, `ui-tests/fail/ok.rs`",
+            "run-time test",
+            "list `compile-fail pair`",
+        ),
+        (
+            "`ui-tests/fail/ok.rs`",
+            "compile-fail pair, run-time test",
+            "`run-time test` is listed",
+        ),
+        (
+            "`tests/t_faults.rs::swept`",
+            "run-time test",
+            "list `fault sweep`",
+        ),
+        (
+            "`tests/t.rs::real_test`",
+            "run-time test, fault sweep",
+            "`fault sweep` is listed",
+        ),
+        (
+            "`tests/t.rs::real_test`",
+            "run-time test, loom model",
+            "`loom model` cites nothing",
+        ),
+        (
+            "`tests/t.rs::real_test`",
+            "run-time test, loom model (`src/typed/loom/m.rs::gone`)",
+            "declares no test `gone`",
+        ),
+        (
+            "`tests/t.rs::real_test`",
+            "run-time test, loom model (`src/typed/loom/m.rs`)",
+            "cite the loom test itself",
+        ),
+        (
+            "`tests/t.rs::real_test`",
+            "run-time test, loom model (`tests/t.rs::real_test`)",
+            "not under `src/typed/loom/`",
+        ),
+        (
+            "`tests/t.rs::real_test`",
+            "run-time test, fuzz target (`fuzz/fuzz_targets/none.rs`)",
+            "does not exist",
+        ),
+        (
+            "`tests/t.rs::real_test`",
+            "run-time test (`tests/t.rs::real_test`)",
+            "takes no citation here",
+        ),
+    ] {
+        let found = problems(tests, proof);
+        assert!(
+            found.contains(expected),
+            "{tests} | {proof}: missing {expected:?} in:\n{found}"
+        );
+    }
+    assert_eq!(
+        problems(
+            "`tests/t.rs::real_test`, `tests/t_faults.rs::swept`, `ui-tests/fail/ok.rs`",
+            "compile-fail pair, run-time test, fault sweep, loom model (`src/typed/loom/m.rs::raced`), \
+             fuzz target (`fuzz/fuzz_targets/f.rs`)"
+        ),
+        ""
+    );
 }

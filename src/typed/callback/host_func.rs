@@ -3,15 +3,14 @@
 
 use std::mem::ManuallyDrop;
 use std::ops::Deref;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::{Failures, KEPT_FAILURES, POLL_MS, start_thread};
 use crate::result::CallError;
 use crate::sys::codes::AclError;
-use crate::sys::loader::Api;
+use crate::sys::sync::{AtomicBool, AtomicUsize, Mutex, Ordering};
 use crate::typed::context::Context;
 use crate::typed::error::{Error, Result};
 use crate::typed::handle::{Failed, refuse_inside_callback, report_drop_error, retry_cleanup};
@@ -27,7 +26,7 @@ const SYMBOLS: [&str; 3] = [
 
 /// State shared by a host-function thread and its loop.
 #[derive(Default)]
-struct Shared {
+pub(crate) struct Shared {
     stop: AtomicBool,
     /// The loop has ended (only `stop` ends it; a panic of the loop too, which would be a
     /// bug of this crate): no stream may be subscribed to the thread any more.
@@ -45,6 +44,11 @@ struct Shared {
 }
 
 impl Shared {
+    /// Asks the loop to end (it still calls `aclrtProcessHostFunc` once if it has not yet).
+    pub(crate) fn request_stop(&self) {
+        self.stop.store(true, Ordering::Release);
+    }
+
     fn alive(&self) -> Result<()> {
         if self.exited.load(Ordering::Acquire) {
             return Err(Error::HostFuncThreadStopped("its loop has ended".into()));
@@ -54,7 +58,7 @@ impl Shared {
 
     /// Keeps an `aclrtProcessHostFunc` failure for `stop`, or reports it if the thread was
     /// left running (checked under the lock `take_errors` drains, so nothing falls between).
-    fn keep_failure(&self, error: Error) {
+    pub(crate) fn keep_failure(&self, error: Error) {
         let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
         if self.detached.load(Ordering::Acquire) {
             drop(failures);
@@ -71,7 +75,7 @@ impl Shared {
 
     /// The failures kept, and a count of those not kept. With `detach`, later ones are
     /// reported as they happen instead of kept.
-    fn take_errors(&self, detach: bool) -> Vec<Error> {
+    pub(crate) fn take_errors(&self, detach: bool) -> Vec<Error> {
         let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
         if detach {
             self.detached.store(true, Ordering::Release);
@@ -196,7 +200,10 @@ impl<'ctx> HostFuncThread<'ctx> {
             Error::HostFuncThreadStopped,
             move |api| {
                 let _exited = Exited(&thread_shared);
-                serve(api, &thread_shared);
+                // SAFETY: this thread is the one its streams subscribe (C12); what it runs is
+                // the runtime's host work, none of the program's code.
+                let process = || unsafe { api.process_host_func(POLL_MS) };
+                serve(&thread_shared, process, std::thread::park_timeout);
             },
         )?;
         ctx.adopt();
@@ -302,7 +309,7 @@ impl<'ctx> HostFuncThread<'ctx> {
             drop(self.handle.take());
             return Err(Error::InsideCallback);
         }
-        self.shared.stop.store(true, Ordering::Release);
+        self.shared.request_stop();
         let mut errors = Vec::new();
         if let Some(handle) = self.handle.take() {
             handle.thread().unpark();
@@ -360,7 +367,14 @@ impl std::fmt::Debug for HostFuncThread<'_> {
 /// the thread itself, registers the thread-exit destructor that forgets it (C12). A thread
 /// that was subscribed and stopped before its first call would leave its id to the next
 /// thread the OS gives the same `pthread_t` (at once, on Linux).
-fn serve(api: &'static Api, shared: &Shared) {
+///
+/// `process` is `aclrtProcessHostFunc`, `pause` waits before the next call (`stop` unparks
+/// the thread, so stopping takes no wait).
+pub(crate) fn serve(
+    shared: &Shared,
+    mut process: impl FnMut() -> Result<(), CallError>,
+    pause: impl Fn(Duration),
+) {
     // The runtime may answer at once (the simulator does while no stream is subscribed):
     // back off from 0.1 ms to POLL_MS then, so that an idle thread does not spin.
     let mut idle = Duration::from_micros(100);
@@ -369,10 +383,8 @@ fn serve(api: &'static Api, shared: &Shared) {
     while first || !shared.stop.load(Ordering::Acquire) {
         first = false;
         let started = Instant::now();
-        // SAFETY: this thread is the one its streams subscribe (C12); what it runs is the
-        // runtime's host work, none of the program's code.
-        let outcome = unsafe { api.process_host_func(POLL_MS) };
-        let waited = started.elapsed() >= poll / 2;
+        let outcome = process();
+        let waited = crate::sys::sync::elapsed(started) >= poll / 2;
         match outcome {
             // Host work ran: more may be ready.
             Ok(()) => idle = Duration::from_micros(100),
@@ -386,15 +398,15 @@ fn serve(api: &'static Api, shared: &Shared) {
                 ..
             }) => {
                 // Not subscribed (yet, or any more), or a timeout that did not wait:
-                // nothing to do for now. `stop` unparks the thread, so stopping takes no wait.
-                std::thread::park_timeout(idle);
+                // nothing to do for now.
+                pause(idle);
                 idle = (idle * 2).min(poll);
             }
             // Anything else is kept for `stop`, and the loop goes on: host work may still
             // come, and a stream whose host work never runs would hang.
             Err(e) => {
                 shared.keep_failure(e.into());
-                std::thread::park_timeout(idle);
+                pause(idle);
                 idle = (idle * 2).min(poll);
             }
         }

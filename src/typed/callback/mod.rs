@@ -7,8 +7,10 @@ use std::mem::ManuallyDrop;
 use std::ops::Deref;
 use std::os::unix::thread::JoinHandleExt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize as StdAtomicUsize;
+
+use crate::sys::sync::{AtomicBool, AtomicIsize, AtomicUsize, Mutex, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -24,14 +26,16 @@ use crate::typed::stream::Stream;
 /// The most report threads a process may have (C4, Atlas 200/500 A2).
 pub const MAX_REPORT_THREADS: usize = 1024;
 
-mod host_func;
+pub(crate) mod flight;
+pub(crate) mod host_func;
 mod subscribed;
 
+pub(crate) use flight::panic_message;
 pub use host_func::{HostFuncSubscribed, HostFuncThread};
-pub(crate) use subscribed::panic_message;
 pub use subscribed::{DEFAULT_CALLBACK_CAPACITY, MAX_CALLBACK_CAPACITY, Subscribed};
 
-static REPORT_THREADS: AtomicUsize = AtomicUsize::new(0);
+/// Report threads running (C4). Not modelled: a count of threads the OS starts.
+static REPORT_THREADS: StdAtomicUsize = StdAtomicUsize::new(0);
 
 /// How often the report thread wakes to check whether it should stop (`aclrtProcessReport`
 /// timeout, C6: must be `> 0`).
@@ -65,7 +69,7 @@ const STRANDED_AFTER: usize = 50;
 
 /// State shared by a report thread, its subscriptions and the callbacks in flight.
 #[derive(Default)]
-struct Shared {
+pub(crate) struct Shared {
     stop: AtomicBool,
     /// Callbacks launched and not yet run, on every stream of this thread.
     outstanding: AtomicUsize,
@@ -103,16 +107,39 @@ impl Shared {
     /// The report thread still runs callbacks (its loop ends only at `stop`; this catches a
     /// thread that died, which would leave launched callbacks waiting forever).
     #[inline(always)]
-    fn alive(&self) -> Result<()> {
+    pub(crate) fn alive(&self) -> Result<()> {
         if self.exited.load(Ordering::Acquire) {
             return Err(loop_ended());
         }
         Ok(())
     }
 
+    /// The loop ends once asked to stop with no callback outstanding: `stop` asks only once
+    /// no stream is subscribed, so none can be launched any more, and every one launched
+    /// has run.
+    #[inline]
+    pub(crate) fn should_exit(&self) -> bool {
+        self.stop.load(Ordering::Acquire) && self.outstanding.load(Ordering::Acquire) == 0
+    }
+
+    /// Callbacks outstanding and enqueued (the loom models' invariants).
+    #[cfg(all(test, loom))]
+    pub(crate) fn counts(&self) -> (usize, isize) {
+        (
+            self.outstanding.load(Ordering::Acquire),
+            self.enqueued.load(Ordering::Acquire),
+        )
+    }
+
+    /// Asks the loop to end ([`should_exit`](Self::should_exit)); the thread is then
+    /// unparked and joined.
+    pub(crate) fn request_stop(&self) {
+        self.stop.store(true, Ordering::Release);
+    }
+
     /// Keeps an `aclrtProcessReport` failure for `stop`, or reports it if the thread was
     /// left running (checked under the lock `take_errors` drains, so nothing falls between).
-    fn keep_failure(&self, error: Error) {
+    pub(crate) fn keep_failure(&self, error: Error) {
         let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
         if self.detached.load(Ordering::Acquire) {
             drop(failures);
@@ -129,7 +156,7 @@ impl Shared {
 
     /// Keeps a callback's panic for `take_panics`/`stop`, or reports it if the thread was
     /// left running.
-    fn keep_panic(&self, message: String) {
+    pub(crate) fn keep_panic(&self, message: String) {
         let mut panics = self.panics.lock().unwrap_or_else(|p| p.into_inner());
         if self.detached.load(Ordering::Acquire) {
             drop(panics);
@@ -147,7 +174,7 @@ impl Shared {
 
     /// Everything kept, as errors: the failures, a count of those not kept, the panics.
     /// With `detach`, later ones are reported as they happen instead of kept.
-    fn take_errors(&self, detach: bool) -> Vec<Error> {
+    pub(crate) fn take_errors(&self, detach: bool) -> Vec<Error> {
         let mut errors = Vec::new();
         {
             let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
@@ -322,7 +349,10 @@ impl<'ctx> ReportThread<'ctx> {
         let shared = Arc::new(Shared::default());
         let thread_shared = Arc::clone(&shared);
         let started = start_thread(ctx, "acl-report", Error::ReportThreadStopped, move |api| {
-            serve(api, &thread_shared);
+            // SAFETY: this thread is the report thread its streams subscribe (C7); the
+            // callbacks it runs were launched by `Subscribed::launch`, under its contract.
+            let process = || unsafe { api.process_report(POLL_MS) };
+            serve(&thread_shared, process, std::thread::park_timeout);
             thread_shared.exited.store(true, Ordering::Release);
         });
         let (handle, thread_id) = match started {
@@ -430,10 +460,7 @@ impl<'ctx> ReportThread<'ctx> {
             Ok(()) => Ok(Subscribed {
                 stream: ManuallyDrop::new(stream),
                 report: self,
-                flight: ManuallyDrop::new(subscribed::Flight::new(
-                    Arc::clone(&self.shared),
-                    capacity,
-                )),
+                flight: ManuallyDrop::new(flight::Flight::new(Arc::clone(&self.shared), capacity)),
             }),
             Err(e) => {
                 self.shared.subscriptions.fetch_sub(1, Ordering::AcqRel);
@@ -480,7 +507,7 @@ impl<'ctx> ReportThread<'ctx> {
             drop(self.handle.take());
             return Err(Error::InsideCallback);
         }
-        self.shared.stop.store(true, Ordering::Release);
+        self.shared.request_stop();
         let mut errors = Vec::new();
         if let Some(handle) = self.handle.take() {
             handle.thread().unpark();
@@ -541,7 +568,13 @@ fn loop_ended() -> Error {
 }
 
 /// The report thread's loop: run callbacks until asked to stop with none outstanding.
-fn serve(api: &'static Api, shared: &Shared) {
+/// `process` is `aclrtProcessReport` (which runs the callbacks queued), `pause` waits before
+/// the next call (`stop` unparks the thread, so stopping an idle thread takes no wait).
+pub(crate) fn serve(
+    shared: &Shared,
+    mut process: impl FnMut() -> Result<(), CallError>,
+    pause: impl Fn(Duration),
+) {
     // While no stream is subscribed the runtime answers at once: back off from 0.1 ms to
     // POLL_MS, so that idle report threads do not spin, and start again once one is.
     let mut idle = Duration::from_micros(100);
@@ -553,10 +586,7 @@ fn serve(api: &'static Api, shared: &Shared) {
         // could count a launch that came after the runtime's answer; `outstanding` would
         // count a launch the runtime is about to refuse, before an unsubscribe.)
         let waiting = shared.enqueued.load(Ordering::Acquire) > 0;
-        // SAFETY: this thread is the report thread its streams subscribe (C7); the callbacks
-        // it runs were launched by `Subscribed::launch`, under its contract.
-        let outcome = unsafe { api.process_report(POLL_MS) };
-        match outcome {
+        match process() {
             Ok(()) => {
                 shared.good_calls.fetch_add(1, Ordering::Release);
                 idle = Duration::from_micros(100);
@@ -566,9 +596,9 @@ fn serve(api: &'static Api, shared: &Shared) {
                 ..
             }) => {
                 shared.good_calls.fetch_add(1, Ordering::Release);
-                if started.elapsed() < poll / 2 {
+                if crate::sys::sync::elapsed(started) < poll / 2 {
                     // A timeout that did not wait: back off rather than spin.
-                    std::thread::park_timeout(idle);
+                    pause(idle);
                     idle = (idle * 2).min(poll);
                 } else {
                     idle = Duration::from_micros(100);
@@ -584,7 +614,7 @@ fn serve(api: &'static Api, shared: &Shared) {
             ) if waiting => {
                 shared.failed_calls.fetch_add(1, Ordering::Release);
                 shared.keep_failure(e.into());
-                std::thread::park_timeout(idle);
+                pause(idle);
                 idle = (idle * 2).min(poll);
             }
             // Not subscribed (yet, or any more): nothing can arrive for now (C6).
@@ -593,8 +623,7 @@ fn serve(api: &'static Api, shared: &Shared) {
                 ..
             }) => {
                 shared.good_calls.fetch_add(1, Ordering::Release);
-                // `stop` unparks the thread, so stopping an idle thread takes no wait.
-                std::thread::park_timeout(idle);
+                pause(idle);
                 idle = (idle * 2).min(poll);
             }
             // Anything else is kept for `stop`, and the loop goes on: callbacks may be waiting,
@@ -602,11 +631,11 @@ fn serve(api: &'static Api, shared: &Shared) {
             Err(e) => {
                 shared.failed_calls.fetch_add(1, Ordering::Release);
                 shared.keep_failure(e.into());
-                std::thread::park_timeout(idle);
+                pause(idle);
                 idle = (idle * 2).min(poll);
             }
         }
-        if shared.stop.load(Ordering::Acquire) && shared.outstanding.load(Ordering::Acquire) == 0 {
+        if shared.should_exit() {
             return;
         }
     }

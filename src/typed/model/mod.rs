@@ -17,7 +17,7 @@ use crate::typed::memory::MallocPolicy;
 mod description;
 mod io;
 mod scoped;
-mod shared;
+pub(crate) mod shared;
 mod slot;
 mod source;
 

@@ -6,8 +6,8 @@ use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::sync::Arc;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+
+use crate::sys::sync::{AtomicPtr, AtomicUsize, Mutex, Ordering};
 
 use super::{Model, ModelKind};
 use crate::sys::bindings::aclrtStream;
@@ -34,10 +34,10 @@ pub(crate) struct ModelShared {
 const DEFERRED: usize = 1 << (usize::BITS - 1);
 
 /// A dropped model's release, its lifetime erased (see [`Model::drop`]'s SAFETY comment).
-type DeferredRelease = Box<dyn FnOnce() + Send + 'static>;
+pub(crate) type DeferredRelease = Box<dyn FnOnce() + Send + 'static>;
 
 impl ModelShared {
-    pub(super) fn new() -> ModelShared {
+    pub(crate) fn new() -> ModelShared {
         ModelShared {
             in_flight: AtomicUsize::new(0),
             stream: AtomicPtr::new(std::ptr::null_mut()),
@@ -74,13 +74,13 @@ impl ModelShared {
         }
     }
 
-    pub(super) fn pending(&self) -> usize {
+    pub(crate) fn pending(&self) -> usize {
         self.in_flight.load(Ordering::Acquire) & !DEFERRED
     }
 
     /// Keeps `release` until no execution is pending, then runs it (here, if none is).
     /// Called once, by the model's `Drop`: no `begin` follows (it needs the model).
-    fn defer(&self, release: DeferredRelease) {
+    pub(crate) fn defer(&self, release: DeferredRelease) {
         *self.deferred.lock().unwrap_or_else(|p| p.into_inner()) = Some(release);
         // Stored before the bit is set: the `end` that sees the bit finds it.
         if self.in_flight.fetch_or(DEFERRED, Ordering::AcqRel) == 0 {
