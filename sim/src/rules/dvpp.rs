@@ -7,6 +7,9 @@
 use crate::state::dvpp::{CHANNEL_BASE, Held, PIC_BASE};
 use crate::state::{Rt, STREAM_BASE, handle};
 
+/// The call of the tasks that write their output description (DV6).
+pub(crate) const DECODE: &str = "acldvppJpegDecodeAsync";
+
 /// Media task `id` is done (or dropped): releases what it held; objects destroyed meanwhile
 /// (DV10) go now.
 pub(crate) fn release(rt: &mut Rt, id: u64) {
@@ -21,10 +24,18 @@ pub(crate) fn release(rt: &mut Rt, id: u64) {
         }
     }
     for p in &held.pics {
+        // Another decode of the same description may still be pending (on another stream):
+        // it writes it now (DV6).
+        let next_writer = d
+            .tasks
+            .iter()
+            .rev()
+            .find(|(_, t)| t.call == DECODE && t.pics.first() == Some(p))
+            .map(|(k, _)| *k);
         if let Some(pic) = d.pics.get_mut(p) {
             pic.uses = pic.uses.saturating_sub(1);
             if pic.written_by == Some(id) {
-                pic.written_by = None;
+                pic.written_by = next_writer;
             }
             if pic.destroyed && pic.uses == 0 {
                 d.pics.remove(p);

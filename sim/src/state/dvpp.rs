@@ -5,7 +5,7 @@
 //! Layer: plain data (part of `state`); imports `state` and `media`, nothing above. The
 //! rules that change these objects are in `rules::dvpp`, the entry points in `api::dvpp`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use crate::media::decode::Output;
 use crate::media::jpeg::Header;
@@ -43,6 +43,8 @@ pub struct Dvpp {
     /// Recently destroyed handles: address -> kind (DV10). Ids are never reused, so a handle
     /// found here was destroyed, never merely invalid.
     pub tombs: BTreeMap<usize, &'static str>,
+    /// The handles of `tombs`, oldest first (the order they are forgotten in).
+    pub tomb_order: VecDeque<usize>,
 }
 
 /// A channel description, and its channel once created (DV3).

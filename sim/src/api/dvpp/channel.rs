@@ -45,6 +45,17 @@ pub(super) fn channel_for_task(
         );
         return Err(dv3(rt, call, msg));
     };
+    // DV3: a channel serves the streams of the device it was created on.
+    if let Some(on) = rt.streams.get(&sid).map(|s| s.device)
+        && on != device
+    {
+        let msg = format!(
+            "the channel of {} was created on device {device}, stream {:#x} is on device {on}: a channel serves the streams of its own device",
+            channel_name(id),
+            crate::sh(sid)
+        );
+        return Err(dv3(rt, call, msg));
+    }
     let have = c.mode.unwrap_or(MODE_ALL);
     if have & mode == 0 {
         let what = if mode == MODE_VPC { "VPC" } else { "JPEGD" };

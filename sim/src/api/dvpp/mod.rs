@@ -54,9 +54,16 @@ fn ffi_val<T: Copy>(default: T, f: impl FnOnce() -> Result<T, i32>) -> T {
 
 /// Remembers a destroyed handle (DV10).
 fn bury(rt: &mut Rt, h: usize, kind: &'static str) {
-    rt.dvpp.tombs.insert(h, kind);
-    if rt.dvpp.tombs.len() > TOMBS {
-        rt.dvpp.tombs.pop_first();
+    // The oldest goes first (not the lowest address: that would drop every channel
+    // description's tomb, however recent, before any picture description's).
+    if rt.dvpp.tombs.insert(h, kind).is_none() {
+        rt.dvpp.tomb_order.push_back(h);
+    }
+    while rt.dvpp.tombs.len() > TOMBS {
+        let Some(old) = rt.dvpp.tomb_order.pop_front() else {
+            break;
+        };
+        rt.dvpp.tombs.remove(&old);
     }
 }
 
