@@ -139,8 +139,10 @@ worst=0
 # 84 once joins moved onto their streams: the same instructions, but the bench loop keeps
 # the producer stream's pointer on the stack, five moves per cycle; events_direct 67 once a
 # stream's synchronisation finished its waiting joins inline: one jump more per cycle there,
-# against about 110 fewer per join in a loop that joins every cycle).
-declare -A BUDGET=([events]=85 [events_direct]=67 [copies]=45 [callbacks]=42 [pipeline]=135)
+# against about 110 fewer per join in a loop that joins every cycle; the pipeline frame 146
+# once the raw program's kernel launch no longer tested its return code's range before its
+# success (a compiler decision when the raw layer grew: raw 116 -> 102, typed unchanged, 248)).
+declare -A BUDGET=([events]=85 [events_direct]=67 [copies]=45 [callbacks]=42 [pipeline]=146)
 over=""
 added_report=""
 row() { # run work typed_lib typed_rt raw_lib raw_rt
