@@ -63,9 +63,15 @@ fn dv7_unsupported_jpegs_are_typed_errors_before_any_call() {
         session.sim.reset_call_counts();
         for (what, bytes) in &cases {
             let parsed = JpegHeader::parse(bytes);
-            assert!(matches!(parsed, Err(Error::UnsupportedJpeg(_))), "{what}: {parsed:?}");
+            assert!(
+                matches!(parsed, Err(Error::UnsupportedJpeg(_))),
+                "{what}: {parsed:?}"
+            );
             let loaded = input.load(bytes);
-            assert!(matches!(loaded, Err(Error::UnsupportedJpeg(_))), "{what}: {loaded:?}");
+            assert!(
+                matches!(loaded, Err(Error::UnsupportedJpeg(_))),
+                "{what}: {loaded:?}"
+            );
             assert_eq!(input.header(), None, "{what}");
         }
         for call in ["acldvppJpegGetImageInfoV2", "aclrtMemcpy"] {
@@ -109,7 +115,10 @@ fn dv8_dv9_layouts_are_checked_before_any_call() {
         let outcome = ctx.async_scope(|scope| {
             let tasks = scope.media(&mut channel, &stream)?;
             let before = tasks.decode_jpeg(&input, &mut small, PixelFormat::Nv12);
-            assert!(matches!(before, Err(Error::InvalidArgument(_))), "{before:?}");
+            assert!(
+                matches!(before, Err(Error::InvalidArgument(_))),
+                "{before:?}"
+            );
             Ok(())
         });
         outcome.unwrap();

@@ -33,7 +33,10 @@ fn dv6_dv8_dv9_a_jpeg_decoded_and_resized_in_a_scope_has_its_colour() {
                 (320, 240)
             );
             assert_eq!(
-                (frame.layout().width_stride(), frame.layout().height_stride()),
+                (
+                    frame.layout().width_stride(),
+                    frame.layout().height_stride()
+                ),
                 (320, 240)
             );
             tasks.resize(frame, &mut resized, target)?;
@@ -80,7 +83,10 @@ fn dv3_dv4_frames_in_a_loop_create_nothing() {
             let mut small = vec![0u8; target.byte_len()];
             ctx.copy(&mut small[..], &resized).unwrap();
             assert_luma(&small, 64, 64, 64);
-            assert_eq!(session.sim.call_count("acldvppJpegDecodeAsync"), n as u64 + 1);
+            assert_eq!(
+                session.sim.call_count("acldvppJpegDecodeAsync"),
+                n as u64 + 1
+            );
         }
         for call in [
             "acldvppCreatePicDesc",
@@ -164,13 +170,19 @@ fn dv11_a_resized_frame_is_a_model_input_without_a_copy() {
             let tasks = scope.media(&mut channel, &stream)?;
             let frame = tasks.decode_jpeg(&input, &mut decoded, PixelFormat::Nv12)?;
             let resized = tasks.resize(frame, &mut resized, target)?;
-            let run = scope.execute(&stream, &mut model, [resized.into()], [(&mut scores).into()])?;
+            let run = scope.execute(
+                &stream,
+                &mut model,
+                [resized.into()],
+                [(&mut scores).into()],
+            )?;
             let head = run.output::<f32>(0)?;
             let _ = head;
             Ok(())
         })
         .unwrap();
-        ctx.copy(&mut first[..], &scores.slice(..4).unwrap()).unwrap();
+        ctx.copy(&mut first[..], &scores.slice(..4).unwrap())
+            .unwrap();
         for value in first {
             assert!((value - f32::from(LUMA)).abs() <= 3.0, "{value}");
         }
@@ -179,7 +191,12 @@ fn dv11_a_resized_frame_is_a_model_input_without_a_copy() {
             let tasks = scope.media(&mut channel, &stream)?;
             let frame = tasks.decode_jpeg(&input, &mut decoded, PixelFormat::Nv12)?;
             let resized = tasks.resize(frame, &mut other, small)?;
-            scope.execute(&stream, &mut model, [resized.into()], [(&mut scores).into()])?;
+            scope.execute(
+                &stream,
+                &mut model,
+                [resized.into()],
+                [(&mut scores).into()],
+            )?;
             Ok(())
         });
         assert!(

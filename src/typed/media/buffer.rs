@@ -252,17 +252,16 @@ impl<'ctx> PicDesc<'ctx> {
     /// No pending task uses the description (DV6).
     pub(crate) unsafe fn describe(&self, layout: &FrameLayout) -> Result<()> {
         let api = self.ctx.api();
-        // SAFETY: the caller's contract.
-        unsafe {
-            api.dvpp_set_pic_desc_format(self.raw, layout.format().raw())?;
-            for (field, value) in [
-                (PicField::Width, layout.width()),
-                (PicField::Height, layout.height()),
-                (PicField::WidthStride, layout.width_stride()),
-                (PicField::HeightStride, layout.height_stride()),
-            ] {
-                api.dvpp_set_pic_desc_u32(self.raw, field, value)?;
-            }
+        // SAFETY: the caller's contract: no pending task uses the description (DV6).
+        unsafe { api.dvpp_set_pic_desc_format(self.raw, layout.format().raw())? };
+        for (field, value) in [
+            (PicField::Width, layout.width()),
+            (PicField::Height, layout.height()),
+            (PicField::WidthStride, layout.width_stride()),
+            (PicField::HeightStride, layout.height_stride()),
+        ] {
+            // SAFETY: as above.
+            unsafe { api.dvpp_set_pic_desc_u32(self.raw, field, value)? };
         }
         Ok(())
     }

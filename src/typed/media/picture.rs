@@ -73,7 +73,7 @@ impl FrameLayout {
                 "a resize output is 10x6 to 4096x8192 pixels (DV9)",
             ));
         }
-        if width % 2 != 0 || height % 2 != 0 {
+        if !width.is_multiple_of(2) || !height.is_multiple_of(2) {
             return Err(Error::PictureLayout(
                 "a YUV 4:2:0 resize output has an even width and height (DV9)",
             ));
@@ -94,8 +94,8 @@ impl FrameLayout {
     pub(crate) fn check_resize_input(&self) -> Result<()> {
         if !(10..=8192).contains(&self.width)
             || !(6..=8192).contains(&self.height)
-            || self.width % 2 != 0
-            || self.height % 2 != 0
+            || !self.width.is_multiple_of(2)
+            || !self.height.is_multiple_of(2)
         {
             return Err(Error::PictureLayout(
                 "a resize input is 10x6 to 8192x8192 pixels, even (DV9)",
