@@ -1,4 +1,4 @@
-//! Adversarial cases against the DVPP V1 functions (DV3-DV10), called through the
+//! Attacks on the DVPP V1 functions (DV3-DV10), called through the
 //! simulator's Rust library as a C caller would: odd JPEGs against a reference decoder,
 //! handles of the wrong kind, stale and NULL, calls without a context or after
 //! `aclFinalize`, teardown with media tasks pending, two streams writing one description,
