@@ -306,7 +306,7 @@ pub struct MediaFrame<'ctx> {
     output: PicDesc<'ctx>,
     /// The description of this frame as a resize input: never one a decode writes (DV6).
     input: PicDesc<'ctx>,
-    /// What `input` describes now (set only when no task uses it: see `resize`).
+    /// What `input` describes (set only when no task uses it: see `resize`).
     input_layout: Cell<Option<FrameLayout>>,
     layout: Option<FrameLayout>,
     // Last: freed after the descriptions (DV10).
