@@ -93,3 +93,56 @@ fn dv10_media_handles_in_every_order_after_pending_work() {
     assert!(reports.is_empty(), "{reports:#?}");
     ends_clean(session);
 }
+
+/// A model whose kept datasets describe a frame (DV11, MD5): the frame freed before the
+/// model, or the model unloaded before the frame, both clean.
+#[test]
+fn dv11_md5_a_model_and_its_input_frame_in_both_orders() {
+    use ascend_typestate::MallocPolicy;
+    use ascend_typestate::simulator::{SimDtype, SimModel};
+    let target = FrameLayout::resized(32, 32, PixelFormat::Nv12).unwrap();
+    let path = support::scratch_dir("typed_media_drop_model").join("m.model");
+    SimModel::new(
+        SimDtype::U8,
+        &[target.byte_len()],
+        SimDtype::F32,
+        &[target.byte_len()],
+    )
+    .write(&path)
+    .unwrap();
+    let bytes = jpeg(64, 64, false);
+    let session = Session::start();
+    for frame_first in [true, false] {
+        {
+            let ctx = session.default_device(0);
+            let media = session.acl().media_v1().unwrap();
+            let stream = ctx.create_stream().unwrap();
+            let mut channel = ctx.create_media_channel::<JpegdVpc>(&media).unwrap();
+            let mut input = ctx.alloc_jpeg(&media, 64 * 1024).unwrap();
+            let mut decoded = ctx.alloc_frame(&media, 64 * 64 * 3 / 2).unwrap();
+            let mut resized = ctx.alloc_frame(&media, target.byte_len()).unwrap();
+            let mut model = ctx.load_model(&path).unwrap();
+            let mut out = ctx
+                .alloc::<f32>(target.byte_len(), MallocPolicy::HugeFirst)
+                .unwrap();
+            input.load(&bytes).unwrap();
+            ctx.async_scope(|scope| {
+                let tasks = scope.media(&mut channel, &stream)?;
+                let frame = tasks.decode_jpeg(&input, &mut decoded, PixelFormat::Nv12)?;
+                let picture = tasks.resize(frame, &mut resized, target)?;
+                scope.execute(&stream, &mut model, [picture.into()], [(&mut out).into()])?;
+                Ok(())
+            })
+            .unwrap();
+            if frame_first {
+                drop(resized);
+                drop(model);
+            } else {
+                drop(model);
+                drop(resized);
+            }
+        }
+        assert_eq!(session.sim.live_objects(), 0, "frame first: {frame_first}");
+    }
+    ends_clean(session);
+}

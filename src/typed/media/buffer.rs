@@ -177,6 +177,17 @@ impl MemoryMut<u8> for MediaBuffer<'_> {
 
 /// Media memory holding one JPEG file whose header was checked (DV7): the only input a
 /// decode takes. [`load`](Self::load) refuses what JPEGD does not decode before copying.
+///
+/// # States
+///
+/// ```text
+///  Context::alloc_jpeg() ──► Empty ──load(ok)──► Loaded(header) ──(decode: &'scope)──► Loaded
+///                              ▲                    │
+///                              └── load(error) ◄────┘   (Drop: acldvppFree)
+/// ```
+///
+/// A decode of an `Empty` buffer is [`Error::InvalidArgument`] before any call; `load` takes
+/// `&mut self`, so it cannot overwrite a file a pending decode reads (DV6).
 #[derive(Debug)]
 pub struct JpegBuffer<'ctx> {
     buffer: MediaBuffer<'ctx>,
