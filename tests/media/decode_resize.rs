@@ -183,7 +183,7 @@ fn dv11_a_resized_frame_is_a_model_input_without_a_copy() {
         .unwrap();
         ctx.copy(&mut first[..], &scores.slice(..4).unwrap())
             .unwrap();
-        for value in first {
+        for &value in &first {
             assert!((value - f32::from(LUMA)).abs() <= 3.0, "{value}");
         }
         // Another size: refused before the execution is issued (MD10, DV11).
@@ -204,6 +204,23 @@ fn dv11_a_resized_frame_is_a_model_input_without_a_copy() {
             "{refused:?}"
         );
         assert_eq!(session.sim.call_count("aclmdlExecuteAsync"), 1);
+        // Media memory filled by a copy is an input too (DV11).
+        let mut buffer = ctx.alloc_media(&media, target.byte_len()).unwrap();
+        ctx.copy(&mut buffer, &vec![7u8; target.byte_len()][..])
+            .unwrap();
+        ctx.async_scope(|scope| {
+            scope.execute(
+                &stream,
+                &mut model,
+                [(&buffer).into()],
+                [(&mut scores).into()],
+            )?;
+            Ok(())
+        })
+        .unwrap();
+        ctx.copy(&mut first[..], &scores.slice(..4).unwrap())
+            .unwrap();
+        assert_eq!(first, [7.0; 4]);
         model.unload().unwrap();
     }
     ends_clean(session);

@@ -1,7 +1,7 @@
 //! Decode and resize as tasks of an [`AsyncScope`] (DV4, DV6, DV10): everything a task uses
 //! stays borrowed until the scope has synchronised its stream (M1).
 
-use super::buffer::{JpegBuffer, MediaFrame};
+use super::buffer::{JpegBuffer, MediaBuffer, MediaFrame};
 use super::picture::{FrameLayout, PixelFormat};
 use super::{ChannelMode, DecodesJpeg, MediaChannel, Resizes};
 use crate::sys::bindings::aclrtStream;
@@ -84,6 +84,20 @@ impl<'scope, 'ctx: 'scope> From<&'scope MediaFrame<'ctx>> for ModelInput<'scope>
             Memory::len(frame),
             DataType::Uint8,
             Memory::device_id(frame),
+            None,
+        )
+    }
+}
+
+/// Media memory as a model input without a copy (DV11, MD9): `u8` data of the buffer's
+/// length, checked against the model's input size before any call (MD10).
+impl<'scope, 'ctx: 'scope> From<&'scope MediaBuffer<'ctx>> for ModelInput<'scope> {
+    fn from(buffer: &'scope MediaBuffer<'ctx>) -> Self {
+        ModelInput::from_parts(
+            buffer.as_ptr(),
+            Memory::len(buffer),
+            DataType::Uint8,
+            Memory::device_id(buffer),
             None,
         )
     }
