@@ -441,6 +441,11 @@ pub use typed::event::{
 };
 pub use typed::handle::{DropErrorHandler, Failed, Timeout, set_drop_error_handler};
 pub use typed::host_fn::HostFnStream;
+pub use typed::media::{
+    ChannelMode, DecodesJpeg, FrameLayout, FrameSource, JpegBuffer, JpegHeader, JpegSampling,
+    Jpegd, JpegdVpc, MediaBuffer, MediaChannel, MediaFrame, MediaTasks, MediaV1, PendingFrame,
+    PixelFormat, Resizes, Vpc,
+};
 pub use typed::memory::{
     AsyncScope, DeviceBuffer, DeviceSlice, DeviceSliceMut, HostBuffer, Location, MallocPolicy,
     Memory, MemoryMut, Pending, PendingDevice, PendingHost, Source,
@@ -467,6 +472,10 @@ mod assertions {
     assert_eq_size!(Reset, ());
     assert_eq_size!(ResetDone<'static>, ());
     assert_eq_size!(Set, ());
+    assert_eq_size!(Jpegd, ());
+    assert_eq_size!(Vpc, ());
+    assert_eq_size!(JpegdVpc, ());
+    assert_eq_size!(MediaV1<'static>, ()); // the process-wide flag is the state (DV1)
     assert_eq_size!(DefaultContext, ());
     // Handles: the raw pointers they need, nothing more.
     assert_eq_size!(Acl, Raw); // the loaded library
@@ -495,6 +504,14 @@ mod assertions {
     assert_impl_all!(Error: Send, Sync, std::error::Error);
     assert_impl_all!(DeviceBuffer<'static, f32>: Send, Sync);
     assert_impl_all!(HostBuffer<'static, f32>: Send, Sync);
+    assert_impl_all!(MediaBuffer<'static>: Send, Sync);
+    assert_impl_all!(MediaChannel<'static, JpegdVpc>: Send);
+    assert_not_impl_any!(MediaChannel<'static, JpegdVpc>: Sync); // DV4: one thread
+    assert_impl_all!(MediaFrame<'static>: Send);
+    assert_not_impl_any!(MediaFrame<'static>: Sync);
+    assert_not_impl_any!(MediaTasks<'static, 'static, JpegdVpc>: Send, Sync);
+    assert_eq_size!(MediaChannel<'static, JpegdVpc>, [Raw; 4]); // context + description + created + configuration
+    assert_eq_size!(MediaBuffer<'static>, [Raw; 3]); // pointer + length + context
     assert_not_impl_any!(AsyncScope<'static, 'static>: Send, Sync);
     assert_impl_all!(ReportThread<'static>: Send, Sync);
     assert_impl_all!(Subscribed<'static, 'static>: Send);

@@ -475,3 +475,67 @@ fn a_pipeline_frame_allocates_and_creates_nothing_m3() {
     let findings = session.finish();
     assert!(findings.is_empty(), "{findings:#?}");
 }
+
+/// A media frame: a JPEG loaded, decoded, resized and fed to a model without a copy, its
+/// top-1 copied back: no allocation on this thread, no object created or destroyed (DV3:
+/// the channel, buffers and frames serve every frame; DV11: the model keeps its datasets
+/// over the same frame).
+#[test]
+fn a_media_frame_allocates_and_creates_nothing_dv3_dv11() {
+    use ascend_typestate::simulator::{SimDtype, SimModel};
+    use ascend_typestate::{FrameLayout, JpegdVpc, MallocPolicy, PixelFormat};
+    let target = FrameLayout::resized(32, 32, PixelFormat::Nv12).unwrap();
+    let path = support::scratch_dir("steady_state_media").join("m.model");
+    SimModel::new(SimDtype::U8, &[1, target.byte_len()], SimDtype::I32, &[1])
+        .argmax(target.byte_len())
+        .write(&path)
+        .unwrap();
+    let pixels: Vec<u8> = (0..96 * 64).flat_map(|_| [200u8, 100, 50]).collect();
+    let mut jpeg = Vec::new();
+    jpeg_encoder::Encoder::new(&mut jpeg, 90)
+        .encode(&pixels, 96, 64, jpeg_encoder::ColorType::Rgb)
+        .unwrap();
+    let session = Session::start();
+    {
+        let ctx = session.default_device(0);
+        let media = session.acl().media_v1().unwrap();
+        let stream = ctx.create_stream().unwrap();
+        let mut channel = ctx.create_media_channel::<JpegdVpc>(&media).unwrap();
+        let mut input = ctx.alloc_jpeg(&media, 64 * 1024).unwrap();
+        let mut decoded = ctx.alloc_frame(&media, 128 * 64 * 3 / 2).unwrap();
+        let mut resized = ctx.alloc_frame(&media, target.byte_len()).unwrap();
+        let mut model = ctx.load_model(&path).unwrap();
+        let mut top = ctx.alloc::<i32>(1, MallocPolicy::HugeFirst).unwrap();
+        let mut class = [0i32];
+        let (allocations, calls) = measure(&session.sim, 200, || {
+            input.load(&jpeg).unwrap();
+            ctx.async_scope(|scope| {
+                let tasks = scope.media(&mut channel, &stream)?;
+                let frame = tasks.decode_jpeg(&input, &mut decoded, PixelFormat::Nv12)?;
+                let picture = tasks.resize(frame, &mut resized, target)?;
+                scope.execute(&stream, &mut model, [picture.into()], [(&mut top).into()])?;
+                Ok(())
+            })
+            .unwrap();
+            ctx.copy(&mut class[..], &top).unwrap();
+        });
+        let media_calls: u64 = [
+            "acldvppMalloc",
+            "acldvppFree",
+            "acldvppCreatePicDesc",
+            "acldvppDestroyPicDesc",
+            "acldvppCreateChannel",
+            "acldvppCreateResizeConfig",
+            "aclmdlCreateDataset",
+            "aclCreateDataBuffer",
+        ]
+        .iter()
+        .map(|f| session.sim.call_count(f))
+        .sum();
+        assert_eq!((allocations, calls, media_calls), (0, 0, 0));
+        assert_eq!(session.sim.call_count("acldvppJpegDecodeAsync"), 200);
+        model.unload().unwrap();
+    }
+    let findings = session.finish();
+    assert!(findings.is_empty(), "{findings:#?}");
+}

@@ -295,6 +295,19 @@ pub enum Error {
         /// What is wrong with it.
         why: ModelFileProblem,
     },
+    /// A JPEG that JPEGD does not decode (DV7), found in its header before any runtime call:
+    /// not a JPEG, progressive, lossless, hierarchical or arithmetic-coded, other than 8-bit
+    /// samples, a sampling other than 4:4:4, 4:2:2, 4:2:0, 4:4:0 or gray, or outside 32x32 to
+    /// 16384x16384 pixels.
+    #[error("unsupported JPEG (DV7): {0}")]
+    UnsupportedJpeg(&'static str),
+    /// A picture layout the media engine refuses (DV8, DV9): sizes, strides or a frame too
+    /// small, found before any runtime call.
+    #[error("picture layout: {0}")]
+    PictureLayout(&'static str),
+    /// The process's media API is taken (DV1): one [`MediaV1`](crate::MediaV1) at a time.
+    #[error("the media API is taken (DV1): one media token per process; drop the other first")]
+    MediaApiTaken,
 }
 
 /// What description query `call` answers when it fails ([`Error::UnreadableDescription`]).
@@ -531,6 +544,12 @@ impl fmt::Debug for Error {
                 .debug_struct("ConfigFile")
                 .field("path", path)
                 .field("why", why)
+                .field("hint", &Hint(self))
+                .finish(),
+            Error::UnsupportedJpeg(why) => f.debug_tuple("UnsupportedJpeg").field(why).finish(),
+            Error::PictureLayout(why) => f.debug_tuple("PictureLayout").field(why).finish(),
+            Error::MediaApiTaken => f
+                .debug_struct("MediaApiTaken")
                 .field("hint", &Hint(self))
                 .finish(),
         }

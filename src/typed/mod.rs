@@ -1,5 +1,5 @@
 //! The typestate API: one module per handle (`runtime`, `device`, `context`, `stream`,
-//! `event`, `memory`, `callback`, `host_fn`, `model`, `pipeline`), the element types
+//! `event`, `memory`, `media`, `callback`, `host_fn`, `model`, `pipeline`), the element types
 //! (`dtype`), the errors (`error`) and what every handle shares (`handle`: timeouts, the
 //! `Failed` error, drop-error reporting, the clean-up policy, the callback marks). Every
 //! public item is re-exported at the crate root, its one path. It may import the layers
@@ -21,6 +21,7 @@ pub(crate) mod lifecycle;
 // Model checking: `RUSTFLAGS="--cfg loom" cargo test --release --lib loom`.
 #[cfg(all(test, loom))]
 pub(crate) mod loom;
+pub(crate) mod media;
 pub(crate) mod memory;
 pub(crate) mod model;
 pub(crate) mod pipeline;

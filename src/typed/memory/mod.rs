@@ -67,7 +67,7 @@ pub const fn memcpy_kind(src: Location, dst: Location) -> aclrtMemcpyKind {
     }
 }
 
-mod sealed {
+pub(crate) mod sealed {
     pub trait Sealed {}
     /// Only this crate can make one, so only this crate can call the trait methods that
     /// take it (a `Pending` of the wrong location could otherwise be wrapped as the other).

@@ -65,6 +65,28 @@ impl<'scope> ModelInput<'scope> {
     }
 }
 
+impl<'scope> ModelInput<'scope> {
+    /// An input of `byte_len` bytes of `data_type` at `ptr` (device or media memory,
+    /// MD9) on `device`, borrowed by the caller for `'scope`, written by `writer`'s pending
+    /// task if any (joined before the execution, E2, E3).
+    pub(crate) fn from_parts(
+        ptr: *const c_void,
+        byte_len: usize,
+        data_type: DataType,
+        device: Option<i32>,
+        writer: Option<(aclrtStream, &'scope Context<'scope>)>,
+    ) -> Self {
+        ModelInput {
+            ptr,
+            byte_len,
+            data_type,
+            device,
+            writer,
+            _borrow: PhantomData,
+        }
+    }
+}
+
 impl<'scope, 'ctx: 'scope, T: Element> From<&'scope DeviceBuffer<'ctx, T>> for ModelInput<'scope> {
     fn from(buffer: &'scope DeviceBuffer<'ctx, T>) -> Self {
         ModelInput::new(buffer, None)

@@ -1,0 +1,409 @@
+//! Media memory (`acldvppMalloc`, DV5) and what lives in it: JPEG input ([`JpegBuffer`],
+//! DV7) and YUV pictures with their descriptions ([`MediaFrame`], DV8-DV10).
+
+use std::cell::Cell;
+use std::ffi::c_void;
+use std::ptr::NonNull;
+
+use super::picture::{FrameLayout, JpegHeader};
+use super::{MediaV1, destroy_counted};
+use crate::result::dvpp::PicField;
+use crate::sys::bindings::acldvppPicDesc;
+use crate::typed::context::Context;
+use crate::typed::error::{Error, Result};
+use crate::typed::handle::{report_drop_error, retry_cleanup};
+use crate::typed::memory::{Location, Memory, MemoryMut, Pending, PendingDevice, sealed};
+
+/// Media memory from `acldvppMalloc` (DV5), `len` bytes, freed by `acldvppFree`. The
+/// engine's tasks take only media memory, as this type (a [`DeviceBuffer`](crate::DeviceBuffer)
+/// from `aclrtMalloc` does not compile there, DV5); copies read and write it as device
+/// memory, and a model takes it as an input without a copy (DV11).
+///
+/// # States
+///
+/// ```text
+///  Context::alloc_media() ──► Idle ──(borrowed by an async scope's tasks)──► Idle
+///                              └── Drop ──► freed (acldvppFree)
+/// ```
+///
+/// Freed only by its `Drop`, which a borrowing scope's pending task makes impossible (M2,
+/// DV10). `Send + Sync`, as a [`DeviceBuffer`](crate::DeviceBuffer).
+pub struct MediaBuffer<'ctx> {
+    ptr: NonNull<c_void>,
+    len: usize,
+    ctx: &'ctx Context<'ctx>,
+}
+
+// SAFETY: media memory is not tied to a thread; the context is `Sync` and binds per call.
+unsafe impl Send for MediaBuffer<'_> {}
+// SAFETY: `&MediaBuffer` only lets copies and tasks read it.
+unsafe impl Sync for MediaBuffer<'_> {}
+
+impl<'dev> Context<'dev> {
+    /// `acldvppMalloc` of `len` bytes (DV5), zeroed (`aclrtMemset`). A zero length is
+    /// [`Error::InvalidArgument`].
+    pub fn alloc_media<'a>(
+        &'a self,
+        media: &'a MediaV1<'_>,
+        len: usize,
+    ) -> Result<MediaBuffer<'a>> {
+        let _ = media;
+        if len == 0 || len > isize::MAX as usize {
+            return Err(Error::InvalidArgument(
+                "a media buffer of 0 or over isize::MAX bytes",
+            ));
+        }
+        self.bind()?;
+        // SAFETY: freed by the buffer's `Drop` with `acldvppFree` (DV5).
+        let raw = unsafe { self.api().dvpp_malloc(len)? };
+        let ptr = NonNull::new(raw).ok_or(Error::InvalidArgument(
+            "acldvppMalloc returned a null pointer",
+        ))?;
+        self.adopt();
+        let buffer = MediaBuffer {
+            ptr,
+            len,
+            ctx: self,
+        };
+        // SAFETY: the allocation holds at least `len` bytes; no task uses it yet.
+        unsafe { self.api().memset(raw, len, 0, len)? };
+        Ok(buffer)
+    }
+
+    /// A [`JpegBuffer`]: media memory for JPEG files of up to `capacity` bytes.
+    pub fn alloc_jpeg<'a>(
+        &'a self,
+        media: &'a MediaV1<'_>,
+        capacity: usize,
+    ) -> Result<JpegBuffer<'a>> {
+        Ok(JpegBuffer {
+            buffer: self.alloc_media(media, capacity)?,
+            loaded: None,
+        })
+    }
+
+    /// A [`MediaFrame`]: `capacity` bytes of media memory and two picture descriptions
+    /// (`acldvppCreatePicDesc`, DV8), for pictures of up to `capacity` bytes
+    /// ([`FrameLayout::byte_len`]).
+    pub fn alloc_frame<'a>(
+        &'a self,
+        media: &'a MediaV1<'_>,
+        capacity: usize,
+    ) -> Result<MediaFrame<'a>> {
+        let buffer = self.alloc_media(media, capacity)?;
+        let size = u32::try_from(capacity)
+            .map_err(|_| Error::PictureLayout("a picture of 4 GiB or more (DV8)"))?;
+        let output = PicDesc::create(self, buffer.ptr.as_ptr(), size)?;
+        let input = PicDesc::create(self, buffer.ptr.as_ptr(), size)?;
+        Ok(MediaFrame {
+            output,
+            input,
+            input_layout: Cell::new(None),
+            layout: None,
+            buffer,
+        })
+    }
+}
+
+impl<'ctx> MediaBuffer<'ctx> {
+    /// The number of bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// Never empty (allocation requires a byte).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// The raw pointer, for calls this crate does not wrap.
+    pub fn as_raw(&self) -> *mut c_void {
+        self.ptr.as_ptr()
+    }
+    pub(crate) fn context(&self) -> &'ctx Context<'ctx> {
+        self.ctx
+    }
+}
+
+impl Drop for MediaBuffer<'_> {
+    fn drop(&mut self) {
+        let ptr = self.ptr.as_ptr();
+        let ctx = self.ctx;
+        let freed = retry_cleanup("MediaBuffer", || {
+            ctx.bind()?;
+            // SAFETY: from `acldvppMalloc` (DV5); no task uses it (tasks borrow the buffer for
+            // their scope, which synchronised them before the borrow ended, DV10); the value
+            // is being dropped, so this is the only free.
+            unsafe { ctx.api().dvpp_free(ptr) }.map_err(Error::from)
+        });
+        if freed.is_ok() {
+            ctx.orphan();
+        }
+        report_drop_error("MediaBuffer", freed);
+    }
+}
+
+impl std::fmt::Debug for MediaBuffer<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MediaBuffer")
+            .field("ptr", &self.ptr)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl sealed::Sealed for MediaBuffer<'_> {}
+// Contract (sealed trait): media memory is device memory valid for `len` bytes while borrowed.
+impl Memory<u8> for MediaBuffer<'_> {
+    const LOCATION: Location = Location::Device;
+    fn as_ptr(&self) -> *const c_void {
+        self.ptr.as_ptr().cast_const()
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn device_id(&self) -> Option<i32> {
+        Some(self.ctx.device_id())
+    }
+}
+// Contract (sealed trait): exclusively borrowed media memory may be written for its length.
+impl MemoryMut<u8> for MediaBuffer<'_> {
+    type Written<'scope> = PendingDevice<'scope, u8>;
+    fn written(pending: Pending<'_, u8>, _: sealed::Token) -> PendingDevice<'_, u8> {
+        PendingDevice(pending)
+    }
+    fn as_mut_ptr(&mut self) -> *mut c_void {
+        self.ptr.as_ptr()
+    }
+}
+
+/// Media memory holding one JPEG file whose header was checked (DV7): the only input a
+/// decode takes. [`load`](Self::load) refuses what JPEGD does not decode before copying.
+///
+/// # States
+///
+/// ```text
+///  Context::alloc_jpeg() ──► Empty ──load(ok)──► Loaded(header) ──(decode: &'scope)──► Loaded
+///                              ▲                    │
+///                              └── load(error) ◄────┘   (Drop: acldvppFree)
+/// ```
+///
+/// A decode of an `Empty` buffer is [`Error::InvalidArgument`] before any call; `load` takes
+/// `&mut self`, so it cannot overwrite a file a pending decode reads (DV6).
+#[derive(Debug)]
+pub struct JpegBuffer<'ctx> {
+    buffer: MediaBuffer<'ctx>,
+    /// The header and the file's length, once loaded.
+    loaded: Option<(JpegHeader, usize)>,
+}
+
+impl<'ctx> JpegBuffer<'ctx> {
+    /// Checks `jpeg`'s header ([`JpegHeader::parse`], DV7: [`Error::UnsupportedJpeg`] before
+    /// any call), asks the runtime its sizes (`acldvppJpegGetImageInfoV2`, which applies an
+    /// EXIF orientation), then copies the file into the buffer (`aclrtMemcpy`).
+    /// [`Error::InvalidArgument`] for a file longer than the buffer. `&mut self`: no task
+    /// reads the buffer meanwhile (DV6).
+    pub fn load(&mut self, jpeg: &[u8]) -> Result<JpegHeader> {
+        self.loaded = None;
+        let header = JpegHeader::parse(jpeg)?;
+        if jpeg.len() > self.buffer.len || u32::try_from(jpeg.len()).is_err() {
+            return Err(Error::InvalidArgument("the JPEG is longer than its buffer"));
+        }
+        let ctx = self.buffer.ctx;
+        ctx.bind()?;
+        // SAFETY: a query of host bytes (DV7).
+        let info = unsafe { ctx.api().dvpp_jpeg_info(jpeg)? };
+        let header = header.oriented(info.width, info.height)?;
+        ctx.copy(&mut self.buffer, jpeg)?;
+        self.loaded = Some((header, jpeg.len()));
+        Ok(header)
+    }
+
+    /// The header of the JPEG loaded, if any.
+    pub fn header(&self) -> Option<JpegHeader> {
+        self.loaded.map(|(header, _)| header)
+    }
+
+    /// The buffer's size in bytes.
+    pub fn capacity(&self) -> usize {
+        self.buffer.len
+    }
+
+    pub(crate) fn loaded(&self) -> Option<(JpegHeader, usize)> {
+        self.loaded
+    }
+
+    pub(crate) fn buffer(&self) -> &MediaBuffer<'ctx> {
+        &self.buffer
+    }
+}
+
+/// A picture description (`acldvppPicDesc`), counted in its context until destroyed.
+pub(crate) struct PicDesc<'ctx> {
+    raw: *mut acldvppPicDesc,
+    ctx: &'ctx Context<'ctx>,
+}
+
+impl<'ctx> PicDesc<'ctx> {
+    /// A description of `size` bytes of media memory at `data`.
+    fn create(ctx: &'ctx Context<'ctx>, data: *mut c_void, size: u32) -> Result<PicDesc<'ctx>> {
+        ctx.bind()?;
+        // SAFETY: destroyed by its `Drop`, once no task uses it (DV10).
+        let raw = unsafe { ctx.api().dvpp_create_pic_desc()? };
+        ctx.adopt();
+        let desc = PicDesc { raw, ctx };
+        // SAFETY: a live description no task uses.
+        unsafe { ctx.api().dvpp_set_pic_desc_data(raw, data)? };
+        // SAFETY: as above.
+        unsafe { ctx.api().dvpp_set_pic_desc_u32(raw, PicField::Size, size)? };
+        Ok(desc)
+    }
+
+    /// Sets the format, sizes and strides of `layout` (DV8, DV9).
+    ///
+    /// # Safety
+    /// No pending task uses the description (DV6).
+    pub(crate) unsafe fn describe(&self, layout: &FrameLayout) -> Result<()> {
+        let api = self.ctx.api();
+        // SAFETY: the caller's contract: no pending task uses the description (DV6).
+        unsafe { api.dvpp_set_pic_desc_format(self.raw, layout.format().raw())? };
+        for (field, value) in [
+            (PicField::Width, layout.width()),
+            (PicField::Height, layout.height()),
+            (PicField::WidthStride, layout.width_stride()),
+            (PicField::HeightStride, layout.height_stride()),
+        ] {
+            // SAFETY: as above.
+            unsafe { api.dvpp_set_pic_desc_u32(self.raw, field, value)? };
+        }
+        Ok(())
+    }
+
+    pub(crate) fn raw(&self) -> *mut acldvppPicDesc {
+        self.raw
+    }
+}
+
+impl Drop for PicDesc<'_> {
+    fn drop(&mut self) {
+        let (raw, ctx) = (self.raw, self.ctx);
+        let destroyed = ctx.bind().and_then(|()| {
+            // SAFETY: no task uses it (its frame is borrowed by the scope of every task that
+            // does, which synchronised them, DV10); destroyed once.
+            destroy_counted(ctx, "a picture description", || unsafe {
+                ctx.api().dvpp_destroy_pic_desc(raw)
+            })
+        });
+        report_drop_error("MediaFrame (a picture description)", destroyed);
+    }
+}
+
+/// A YUV 4:2:0 picture in media memory, and its descriptions (DV8, DV9): the output of a
+/// decode or a resize, the input of a resize, a model's input (DV11), the source of copies.
+///
+/// # States
+///
+/// ```text
+///  Context::alloc_frame() ──► Empty (no layout)
+///        decode / resize output (&'scope mut) ──► Written(layout): readable once its scope ends
+///        resize input / model input / copy source (&'scope or PendingFrame) ──► unchanged
+///  Drop ──► descriptions destroyed, then the memory freed (DV10)
+/// ```
+///
+/// Its [`layout`](Self::layout) is what the last task that wrote it produced: set by the
+/// typed layer from the checked input, never read back from a pending task (DV6). Reading
+/// it as [`Memory`] (a copy, a model input) covers exactly the picture's bytes
+/// ([`FrameLayout::byte_len`]). `Send`, not `Sync`.
+pub struct MediaFrame<'ctx> {
+    /// The description the tasks writing this frame fill (decode, resize output).
+    output: PicDesc<'ctx>,
+    /// The description of this frame as a resize input: never one a decode writes (DV6).
+    input: PicDesc<'ctx>,
+    /// What `input` describes (set only when no task uses it: see `resize`).
+    input_layout: Cell<Option<FrameLayout>>,
+    layout: Option<FrameLayout>,
+    // Last: freed after the descriptions (DV10).
+    buffer: MediaBuffer<'ctx>,
+}
+
+// SAFETY: the descriptions are host objects of the runtime usable from any thread; the
+// `Cell` makes the frame `!Sync`, so one thread at a time sets them.
+unsafe impl Send for MediaFrame<'_> {}
+
+impl<'ctx> MediaFrame<'ctx> {
+    /// The picture's layout, once a task wrote it.
+    pub fn layout(&self) -> Option<FrameLayout> {
+        self.layout
+    }
+    /// The media memory's size in bytes.
+    pub fn capacity(&self) -> usize {
+        self.buffer.len
+    }
+    pub(crate) fn context(&self) -> &'ctx Context<'ctx> {
+        self.buffer.ctx
+    }
+    pub(crate) fn output_desc(&self) -> &PicDesc<'ctx> {
+        &self.output
+    }
+    /// The output layout, checked against the capacity (DV8, DV9).
+    pub(crate) fn check_capacity(&self, layout: &FrameLayout) -> Result<()> {
+        if layout.byte_len() > self.buffer.len {
+            return Err(Error::PictureLayout(
+                "the picture is larger than its frame's media memory (DV8, DV9)",
+            ));
+        }
+        Ok(())
+    }
+    pub(crate) fn set_layout(&mut self, layout: Option<FrameLayout>) {
+        self.layout = layout;
+    }
+    /// The description of this frame as a resize input, set to its layout if it describes
+    /// another one.
+    ///
+    /// # Safety
+    /// No pending task uses `input` with another layout: the layout changes only through
+    /// `&mut self`, which no scope with a pending task reading `input` can give.
+    pub(crate) unsafe fn input_desc(&self, layout: &FrameLayout) -> Result<*mut acldvppPicDesc> {
+        if self.input_layout.get() != Some(*layout) {
+            self.input_layout.set(None);
+            // SAFETY: the caller's contract: no pending task uses it with another layout, and
+            // none with this one (it would have set `input_layout`).
+            unsafe { self.input.describe(layout)? };
+            let size = u32::try_from(layout.byte_len())
+                .map_err(|_| Error::PictureLayout("a picture of 4 GiB or more (DV9)"))?;
+            // SAFETY: as above.
+            unsafe {
+                self.context().api().dvpp_set_pic_desc_u32(
+                    self.input.raw(),
+                    PicField::Size,
+                    size,
+                )?
+            };
+            self.input_layout.set(Some(*layout));
+        }
+        Ok(self.input.raw())
+    }
+}
+
+impl std::fmt::Debug for MediaFrame<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MediaFrame")
+            .field("buffer", &self.buffer)
+            .field("layout", &self.layout)
+            .finish()
+    }
+}
+
+impl sealed::Sealed for MediaFrame<'_> {}
+// Contract (sealed trait): the picture's bytes, inside the frame's media memory (checked when
+// the layout was set), device memory valid while borrowed.
+impl Memory<u8> for MediaFrame<'_> {
+    const LOCATION: Location = Location::Device;
+    fn as_ptr(&self) -> *const c_void {
+        self.buffer.ptr.as_ptr().cast_const()
+    }
+    fn len(&self) -> usize {
+        self.layout.map_or(0, |l| l.byte_len())
+    }
+    fn device_id(&self) -> Option<i32> {
+        Some(self.buffer.ctx.device_id())
+    }
+}

@@ -1,0 +1,282 @@
+//! What the media engine is given, checked before any runtime call: JPEG headers (DV7) and
+//! picture layouts (DV8, DV9).
+
+use crate::sys::bindings::{
+    PIXEL_FORMAT_YUV_SEMIPLANAR_420, PIXEL_FORMAT_YVU_SEMIPLANAR_420, acldvppPixelFormat,
+};
+use crate::typed::error::{Error, Result};
+
+/// The smallest and largest JPEG side JPEGD decodes on the board (DV7).
+const JPEG_SIDE: std::ops::RangeInclusive<u32> = 32..=16384;
+/// JPEGD output strides on the board (DV8): align(width, 64), align(height, 16).
+const JPEGD_ALIGN: (u32, u32) = (64, 16);
+/// VPC strides the typed layer uses (DV9): align(width, 16), align(height, 2).
+const VPC_ALIGN: (u32, u32) = (16, 2);
+
+/// A YUV 4:2:0 semi-planar format, the one JPEGD writes and VPC reads here (DV8, DV9).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum PixelFormat {
+    /// NV12: the Y plane, then interleaved U, V (`PIXEL_FORMAT_YUV_SEMIPLANAR_420`).
+    #[default]
+    Nv12,
+    /// NV21: the Y plane, then interleaved V, U (`PIXEL_FORMAT_YVU_SEMIPLANAR_420`).
+    Nv21,
+}
+
+impl PixelFormat {
+    pub(crate) fn raw(self) -> acldvppPixelFormat {
+        match self {
+            PixelFormat::Nv12 => PIXEL_FORMAT_YUV_SEMIPLANAR_420,
+            PixelFormat::Nv21 => PIXEL_FORMAT_YVU_SEMIPLANAR_420,
+        }
+    }
+}
+
+/// The geometry of a YUV 4:2:0 semi-planar picture in media memory: its size in pixels, its
+/// strides and format. Made only by [`FrameLayout::decoded`] (DV8) and
+/// [`FrameLayout::resized`] (DV9), which check the board's documented ranges and alignments,
+/// so a layout the engine would refuse is a typed error before any call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FrameLayout {
+    width: u32,
+    height: u32,
+    width_stride: u32,
+    height_stride: u32,
+    format: PixelFormat,
+}
+
+fn align(value: u32, to: u32) -> Option<u32> {
+    value.checked_next_multiple_of(to)
+}
+
+impl FrameLayout {
+    /// What JPEGD writes for `jpeg` (DV8): odd sizes rounded down to even (the default
+    /// `ACL_YUVOUT_ALIGN_DOWN_COMPAT`), strides align(width, 64) and align(height, 16).
+    pub fn decoded(jpeg: &JpegHeader, format: PixelFormat) -> FrameLayout {
+        let (width, height) = (jpeg.width & !1, jpeg.height & !1);
+        // At most 16384 (checked when the header was read): no overflow.
+        FrameLayout {
+            width,
+            height,
+            width_stride: width.next_multiple_of(JPEGD_ALIGN.0),
+            height_stride: height.next_multiple_of(JPEGD_ALIGN.1),
+            format,
+        }
+    }
+
+    /// A VPC resize output of `width` x `height` (DV9): both even, 10x6 to 4096x8192;
+    /// strides align(width, 16) and align(height, 2), valid on every product. Otherwise
+    /// [`Error::PictureLayout`].
+    pub fn resized(width: u32, height: u32, format: PixelFormat) -> Result<FrameLayout> {
+        if !(10..=4096).contains(&width) || !(6..=8192).contains(&height) {
+            return Err(Error::PictureLayout(
+                "a resize output is 10x6 to 4096x8192 pixels (DV9)",
+            ));
+        }
+        if !width.is_multiple_of(2) || !height.is_multiple_of(2) {
+            return Err(Error::PictureLayout(
+                "a YUV 4:2:0 resize output has an even width and height (DV9)",
+            ));
+        }
+        match (align(width, VPC_ALIGN.0), align(height, VPC_ALIGN.1)) {
+            (Some(width_stride), Some(height_stride)) => Ok(FrameLayout {
+                width,
+                height,
+                width_stride,
+                height_stride,
+                format,
+            }),
+            _ => Err(Error::PictureLayout("a stride overflows (DV9)")),
+        }
+    }
+
+    /// Whether VPC reads this picture as a resize input (DV9): 10x6 to 8192x8192, even.
+    pub(crate) fn check_resize_input(&self) -> Result<()> {
+        if !(10..=8192).contains(&self.width)
+            || !(6..=8192).contains(&self.height)
+            || !self.width.is_multiple_of(2)
+            || !self.height.is_multiple_of(2)
+        {
+            return Err(Error::PictureLayout(
+                "a resize input is 10x6 to 8192x8192 pixels, even (DV9)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Width in pixels.
+    pub fn width(&self) -> u32 {
+        self.width
+    }
+    /// Height in pixels.
+    pub fn height(&self) -> u32 {
+        self.height
+    }
+    /// Bytes per row of the Y plane (and of the interleaved chroma plane).
+    pub fn width_stride(&self) -> u32 {
+        self.width_stride
+    }
+    /// Rows reserved for the Y plane.
+    pub fn height_stride(&self) -> u32 {
+        self.height_stride
+    }
+    /// The format.
+    pub fn format(&self) -> PixelFormat {
+        self.format
+    }
+    /// The picture's size in bytes: widthStride * heightStride * 3/2 (DV8, DV9, DV11).
+    pub fn byte_len(&self) -> usize {
+        let plane = self.width_stride as usize * self.height_stride as usize;
+        plane + plane / 2
+    }
+}
+
+/// The chroma sampling of a JPEG frame (DV7).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum JpegSampling {
+    /// 4:4:4.
+    Yuv444,
+    /// 4:2:2.
+    Yuv422,
+    /// 4:2:0.
+    Yuv420,
+    /// 4:4:0.
+    Yuv440,
+    /// One component, 4:0:0 (decoded with chroma bytes 0x80, DV8).
+    Gray,
+}
+
+/// A JPEG header that JPEGD decodes (DV7): a Huffman-coded baseline or extended sequential
+/// frame (SOF0, SOF1) of 8-bit samples, 4:4:4, 4:2:2, 4:2:0, 4:4:0 or gray, 32x32 to
+/// 16384x16384 pixels, with a scan. Read in host memory by [`JpegHeader::parse`] without any
+/// runtime call; what it refuses is [`Error::UnsupportedJpeg`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct JpegHeader {
+    width: u32,
+    height: u32,
+    sampling: JpegSampling,
+}
+
+fn refuse(why: &'static str) -> Error {
+    Error::UnsupportedJpeg(why)
+}
+
+impl JpegHeader {
+    /// Reads the frame header of the JPEG `bytes` (DV7). EXIF orientations are not applied:
+    /// the width and height are the frame's.
+    pub fn parse(bytes: &[u8]) -> Result<JpegHeader> {
+        if bytes.get(..2) != Some(&[0xFF, 0xD8][..]) {
+            return Err(refuse("not a JPEG: no start-of-image marker"));
+        }
+        let mut at = 2;
+        let mut frame = None;
+        loop {
+            // A marker: 0xFF, any fill bytes 0xFF, then its code.
+            if bytes.get(at) != Some(&0xFF) {
+                return Err(refuse("a segment does not start with a marker"));
+            }
+            while bytes.get(at) == Some(&0xFF) {
+                at += 1;
+            }
+            let Some(&marker) = bytes.get(at) else {
+                return Err(refuse("the header ends before a scan"));
+            };
+            at += 1;
+            if marker == 0x01 || (0xD0..=0xD7).contains(&marker) {
+                continue; // no length
+            }
+            let Some(&[hi, lo]) = bytes.get(at..at + 2) else {
+                return Err(refuse("a segment's length is cut off"));
+            };
+            let length = usize::from(u16::from_be_bytes([hi, lo]));
+            let Some(segment) = bytes.get(at + 2..at + length).filter(|_| length >= 2) else {
+                return Err(refuse("a segment is cut off"));
+            };
+            match marker {
+                0xC0 | 0xC1 => frame = Some(Self::frame(segment)?),
+                0xC2 | 0xC6 | 0xCA | 0xCE => {
+                    return Err(refuse("a progressive JPEG (JPEGD decodes sequential ones)"));
+                }
+                0xC3 | 0xC7 | 0xCB | 0xCF => return Err(refuse("a lossless JPEG")),
+                0xC5 | 0xCD => return Err(refuse("a hierarchical JPEG")),
+                0xC9 => return Err(refuse("an arithmetic-coded JPEG (JPEGD decodes Huffman)")),
+                0xDA => {
+                    return frame.ok_or_else(|| refuse("a scan before the frame header"));
+                }
+                0xD9 => return Err(refuse("the image ends before a scan")),
+                _ => {}
+            }
+            at += length;
+        }
+    }
+
+    /// A SOF0/SOF1 segment's contents (after the length).
+    fn frame(segment: &[u8]) -> Result<JpegHeader> {
+        let Some(&[precision, h1, h0, w1, w0, components]) = segment.get(..6) else {
+            return Err(refuse("a frame header is cut off"));
+        };
+        if precision != 8 {
+            return Err(refuse("samples of other than 8 bits"));
+        }
+        let (height, width) = (
+            u32::from(u16::from_be_bytes([h1, h0])),
+            u32::from(u16::from_be_bytes([w1, w0])),
+        );
+        if !JPEG_SIDE.contains(&width) || !JPEG_SIDE.contains(&height) {
+            return Err(refuse("JPEGD decodes 32x32 to 16384x16384 pixels"));
+        }
+        let factors = |i: usize| segment.get(6 + 3 * i + 1).map(|f| (f >> 4, f & 15));
+        let sampling = match components {
+            1 => JpegSampling::Gray,
+            3 => match (factors(0), factors(1), factors(2)) {
+                (Some(luma), Some((1, 1)), Some((1, 1))) => match luma {
+                    (1, 1) => JpegSampling::Yuv444,
+                    (2, 1) => JpegSampling::Yuv422,
+                    (2, 2) => JpegSampling::Yuv420,
+                    (1, 2) => JpegSampling::Yuv440,
+                    _ => return Err(refuse("a sampling other than 4:4:4, 4:2:2, 4:2:0, 4:4:0")),
+                },
+                (Some(_), Some(_), Some(_)) => {
+                    return Err(refuse("a sampling other than 4:4:4, 4:2:2, 4:2:0, 4:4:0"));
+                }
+                _ => return Err(refuse("a frame header is cut off")),
+            },
+            _ => return Err(refuse("a JPEG of other than 1 or 3 components")),
+        };
+        Ok(JpegHeader {
+            width,
+            height,
+            sampling,
+        })
+    }
+
+    /// Width in pixels (the frame's).
+    pub fn width(&self) -> u32 {
+        self.width
+    }
+    /// Height in pixels (the frame's).
+    pub fn height(&self) -> u32 {
+        self.height
+    }
+    /// The chroma sampling.
+    pub fn sampling(&self) -> JpegSampling {
+        self.sampling
+    }
+    /// The header with the sizes the runtime reports (an EXIF orientation of 5 to 8 swaps
+    /// them, DV7).
+    pub(crate) fn oriented(self, width: u32, height: u32) -> Result<JpegHeader> {
+        if (width, height) == (self.width, self.height)
+            || (width, height) == (self.height, self.width)
+        {
+            Ok(JpegHeader {
+                width,
+                height,
+                ..self
+            })
+        } else {
+            Err(refuse(
+                "the runtime reads other sizes than the frame header's",
+            ))
+        }
+    }
+}

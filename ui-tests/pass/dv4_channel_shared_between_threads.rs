@@ -1,0 +1,21 @@
+// DV4: twin of ui-tests/fail/dv4_channel_shared_between_threads.rs, the same program in the legal order (moves the channel to the thread); it compiles.
+
+use ascend_typestate::{Acl, Error, JpegdVpc};
+
+fn program(acl: &Acl) -> Result<(), Error> {
+    let device = acl.set_device(0)?;
+    let ctx = device.create_context()?;
+    let media = acl.media_v1()?;
+    let stream = ctx.create_stream()?;
+    let channel = ctx.create_media_channel::<JpegdVpc>(&media)?;
+    std::thread::scope(|s| {
+        s.spawn(move || println!("{channel:?}"));
+    });
+    drop(stream);
+    Ok(())
+}
+
+fn main() {
+    // Built, never run: trybuild runs pass cases, and this program needs a runtime.
+    let _ = program;
+}
