@@ -9,6 +9,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod attacks;
 mod checks;
 mod common;
 mod decode_resize;

@@ -99,7 +99,10 @@ impl<'dev> Context<'dev> {
             output,
             input,
             input_layout: Cell::new(None),
-            layout: None,
+            written: Written {
+                layout: Cell::new(None),
+                next: Cell::new(None),
+            },
             buffer,
         })
     }
@@ -304,6 +307,7 @@ impl Drop for PicDesc<'_> {
 /// ```text
 ///  Context::alloc_frame() ──► Empty (no layout)
 ///        decode / resize output (&'scope mut) ──► Written(layout): readable once its scope ends
+///        its scope's synchronisation fails (a task failed) ──► Empty (no layout)
 ///        resize input / model input / copy source (&'scope or PendingFrame) ──► unchanged
 ///  Drop ──► descriptions destroyed, then the memory freed (DV10)
 /// ```
@@ -319,7 +323,8 @@ pub struct MediaFrame<'ctx> {
     input: PicDesc<'ctx>,
     /// What `input` describes (set only when no task uses it: see `resize`).
     input_layout: Cell<Option<FrameLayout>>,
-    layout: Option<FrameLayout>,
+    /// The layout, and the link of the scope that writes it (DV6).
+    written: Written,
     // Last: freed after the descriptions (DV10).
     buffer: MediaBuffer<'ctx>,
 }
@@ -329,9 +334,10 @@ pub struct MediaFrame<'ctx> {
 unsafe impl Send for MediaFrame<'_> {}
 
 impl<'ctx> MediaFrame<'ctx> {
-    /// The picture's layout, once a task wrote it.
+    /// The picture's layout, once a task wrote it; `None` again after the synchronisation
+    /// of a scope whose task wrote it failed (a task failing when it runs, DV6).
     pub fn layout(&self) -> Option<FrameLayout> {
-        self.layout
+        self.written.layout.get()
     }
     /// The media memory's size in bytes.
     pub fn capacity(&self) -> usize {
@@ -353,7 +359,10 @@ impl<'ctx> MediaFrame<'ctx> {
         Ok(())
     }
     pub(crate) fn set_layout(&mut self, layout: Option<FrameLayout>) {
-        self.layout = layout;
+        self.written.layout.set(layout);
+    }
+    pub(crate) fn written(&self) -> &Written {
+        &self.written
     }
     /// The description of this frame as a resize input, set to its layout if it describes
     /// another one.
@@ -383,11 +392,42 @@ impl<'ctx> MediaFrame<'ctx> {
     }
 }
 
+/// A frame's layout and its place in the list of the frames an async scope's media tasks
+/// write (DV6): if the scope's synchronisation fails, the scope forgets their layouts.
+pub(crate) struct Written {
+    layout: Cell<Option<FrameLayout>>,
+    /// The frame written before this one in the same scope. Set only by the scope whose
+    /// task borrows the frame exclusively, read only by that scope before it returns.
+    next: Cell<Option<NonNull<Written>>>,
+}
+
+impl Written {
+    /// Links `next` after this frame (the scope's list).
+    pub(crate) fn link(&self, next: Option<&Written>) {
+        self.next.set(next.map(NonNull::from));
+    }
+
+    /// Forgets the layouts of this frame and of those linked after it.
+    pub(crate) fn forget_all(&self) {
+        self.layout.set(None);
+        let mut next = self.next.take();
+        while let Some(frame) = next {
+            // SAFETY: linked by `AsyncScope::wrote` from a frame borrowed exclusively for the
+            // scope's lifetime, read by that scope before it returns: the frame is alive, and
+            // no other list links it (a frame is written once per scope, and not in a
+            // nested scope while an outer one borrows it).
+            let frame = unsafe { frame.as_ref() };
+            frame.layout.set(None);
+            next = frame.next.take();
+        }
+    }
+}
+
 impl std::fmt::Debug for MediaFrame<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MediaFrame")
             .field("buffer", &self.buffer)
-            .field("layout", &self.layout)
+            .field("layout", &self.layout())
             .finish()
     }
 }
@@ -401,7 +441,7 @@ impl Memory<u8> for MediaFrame<'_> {
         self.buffer.ptr.as_ptr().cast_const()
     }
     fn len(&self) -> usize {
-        self.layout.map_or(0, |l| l.byte_len())
+        self.layout().map_or(0, |l| l.byte_len())
     }
     fn device_id(&self) -> Option<i32> {
         Some(self.buffer.ctx.device_id())

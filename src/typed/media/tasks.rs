@@ -203,6 +203,8 @@ impl<'scope, M: ChannelMode> MediaTasks<'scope, '_, M> {
             )?
         };
         output.set_layout(Some(layout));
+        let output: &'scope MediaFrame<'_> = output;
+        self.scope.wrote(output.written());
         Ok(PendingFrame {
             frame: output,
             layout,
@@ -257,6 +259,8 @@ impl<'scope, M: ChannelMode> MediaTasks<'scope, '_, M> {
             )?
         };
         output.set_layout(Some(layout));
+        let output: &'scope MediaFrame<'_> = output;
+        self.scope.wrote(output.written());
         Ok(PendingFrame {
             frame: output,
             layout,

@@ -5,6 +5,7 @@ use super::{
     Cell, Context, Error, Location, ManuallyDrop, Memory, MemoryMut, PhantomData, Pod, Result,
     Stream, aclrtStream, byte_len, c_void, memcpy_kind, ptr, report_drop_error, sealed,
 };
+use crate::typed::media::Written;
 use std::io::Write;
 
 impl<'ctx> Context<'ctx> {
@@ -34,6 +35,7 @@ impl<'ctx> Context<'ctx> {
             first: Cell::new(None),
             more: ManuallyDrop::new(Cell::new(None)),
             many: Cell::new(false),
+            written: Cell::new(None),
             _scope: PhantomData,
             _env: PhantomData,
         };
@@ -47,11 +49,14 @@ impl<'ctx> Context<'ctx> {
             // The body's own error comes first; the synchronisation's is reported.
             Err(error) => return Err(scope.end_after_error(error)),
         };
-        if scope.many.get() {
-            scope.synchronize_all()?;
+        let synchronized = if scope.many.get() {
+            scope.synchronize_all()
         } else if let Some(stream) = scope.first.get() {
-            synchronize_used(self, stream)?;
-        }
+            synchronize_used(self, stream)
+        } else {
+            Ok(())
+        };
+        scope.forget_written_if_failed(synchronized)?;
         Ok(value)
     }
 }
@@ -144,9 +149,10 @@ impl Drop for SynchronizeOnUnwind<'_, '_, '_> {
 #[cold]
 #[inline(never)]
 fn synchronize_on_unwind(scope: &AsyncScope<'_, '_>) {
+    let synchronized = scope.synchronize_all();
     report_drop_error(
         "async scope (synchronize on panic)",
-        scope.synchronize_all(),
+        scope.forget_written_if_failed(synchronized),
     );
 }
 
@@ -363,6 +369,8 @@ pub struct AsyncScope<'scope, 'env: 'scope> {
     more: ManuallyDrop<Cell<Option<Vec<&'scope Stream<'scope>>>>>,
     /// `more` may hold a vector: a flag, so that the usual end checks one byte.
     many: Cell<bool>,
+    /// The last frame a media task of the scope writes, linked to the ones before (DV6).
+    written: Cell<Option<&'scope Written>>,
     _scope: PhantomData<&'scope mut &'scope ()>,
     _env: PhantomData<&'env mut &'env ()>,
 }
@@ -605,10 +613,29 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
     #[cold]
     #[inline(never)]
     fn end_after_error(&self, error: Error) -> Error {
+        let synchronized = self.synchronize_all();
         report_drop_error(
             "async scope (synchronize after an error)",
-            self.synchronize_all(),
+            self.forget_written_if_failed(synchronized),
         );
         error
+    }
+
+    /// A frame a media task of this scope writes (DV6): its layout is forgotten if the
+    /// scope's synchronisation fails, as the task may have failed.
+    pub(crate) fn wrote(&self, frame: &'scope Written) {
+        frame.link(self.written.get());
+        self.written.set(Some(frame));
+    }
+
+    /// After a failed synchronisation a task may have failed: the frames the scope's media
+    /// tasks wrote report no picture (their layouts are forgotten). Returns `synchronized`.
+    fn forget_written_if_failed(&self, synchronized: Result<()>) -> Result<()> {
+        if synchronized.is_err()
+            && let Some(first) = self.written.take()
+        {
+            first.forget_all();
+        }
+        synchronized
     }
 }

@@ -1,0 +1,342 @@
+//! Inputs and orders at the edges of the media layer: EXIF orientations, JPEGs that fail
+//! when the task runs, frames reused with other layouts, huge or odd headers, buffers of the
+//! wrong size. Each ends with no finding and nothing alive.
+
+use crate::common::{LUMA, RGB, assert_luma, ends_clean, jpeg};
+use crate::support;
+
+use ascend_typestate::{Error, FrameLayout, JpegHeader, JpegdVpc, PixelFormat};
+use support::sim::Session;
+
+/// `bytes` with an APP1 "Exif" segment after the start-of-image marker whose orientation
+/// tag (0x0112) is `orientation`.
+fn with_orientation(bytes: &[u8], orientation: u16) -> Vec<u8> {
+    let mut tiff = b"MM\0\x2a\0\0\0\x08".to_vec();
+    tiff.extend_from_slice(&1u16.to_be_bytes()); // one entry
+    tiff.extend_from_slice(&0x0112u16.to_be_bytes());
+    tiff.extend_from_slice(&3u16.to_be_bytes()); // SHORT
+    tiff.extend_from_slice(&1u32.to_be_bytes());
+    tiff.extend_from_slice(&orientation.to_be_bytes());
+    tiff.extend_from_slice(&[0, 0, 0, 0, 0, 0]); // padding, no next IFD
+    let mut segment = b"Exif\0\0".to_vec();
+    segment.extend_from_slice(&tiff);
+    let mut out = bytes[..2].to_vec();
+    out.extend_from_slice(&[0xFF, 0xE1]);
+    out.extend_from_slice(&u16::try_from(segment.len() + 2).unwrap().to_be_bytes());
+    out.extend_from_slice(&segment);
+    out.extend_from_slice(&bytes[2..]);
+    out
+}
+
+/// The offset of the baseline frame header (FF C0) of `bytes`.
+fn sof(bytes: &[u8]) -> usize {
+    bytes
+        .windows(2)
+        .position(|w| w == [0xFF, 0xC0])
+        .expect("a baseline frame")
+}
+
+/// EXIF orientations 5 to 8 swap the decoded picture's sides (DV7, DV8): the layout of a
+/// loaded JPEG is the rotated one, a frame sized for the stored sides is refused before any
+/// call when the rotated picture is larger, and the decoded frame has the colour in the
+/// rotated layout. Orientations 1 to 4 keep the sides.
+#[test]
+fn dv7_dv8_exif_orientations_give_the_rotated_layout() {
+    let session = Session::start();
+    {
+        let ctx = session.default_device(0);
+        let media = session.acl().media_v1().unwrap();
+        let stream = ctx.create_stream().unwrap();
+        let mut channel = ctx.create_media_channel::<JpegdVpc>(&media).unwrap();
+        let mut input = ctx.alloc_jpeg(&media, 64 * 1024).unwrap();
+        // 64 x 200 stored: 64 x 208 rows (19 968 B); rotated 200 x 64: 256 x 64 (24 576 B).
+        let stored = jpeg(64, 200, false);
+        let frame_header = JpegHeader::parse(&stored).unwrap();
+        let unrotated = FrameLayout::decoded(&frame_header, PixelFormat::Nv12);
+        let mut small = ctx.alloc_frame(&media, unrotated.byte_len()).unwrap();
+        let mut large = ctx.alloc_frame(&media, 256 * 208 * 3 / 2).unwrap();
+        for orientation in 1..=8u16 {
+            let bytes = with_orientation(&stored, orientation);
+            // The header check reads the frame's sides; the runtime the displayed ones.
+            let parsed = JpegHeader::parse(&bytes).unwrap();
+            assert_eq!((parsed.width(), parsed.height()), (64, 200));
+            let header = input.load(&bytes).unwrap();
+            let rotated = orientation >= 5;
+            let expected = if rotated { (200, 64) } else { (64, 200) };
+            assert_eq!((header.width(), header.height()), expected, "{orientation}");
+            let layout = FrameLayout::decoded(&header, PixelFormat::Nv12);
+            let refused = ctx.async_scope(|scope| {
+                let tasks = scope.media(&mut channel, &stream)?;
+                tasks.decode_jpeg(&input, &mut small, PixelFormat::Nv12)?;
+                Ok(())
+            });
+            if rotated {
+                assert!(
+                    matches!(refused, Err(Error::PictureLayout(_))),
+                    "{orientation}: {refused:?}"
+                );
+            } else {
+                refused.unwrap();
+                assert_eq!(small.layout(), Some(layout));
+            }
+            ctx.async_scope(|scope| {
+                let tasks = scope.media(&mut channel, &stream)?;
+                let frame = tasks.decode_jpeg(&input, &mut large, PixelFormat::Nv12)?;
+                assert_eq!(frame.layout(), layout);
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(large.layout(), Some(layout));
+            let mut bytes = vec![0u8; layout.byte_len()];
+            ctx.copy(&mut bytes[..], &large).unwrap();
+            assert_luma(
+                &bytes,
+                layout.width(),
+                layout.height(),
+                layout.width_stride(),
+            );
+        }
+    }
+    ends_clean(session);
+}
+
+/// A decode that passes every check before the call and fails when the task runs (DV7,
+/// P3b: bytes that do not decode): the scope returns the error, the frames its tasks wrote
+/// report no picture (not the layouts the failed tasks were to write: it used to report
+/// them), and the channel and frames serve the next JPEG. The same after a body's error or
+/// a panic with a failing task pending.
+#[test]
+fn dv6_a_decode_failing_when_it_runs_leaves_no_layout() {
+    let session = Session::start();
+    {
+        let ctx = session.default_device(0);
+        let media = session.acl().media_v1().unwrap();
+        let stream = ctx.create_stream().unwrap();
+        let mut channel = ctx.create_media_channel::<JpegdVpc>(&media).unwrap();
+        let mut input = ctx.alloc_jpeg(&media, 64 * 1024).unwrap();
+        let mut decoded = ctx.alloc_frame(&media, 128 * 128 * 3 / 2).unwrap();
+        let mut resized = ctx.alloc_frame(&media, 32 * 32 * 3 / 2).unwrap();
+        let target = FrameLayout::resized(32, 32, PixelFormat::Nv12).unwrap();
+        let good = jpeg(128, 96, false);
+        // A first picture, so that a stale layout would show.
+        input.load(&good).unwrap();
+        ctx.async_scope(|scope| {
+            let tasks = scope.media(&mut channel, &stream)?;
+            tasks.decode_jpeg(&input, &mut decoded, PixelFormat::Nv12)?;
+            Ok(())
+        })
+        .unwrap();
+        assert!(decoded.layout().is_some());
+        // The task fails when it runs (as bytes that do not decode do, P3b).
+        session.sim.inject_task_failure(stream.as_raw(), 507_000);
+        let failed = ctx.async_scope(|scope| {
+            let tasks = scope.media(&mut channel, &stream)?;
+            let frame = tasks.decode_jpeg(&input, &mut decoded, PixelFormat::Nv12)?;
+            tasks.resize(frame, &mut resized, target)?;
+            Ok(())
+        });
+        assert!(failed.is_err(), "{failed:?}");
+        assert_eq!(
+            decoded.layout(),
+            None,
+            "a layout of a picture never written"
+        );
+        assert_eq!(
+            resized.layout(),
+            None,
+            "a layout of a picture never written"
+        );
+        // Nothing of the failed picture reads as one.
+        let mut host: Vec<u8> = Vec::new();
+        ctx.copy(&mut host[..], &decoded).unwrap();
+        // A body's error, then a panic, with a failing task pending.
+        for panics in [false, true] {
+            input.load(&good).unwrap();
+            session.sim.inject_task_failure(stream.as_raw(), 507_000);
+            let mut body = || {
+                ctx.async_scope(|scope| {
+                    let tasks = scope.media(&mut channel, &stream)?;
+                    let frame = tasks.decode_jpeg(&input, &mut decoded, PixelFormat::Nv12)?;
+                    tasks.resize(frame, &mut resized, target)?;
+                    assert!(!panics, "the body panics with a failing task pending");
+                    Err::<(), _>(Error::InvalidArgument("the body's own error"))
+                })
+            };
+            if panics {
+                let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
+                assert!(caught.is_err());
+            } else {
+                assert!(matches!(body(), Err(Error::InvalidArgument(_))));
+            }
+            assert_eq!(decoded.layout(), None, "panics: {panics}");
+            assert_eq!(resized.layout(), None, "panics: {panics}");
+        }
+        // Both serve again.
+        input.load(&good).unwrap();
+        ctx.async_scope(|scope| {
+            let tasks = scope.media(&mut channel, &stream)?;
+            let frame = tasks.decode_jpeg(&input, &mut decoded, PixelFormat::Nv12)?;
+            tasks.resize(frame, &mut resized, target)?;
+            Ok(())
+        })
+        .unwrap();
+        let layout = resized.layout().unwrap();
+        let mut bytes = vec![0u8; layout.byte_len()];
+        ctx.copy(&mut bytes[..], &resized).unwrap();
+        assert_luma(&bytes, 32, 32, layout.width_stride());
+    }
+    ends_clean(session);
+}
+
+/// One frame is the input of resizes in several scopes with other layouts in between
+/// (DV6, DV9): the input description follows the frame's picture, twice in one scope too.
+#[test]
+fn dv9_a_resize_input_reused_across_scopes_with_other_layouts() {
+    let session = Session::start();
+    {
+        let ctx = session.default_device(0);
+        let media = session.acl().media_v1().unwrap();
+        let stream = ctx.create_stream().unwrap();
+        let mut channel = ctx.create_media_channel::<JpegdVpc>(&media).unwrap();
+        let mut input = ctx.alloc_jpeg(&media, 64 * 1024).unwrap();
+        let mut decoded = ctx.alloc_frame(&media, 256 * 256 * 3 / 2).unwrap();
+        let mut a = ctx.alloc_frame(&media, 64 * 64 * 3 / 2).unwrap();
+        let mut b = ctx.alloc_frame(&media, 64 * 64 * 3 / 2).unwrap();
+        let target = FrameLayout::resized(48, 32, PixelFormat::Nv12).unwrap();
+        for (width, height) in [(64, 48), (250, 34), (64, 48), (34, 250), (99, 77)] {
+            input.load(&jpeg(width, height, false)).unwrap();
+            ctx.async_scope(|scope| {
+                let tasks = scope.media(&mut channel, &stream)?;
+                tasks.decode_jpeg(&input, &mut decoded, PixelFormat::Nv12)?;
+                Ok(())
+            })
+            .unwrap();
+            let from = decoded.layout().unwrap();
+            assert_eq!(
+                (from.width(), from.height()),
+                (u32::from(width) & !1, u32::from(height) & !1)
+            );
+            ctx.async_scope(|scope| {
+                let tasks = scope.media(&mut channel, &stream)?;
+                tasks.resize(&decoded, &mut a, target)?;
+                tasks.resize(&decoded, &mut b, target)?;
+                Ok(())
+            })
+            .unwrap();
+            for frame in [&a, &b] {
+                let mut bytes = vec![0u8; target.byte_len()];
+                ctx.copy(&mut bytes[..], frame).unwrap();
+                assert_luma(&bytes, 48, 32, 48);
+            }
+        }
+    }
+    ends_clean(session);
+}
+
+/// Headers at the size limits and of four components (CMYK): 16384 x 16384 passes the
+/// header check and a frame too small for it is refused before any call; 16385 and CMYK are
+/// refused from the header (DV7, DV8).
+#[test]
+fn dv7_dv8_huge_and_cmyk_headers() {
+    let baseline = jpeg(64, 48, false);
+    let at = sof(&baseline);
+    let sized = |width: u16, height: u16| {
+        let mut bytes = baseline.clone();
+        bytes[at + 5..at + 7].copy_from_slice(&height.to_be_bytes());
+        bytes[at + 7..at + 9].copy_from_slice(&width.to_be_bytes());
+        bytes
+    };
+    let mut cmyk = baseline.clone();
+    cmyk[at + 9] = 4;
+    assert!(matches!(
+        JpegHeader::parse(&cmyk),
+        Err(Error::UnsupportedJpeg(_))
+    ));
+    for (width, height) in [(16385, 64), (64, 16385), (31, 64)] {
+        assert!(
+            matches!(
+                JpegHeader::parse(&sized(width, height)),
+                Err(Error::UnsupportedJpeg(_))
+            ),
+            "{width}x{height}"
+        );
+    }
+    let huge = sized(16384, 16384);
+    let header = JpegHeader::parse(&huge).unwrap();
+    assert_eq!((header.width(), header.height()), (16384, 16384));
+    let session = Session::start();
+    {
+        let ctx = session.default_device(0);
+        let media = session.acl().media_v1().unwrap();
+        let stream = ctx.create_stream().unwrap();
+        let mut channel = ctx.create_media_channel::<JpegdVpc>(&media).unwrap();
+        let mut input = ctx.alloc_jpeg(&media, 64 * 1024).unwrap();
+        let mut frame = ctx.alloc_frame(&media, 1 << 20).unwrap();
+        assert!(matches!(input.load(&cmyk), Err(Error::UnsupportedJpeg(_))));
+        input.load(&huge).unwrap();
+        session.sim.reset_call_counts();
+        let refused = ctx.async_scope(|scope| {
+            let tasks = scope.media(&mut channel, &stream)?;
+            tasks.decode_jpeg(&input, &mut frame, PixelFormat::Nv12)?;
+            Ok(())
+        });
+        assert!(
+            matches!(refused, Err(Error::PictureLayout(_))),
+            "{refused:?}"
+        );
+        assert_eq!(session.sim.call_count("acldvppJpegDecodeAsync"), 0);
+        assert_eq!(frame.layout(), None);
+    }
+    ends_clean(session);
+}
+
+/// A failed load forgets the JPEG loaded before (DV7): a decode of the buffer is then
+/// refused before any call; a buffer of 0 bytes is refused; a file exactly the capacity
+/// loads.
+#[test]
+fn dv7_a_failed_load_forgets_the_previous_jpeg() {
+    let session = Session::start();
+    {
+        let ctx = session.default_device(0);
+        let media = session.acl().media_v1().unwrap();
+        let stream = ctx.create_stream().unwrap();
+        let mut channel = ctx.create_media_channel::<JpegdVpc>(&media).unwrap();
+        assert!(matches!(
+            ctx.alloc_jpeg(&media, 0),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            ctx.alloc_frame(&media, 0),
+            Err(Error::InvalidArgument(_))
+        ));
+        let small = jpeg(32, 32, false);
+        let mut input = ctx.alloc_jpeg(&media, small.len()).unwrap();
+        let mut frame = ctx.alloc_frame(&media, 64 * 32 * 3 / 2).unwrap();
+        input.load(&small).unwrap();
+        assert!(input.header().is_some());
+        assert!(matches!(
+            input.load(&jpeg(64, 64, false)),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert_eq!(input.header(), None);
+        let refused = ctx.async_scope(|scope| {
+            let tasks = scope.media(&mut channel, &stream)?;
+            tasks.decode_jpeg(&input, &mut frame, PixelFormat::Nv12)?;
+            Ok(())
+        });
+        assert!(
+            matches!(refused, Err(Error::InvalidArgument(_))),
+            "{refused:?}"
+        );
+        assert_eq!(frame.layout(), None);
+    }
+    ends_clean(session);
+}
+
+/// The fixture colour is used by the luma checks above.
+#[test]
+fn fixture_colour_is_the_luma_checked() {
+    let [r, g, b] = RGB.map(f64::from);
+    let luma = 0.299 * r + 0.587 * g + 0.114 * b;
+    assert!((luma - f64::from(LUMA)).abs() < 1.0);
+}
