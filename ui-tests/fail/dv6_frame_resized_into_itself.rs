@@ -1,0 +1,29 @@
+// DV6: a frame is not the input and the output of one resize: the output is borrowed
+// exclusively for the scope (E0502).
+// Twin: ui-tests/pass/dv6_frame_resized_into_itself.rs resizes into another frame.
+use ascend_typestate::{Acl, Error, FrameLayout, JpegdVpc, PixelFormat};
+
+fn program(acl: &Acl) -> Result<(), Error> {
+    let device = acl.set_device(0)?;
+    let ctx = device.create_context()?;
+    let media = acl.media_v1()?;
+    let stream = ctx.create_stream()?;
+    let other = ctx.create_stream()?;
+    let mut channel = ctx.create_media_channel::<JpegdVpc>(&media)?;
+    let mut input = ctx.alloc_jpeg(&media, 4096)?;
+    let mut decoded = ctx.alloc_frame(&media, 4096)?;
+    let mut resized = ctx.alloc_frame(&media, 4096)?;
+    let target = FrameLayout::resized(32, 32, PixelFormat::Nv12)?;
+    let _ = (&other, &mut input, &mut decoded, &mut resized, target);
+    ctx.async_scope(|scope| {
+        let tasks = scope.media(&mut channel, &stream)?;
+        tasks.resize(&resized, &mut resized, target)?;
+        Ok(())
+    })?;
+    Ok(())
+}
+
+fn main() {
+    // Built, never run: trybuild runs pass cases, and this program needs a runtime.
+    let _ = program;
+}

@@ -1,0 +1,31 @@
+// DV6: a pending frame cannot leave its scope (its scope's borrow, E0521), so it is never an
+// input once the scope has ended.
+// Twin: ui-tests/pass/dv6_pending_frame_escapes_its_scope.rs keeps only its layout (a copy).
+use ascend_typestate::{Acl, Error, FrameLayout, JpegdVpc, PixelFormat};
+
+fn program(acl: &Acl) -> Result<(), Error> {
+    let device = acl.set_device(0)?;
+    let ctx = device.create_context()?;
+    let media = acl.media_v1()?;
+    let stream = ctx.create_stream()?;
+    let other = ctx.create_stream()?;
+    let mut channel = ctx.create_media_channel::<JpegdVpc>(&media)?;
+    let mut input = ctx.alloc_jpeg(&media, 4096)?;
+    let mut decoded = ctx.alloc_frame(&media, 4096)?;
+    let mut resized = ctx.alloc_frame(&media, 4096)?;
+    let target = FrameLayout::resized(32, 32, PixelFormat::Nv12)?;
+    let _ = (&other, &mut input, &mut decoded, &mut resized, target);
+    let mut kept = None;
+    ctx.async_scope(|scope| {
+        let tasks = scope.media(&mut channel, &stream)?;
+        kept = Some(tasks.decode_jpeg(&input, &mut decoded, PixelFormat::Nv12)?);
+        Ok(())
+    })?;
+    let _ = kept;
+    Ok(())
+}
+
+fn main() {
+    // Built, never run: trybuild runs pass cases, and this program needs a runtime.
+    let _ = program;
+}

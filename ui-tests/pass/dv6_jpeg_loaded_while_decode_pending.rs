@@ -1,0 +1,28 @@
+// DV6: twin of ui-tests/fail/dv6_jpeg_loaded_while_decode_pending.rs, the same program in the legal order (the next file loaded after the scope); it compiles.
+use ascend_typestate::{Acl, Error, FrameLayout, JpegdVpc, PixelFormat};
+
+fn program(acl: &Acl) -> Result<(), Error> {
+    let device = acl.set_device(0)?;
+    let ctx = device.create_context()?;
+    let media = acl.media_v1()?;
+    let stream = ctx.create_stream()?;
+    let other = ctx.create_stream()?;
+    let mut channel = ctx.create_media_channel::<JpegdVpc>(&media)?;
+    let mut input = ctx.alloc_jpeg(&media, 4096)?;
+    let mut decoded = ctx.alloc_frame(&media, 4096)?;
+    let mut resized = ctx.alloc_frame(&media, 4096)?;
+    let target = FrameLayout::resized(32, 32, PixelFormat::Nv12)?;
+    let _ = (&other, &mut input, &mut decoded, &mut resized, target);
+    ctx.async_scope(|scope| {
+        let tasks = scope.media(&mut channel, &stream)?;
+        tasks.decode_jpeg(&input, &mut decoded, PixelFormat::Nv12)?;
+        Ok(())
+    })?;
+    input.load(&[0xFF, 0xD8])?;
+    Ok(())
+}
+
+fn main() {
+    // Built, never run: trybuild runs pass cases, and this program needs a runtime.
+    let _ = program;
+}
