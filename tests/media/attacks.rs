@@ -149,7 +149,10 @@ fn dv6_a_decode_failing_when_it_runs_leaves_no_layout() {
         // Nothing of the failed picture reads as one.
         let mut host: Vec<u8> = Vec::new();
         ctx.copy(&mut host[..], &decoded).unwrap();
-        // A body's error, then a panic, with a failing task pending.
+        // A body's error, then a panic, with a failing task pending: the failed
+        // synchronisation is reported (the body's error or the panic comes first).
+        let reports = support::DropErrors::capture();
+        support::quiet_panics(&["the body panics with a failing task pending"]);
         for panics in [false, true] {
             input.load(&good).unwrap();
             session.sim.inject_task_failure(stream.as_raw(), 507_000);
@@ -171,6 +174,13 @@ fn dv6_a_decode_failing_when_it_runs_leaves_no_layout() {
             assert_eq!(decoded.layout(), None, "panics: {panics}");
             assert_eq!(resized.layout(), None, "panics: {panics}");
         }
+        let reported = reports.take();
+        assert_eq!(reported.len(), 2, "{reported:#?}");
+        assert!(
+            reported.iter().all(|r| r.contains("507000")),
+            "{reported:#?}"
+        );
+        drop(reports);
         // Both serve again.
         input.load(&good).unwrap();
         ctx.async_scope(|scope| {
@@ -339,4 +349,194 @@ fn fixture_colour_is_the_luma_checked() {
     let [r, g, b] = RGB.map(f64::from);
     let luma = 0.299 * r + 0.587 * g + 0.114 * b;
     assert!((luma - f64::from(LUMA)).abs() < 1.0);
+}
+
+/// Every sampling JPEGD decodes (DV7), odd sizes included, decodes to the fixture's luma
+/// (gray: its gray, chroma 0x80, DV8); 4:1:1, 4:4:1 and 4:1:0 are refused from the header.
+#[test]
+fn dv7_dv8_every_sampling_decodes_and_others_are_refused() {
+    use jpeg_encoder::{ColorType, Encoder, SamplingFactor};
+    let encode = |width: u16, height: u16, sampling: Option<SamplingFactor>| {
+        let mut out = Vec::new();
+        let mut encoder = Encoder::new(&mut out, 95);
+        match sampling {
+            Some(sampling) => {
+                encoder.set_sampling_factor(sampling);
+                let pixels: Vec<u8> = (0..usize::from(width) * usize::from(height))
+                    .flat_map(|_| RGB)
+                    .collect();
+                encoder.encode(&pixels, width, height, ColorType::Rgb)
+            }
+            None => {
+                let pixels = vec![LUMA; usize::from(width) * usize::from(height)];
+                encoder.encode(&pixels, width, height, ColorType::Luma)
+            }
+        }
+        .expect("encode the fixture");
+        out
+    };
+    for refused in [
+        SamplingFactor::R_4_1_1,
+        SamplingFactor::R_4_4_1,
+        SamplingFactor::R_4_1_0,
+    ] {
+        let bytes = encode(64, 64, Some(refused));
+        assert!(
+            matches!(JpegHeader::parse(&bytes), Err(Error::UnsupportedJpeg(_))),
+            "{refused:?}"
+        );
+    }
+    let session = Session::start();
+    {
+        let ctx = session.default_device(0);
+        let media = session.acl().media_v1().unwrap();
+        let stream = ctx.create_stream().unwrap();
+        let mut channel = ctx.create_media_channel::<JpegdVpc>(&media).unwrap();
+        let mut input = ctx.alloc_jpeg(&media, 64 * 1024).unwrap();
+        let mut decoded = ctx.alloc_frame(&media, 128 * 64 * 3 / 2).unwrap();
+        for sampling in [
+            Some(SamplingFactor::R_4_4_4),
+            Some(SamplingFactor::R_4_2_2),
+            Some(SamplingFactor::R_4_2_0),
+            Some(SamplingFactor::R_4_4_0),
+            None,
+        ] {
+            for (width, height) in [(66, 50), (67, 51), (33, 33)] {
+                input.load(&encode(width, height, sampling)).unwrap();
+                ctx.async_scope(|scope| {
+                    let tasks = scope.media(&mut channel, &stream)?;
+                    tasks.decode_jpeg(&input, &mut decoded, PixelFormat::Nv21)?;
+                    Ok(())
+                })
+                .unwrap();
+                let layout = decoded.layout().unwrap();
+                assert_eq!(
+                    (layout.width(), layout.height()),
+                    (u32::from(width) & !1, u32::from(height) & !1)
+                );
+                let mut bytes = vec![0u8; layout.byte_len()];
+                ctx.copy(&mut bytes[..], &decoded).unwrap();
+                assert_luma(
+                    &bytes,
+                    layout.width(),
+                    layout.height(),
+                    layout.width_stride(),
+                );
+                if sampling.is_none() {
+                    let plane = (layout.width_stride() * layout.height_stride()) as usize;
+                    for row in 0..layout.height() as usize / 2 {
+                        let at = plane + row * layout.width_stride() as usize;
+                        let chroma = &bytes[at..at + layout.width() as usize];
+                        assert!(chroma.iter().all(|&c| c == 0x80), "{sampling:?}");
+                    }
+                }
+            }
+        }
+    }
+    ends_clean(session);
+}
+
+/// A JPEG buffer, a decode output, a resize input or output, or a stream of another
+/// context is refused in a scope before any call (`Error::ContextMismatch`, DV2; a stream
+/// of another device `Error::DeviceMismatch`), on one device and across devices.
+#[test]
+fn dv2_media_memory_of_another_context_is_refused() {
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let device1 = session.acl().set_device(1).unwrap();
+        let ctx = device.create_context().unwrap();
+        let media = session.acl().media_v1().unwrap();
+        let stream = ctx.create_stream().unwrap();
+        let mut channel = ctx.create_media_channel::<JpegdVpc>(&media).unwrap();
+        let mut input = ctx.alloc_jpeg(&media, 64 * 1024).unwrap();
+        let mut decoded = ctx.alloc_frame(&media, 64 * 64 * 3 / 2).unwrap();
+        let mut resized = ctx.alloc_frame(&media, 32 * 32 * 3 / 2).unwrap();
+        let target = FrameLayout::resized(32, 32, PixelFormat::Nv12).unwrap();
+        let bytes = jpeg(64, 64, false);
+        input.load(&bytes).unwrap();
+        ctx.async_scope(|scope| {
+            let tasks = scope.media(&mut channel, &stream)?;
+            tasks.decode_jpeg(&input, &mut decoded, PixelFormat::Nv12)?;
+            Ok(())
+        })
+        .unwrap();
+        for other in [
+            device.create_context().unwrap(),
+            device1.create_context().unwrap(),
+        ] {
+            let other_stream = other.create_stream().unwrap();
+            let mut other_input = other.alloc_jpeg(&media, 64 * 1024).unwrap();
+            let mut other_frame = other.alloc_frame(&media, 64 * 64 * 3 / 2).unwrap();
+            other_input.load(&bytes).unwrap();
+            session.sim.reset_call_counts();
+            let mismatch = |result: ascend_typestate::Result<()>, what: &str| {
+                assert!(
+                    matches!(
+                        result,
+                        Err(Error::ContextMismatch { .. } | Error::DeviceMismatch { .. })
+                    ),
+                    "{what}: {result:?}"
+                );
+            };
+            mismatch(
+                ctx.async_scope(|scope| scope.media(&mut channel, &other_stream).map(drop)),
+                "a stream",
+            );
+            mismatch(
+                ctx.async_scope(|scope| {
+                    let tasks = scope.media(&mut channel, &stream)?;
+                    tasks.decode_jpeg(&other_input, &mut resized, PixelFormat::Nv12)?;
+                    Ok(())
+                }),
+                "a JPEG buffer",
+            );
+            mismatch(
+                ctx.async_scope(|scope| {
+                    let tasks = scope.media(&mut channel, &stream)?;
+                    tasks.decode_jpeg(&input, &mut other_frame, PixelFormat::Nv12)?;
+                    Ok(())
+                }),
+                "a decode output",
+            );
+            assert_eq!(other_frame.layout(), None);
+            // `other_frame` holds no picture: write one in its own context first.
+            let mut other_channel = other.create_media_channel::<JpegdVpc>(&media).unwrap();
+            other
+                .async_scope(|scope| {
+                    let tasks = scope.media(&mut other_channel, &other_stream)?;
+                    tasks.decode_jpeg(&other_input, &mut other_frame, PixelFormat::Nv12)?;
+                    Ok(())
+                })
+                .unwrap();
+            session.sim.reset_call_counts();
+            mismatch(
+                ctx.async_scope(|scope| {
+                    let tasks = scope.media(&mut channel, &stream)?;
+                    tasks.resize(&other_frame, &mut resized, target)?;
+                    Ok(())
+                }),
+                "a resize input",
+            );
+            mismatch(
+                ctx.async_scope(|scope| {
+                    let tasks = scope.media(&mut channel, &stream)?;
+                    tasks.resize(&decoded, &mut other_frame, target)?;
+                    Ok(())
+                }),
+                "a resize output",
+            );
+            for call in ["acldvppJpegDecodeAsync", "acldvppVpcResizeAsync"] {
+                assert_eq!(session.sim.call_count(call), 0, "{call}");
+            }
+            assert!(other_frame.layout().is_some(), "a refused resize keeps it");
+            drop((other_channel, other_frame, other_input, other_stream));
+            other.destroy().unwrap();
+        }
+        drop((channel, input, decoded, resized, stream));
+        ctx.destroy().unwrap();
+        device1.reset().unwrap();
+        device.reset().unwrap();
+    }
+    ends_clean(session);
 }
