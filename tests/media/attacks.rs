@@ -540,3 +540,153 @@ fn dv2_media_memory_of_another_context_is_refused() {
     }
     ends_clean(session);
 }
+
+/// Media memory as a model input of the wrong size or place (DV11, MD10): a frame holding
+/// no picture (never written, or its task failed), media memory of another length and a
+/// frame of another device are refused before the execution is issued.
+#[test]
+fn dv11_frames_without_a_picture_or_elsewhere_are_refused_as_model_inputs() {
+    use ascend_typestate::MallocPolicy;
+    use ascend_typestate::simulator::{SimDtype, SimModel};
+    let target = FrameLayout::resized(32, 32, PixelFormat::Nv12).unwrap();
+    let path = support::scratch_dir("typed_media_dv11_refused").join("m.model");
+    SimModel::new(
+        SimDtype::U8,
+        &[target.byte_len()],
+        SimDtype::F32,
+        &[target.byte_len()],
+    )
+    .write(&path)
+    .expect("write the model file");
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let device1 = session.acl().set_device(1).unwrap();
+        let ctx = device.create_context().unwrap();
+        let ctx1 = device1.create_context().unwrap();
+        let media = session.acl().media_v1().unwrap();
+        let stream = ctx.create_stream().unwrap();
+        let mut model = ctx.load_model(&path).unwrap();
+        let mut channel = ctx.create_media_channel::<JpegdVpc>(&media).unwrap();
+        let mut input = ctx.alloc_jpeg(&media, 64 * 1024).unwrap();
+        let mut decoded = ctx.alloc_frame(&media, 64 * 64 * 3 / 2).unwrap();
+        let mut resized = ctx.alloc_frame(&media, target.byte_len()).unwrap();
+        let elsewhere = ctx1.alloc_frame(&media, target.byte_len()).unwrap();
+        let longer = ctx.alloc_media(&media, target.byte_len() + 1).unwrap();
+        let mut scores = ctx
+            .alloc::<f32>(target.byte_len(), MallocPolicy::HugeFirst)
+            .unwrap();
+        input.load(&jpeg(64, 64, false)).unwrap();
+        session.sim.inject_task_failure(stream.as_raw(), 507_000);
+        let reports = support::DropErrors::capture();
+        let failed = ctx.async_scope(|scope| {
+            let tasks = scope.media(&mut channel, &stream)?;
+            let frame = tasks.decode_jpeg(&input, &mut decoded, PixelFormat::Nv12)?;
+            tasks.resize(frame, &mut resized, target)?;
+            Ok(())
+        });
+        assert!(failed.is_err());
+        assert!(reports.take().is_empty());
+        drop(reports);
+        session.sim.reset_call_counts();
+        let mut execute = |input: ascend_typestate::ModelInput<'_>| {
+            ctx.async_scope(|scope| {
+                scope.execute(&stream, &mut model, [input], [(&mut scores).into()])?;
+                Ok(())
+            })
+        };
+        for (what, refused) in [
+            ("a frame whose resize failed", execute((&resized).into())),
+            ("a frame never written", execute((&elsewhere).into())),
+            ("media memory of another length", execute((&longer).into())),
+        ] {
+            assert!(
+                matches!(
+                    refused,
+                    Err(Error::ModelSizeMismatch { .. } | Error::DeviceMismatch { .. })
+                ),
+                "{what}: {refused:?}"
+            );
+        }
+        assert_eq!(session.sim.call_count("aclmdlExecuteAsync"), 0);
+        model.unload().unwrap();
+        drop((
+            elsewhere, longer, channel, input, decoded, resized, scores, stream,
+        ));
+        ctx1.destroy().unwrap();
+        ctx.destroy().unwrap();
+        device1.reset().unwrap();
+        device.reset().unwrap();
+    }
+    ends_clean(session);
+}
+
+/// Channels, frames and JPEG buffers of two contexts used from two threads at once, one
+/// channel per thread (DV4), with one token shared by reference (DV1); then the channel
+/// and the frames of each context moved to the other thread for a second round. No
+/// finding.
+#[test]
+fn dv1_dv4_two_threads_two_channels_one_token() {
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let media = session.acl().media_v1().unwrap();
+        let contexts = [
+            device.create_context().unwrap(),
+            device.create_context().unwrap(),
+        ];
+        let bytes = jpeg(96, 64, false);
+        let target = FrameLayout::resized(32, 32, PixelFormat::Nv12).unwrap();
+        let mut sets: Vec<_> = contexts
+            .iter()
+            .enumerate()
+            .map(|(which, ctx)| {
+                let mut input = ctx.alloc_jpeg(&media, 64 * 1024).unwrap();
+                input.load(&bytes).unwrap();
+                (
+                    which,
+                    ctx.create_media_channel::<JpegdVpc>(&media).unwrap(),
+                    input,
+                    ctx.alloc_frame(&media, 128 * 64 * 3 / 2).unwrap(),
+                    ctx.alloc_frame(&media, target.byte_len()).unwrap(),
+                )
+            })
+            .collect();
+        for round in 0..2 {
+            if round == 1 {
+                sets.reverse();
+            }
+            let contexts = &contexts;
+            std::thread::scope(|threads| {
+                for (which, channel, input, decoded, resized) in sets.iter_mut() {
+                    threads.spawn(move || {
+                        let ctx = &contexts[*which];
+                        let stream = ctx.create_stream().unwrap();
+                        for _ in 0..8 {
+                            ctx.async_scope(|scope| {
+                                let tasks = scope.media(channel, &stream)?;
+                                let frame = tasks.decode_jpeg(input, decoded, PixelFormat::Nv12)?;
+                                tasks.resize(frame, resized, target)?;
+                                Ok(())
+                            })
+                            .unwrap();
+                        }
+                    });
+                }
+            });
+            for (which, _, _, _, resized) in &sets {
+                let ctx = &contexts[*which];
+                let mut small = vec![0u8; target.byte_len()];
+                ctx.copy(&mut small[..], resized).unwrap();
+                assert_luma(&small, 32, 32, 32);
+            }
+        }
+        drop(sets);
+        for ctx in contexts {
+            ctx.destroy().unwrap();
+        }
+        drop(media);
+        device.reset().unwrap();
+    }
+    ends_clean(session);
+}
