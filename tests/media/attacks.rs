@@ -690,3 +690,80 @@ fn dv1_dv4_two_threads_two_channels_one_token() {
     }
     ends_clean(session);
 }
+
+/// `mem::forget` of a channel, a JPEG buffer and a frame after pending work (DV3, DV10):
+/// the context refuses to be destroyed under them (`Error::LiveChildren`, D3), and so does
+/// `aclFinalize`; nothing is released twice, no finding; the token, dropped, is free again.
+/// In a process of its own: the runtime stays initialised.
+#[test]
+fn dv10_forgotten_media_handles_are_kept_not_lost() {
+    const NAME: &str = "dv10_forgotten_media_handles_are_kept_not_lost";
+    if support::child::own_process(NAME) {
+        return;
+    }
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let media = session.acl().media_v1().unwrap();
+        let stream = ctx.create_stream().unwrap();
+        let mut channel = ctx.create_media_channel::<JpegdVpc>(&media).unwrap();
+        let mut input = ctx.alloc_jpeg(&media, 64 * 1024).unwrap();
+        let mut decoded = ctx.alloc_frame(&media, 64 * 64 * 3 / 2).unwrap();
+        let mut resized = ctx.alloc_frame(&media, 32 * 32 * 3 / 2).unwrap();
+        let target = FrameLayout::resized(32, 32, PixelFormat::Nv12).unwrap();
+        input.load(&jpeg(64, 64, false)).unwrap();
+        ctx.async_scope(|scope| {
+            let tasks = scope.media(&mut channel, &stream)?;
+            let frame = tasks.decode_jpeg(&input, &mut decoded, PixelFormat::Nv12)?;
+            tasks.resize(frame, &mut resized, target)?;
+            Ok(())
+        })
+        .unwrap();
+        std::mem::forget(channel);
+        std::mem::forget(input);
+        std::mem::forget(decoded);
+        drop(resized);
+        drop(stream);
+        let refused = ctx.try_destroy().unwrap_err();
+        assert!(
+            matches!(refused.error, Error::LiveChildren { .. }),
+            "{:?}",
+            refused.error
+        );
+        std::mem::forget(refused);
+        std::mem::forget(device);
+        drop(media);
+        drop(session.acl().media_v1().unwrap());
+    }
+    let findings = session.sim.findings();
+    assert!(findings.is_empty(), "{findings:#?}");
+    std::mem::forget(session);
+    support::child::passed(NAME);
+}
+
+/// A forgotten media token (DV1) keeps the media API taken for the life of the process,
+/// across `aclFinalize` and a new `aclInit` too: it refuses more, never less. In a process
+/// of its own: the token is process-wide.
+#[test]
+fn dv1_a_forgotten_token_outlives_finalize_and_init() {
+    const NAME: &str = "dv1_a_forgotten_token_outlives_finalize_and_init";
+    if support::child::own_process(NAME) {
+        return;
+    }
+    let session = Session::start();
+    std::mem::forget(session.acl().media_v1().unwrap());
+    assert!(matches!(
+        session.acl().media_v1(),
+        Err(Error::MediaApiTaken)
+    ));
+    let findings = session.finish();
+    assert!(findings.is_empty(), "{findings:#?}");
+    let path = support::simulator_path();
+    let acl =
+        ascend_typestate::Acl::init_with(&ascend_typestate::InitOptions::default().library(&path))
+            .unwrap();
+    assert!(matches!(acl.media_v1(), Err(Error::MediaApiTaken)));
+    acl.finalize().unwrap();
+    support::child::passed(NAME);
+}
