@@ -767,3 +767,48 @@ fn dv1_a_forgotten_token_outlives_finalize_and_init() {
     acl.finalize().unwrap();
     support::child::passed(NAME);
 }
+
+/// A frame pending in an outer scope is resized in an inner scope, on another stream with
+/// another channel, and on the outer scope's own stream (E2, E3, DV6): the inner task is
+/// ordered after the decode; the inner scope's end leaves the outer decode's layout; no
+/// finding.
+#[test]
+fn dv6_a_frame_pending_in_an_outer_scope_is_resized_in_an_inner_one() {
+    let session = Session::start();
+    {
+        let ctx = session.default_device(0);
+        let media = session.acl().media_v1().unwrap();
+        let stream = ctx.create_stream().unwrap();
+        let other = ctx.create_stream().unwrap();
+        let mut channel = ctx.create_media_channel::<JpegdVpc>(&media).unwrap();
+        let mut vpc = ctx
+            .create_media_channel::<ascend_typestate::Vpc>(&media)
+            .unwrap();
+        let mut input = ctx.alloc_jpeg(&media, 64 * 1024).unwrap();
+        let mut decoded = ctx.alloc_frame(&media, 512 * 512 * 3 / 2).unwrap();
+        let mut a = ctx.alloc_frame(&media, 64 * 64 * 3 / 2).unwrap();
+        let mut b = ctx.alloc_frame(&media, 64 * 64 * 3 / 2).unwrap();
+        let target = FrameLayout::resized(64, 48, PixelFormat::Nv12).unwrap();
+        input.load(&jpeg(500, 400, false)).unwrap();
+        ctx.async_scope(|outer| {
+            let tasks = outer.media(&mut channel, &stream)?;
+            let frame = tasks.decode_jpeg(&input, &mut decoded, PixelFormat::Nv12)?;
+            for (on, output) in [(&other, &mut a), (&stream, &mut b)] {
+                ctx.async_scope(|inner| {
+                    let tasks = inner.media(&mut vpc, on)?;
+                    tasks.resize(frame, output, target)?;
+                    Ok(())
+                })?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert!(decoded.layout().is_some());
+        for frame in [&a, &b] {
+            let mut bytes = vec![0u8; target.byte_len()];
+            ctx.copy(&mut bytes[..], frame).unwrap();
+            assert_luma(&bytes, 64, 48, 64);
+        }
+    }
+    ends_clean(session);
+}

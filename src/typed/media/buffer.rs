@@ -335,7 +335,9 @@ unsafe impl Send for MediaFrame<'_> {}
 
 impl<'ctx> MediaFrame<'ctx> {
     /// The picture's layout, once a task wrote it; `None` again after the synchronisation
-    /// of a scope whose task wrote it failed (a task failing when it runs, DV6).
+    /// of a scope whose task wrote it failed (a task failing when it runs, DV6). A frame
+    /// resized in an inner scope from a [`PendingFrame`](super::PendingFrame) of an outer
+    /// one keeps its layout when the outer task fails: the outer scope returns that error.
     pub fn layout(&self) -> Option<FrameLayout> {
         self.written.layout.get()
     }
