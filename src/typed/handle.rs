@@ -312,6 +312,17 @@ pub(crate) fn report_all(errors: Vec<(&'static str, Error)>) {
     }
 }
 
+/// The first of `errors`, returned; the others reported as `what` (a further error), not
+/// lost: a release that failed in several ways can return one error.
+pub(crate) fn first_error_reporting_others(what: &'static str, errors: Vec<Error>) -> Result<()> {
+    let mut errors = errors.into_iter();
+    let first = errors.next();
+    for later in errors {
+        report_drop_error(what, Err(later));
+    }
+    first.map_or(Ok(()), Err)
+}
+
 pub(crate) fn report_drop_error<E: Into<Error>>(what: &'static str, result: Result<(), E>) {
     if let Err(error) = result {
         let error: Error = error.into();

@@ -13,7 +13,9 @@ use crate::sys::codes::AclError;
 use crate::sys::sync::{AtomicBool, AtomicUsize, Mutex, Ordering};
 use crate::typed::context::Context;
 use crate::typed::error::{Error, Result};
-use crate::typed::handle::{Failed, refuse_inside_callback, report_drop_error, retry_cleanup};
+use crate::typed::handle::{
+    Failed, first_error_reporting_others, refuse_inside_callback, report_drop_error, retry_cleanup,
+};
 use crate::typed::stream::Stream;
 
 /// The functions of host-function subscription: optional symbols, in the compact library only
@@ -322,13 +324,7 @@ impl<'ctx> HostFuncThread<'ctx> {
             }
         }
         errors.extend(self.shared.take_errors(false));
-        // One error can be returned: the others are reported, not lost.
-        let mut errors = errors.into_iter();
-        let first = errors.next();
-        for later in errors {
-            report_drop_error("HostFuncThread (a further error)", Err(later));
-        }
-        first.map_or(Ok(()), Err)
+        first_error_reporting_others("HostFuncThread (a further error)", errors)
     }
 
     /// Stops and joins the thread. Does not compile while a stream is subscribed to it.

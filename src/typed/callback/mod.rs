@@ -20,7 +20,7 @@ use crate::sys::codes::AclError;
 use crate::sys::loader::Api;
 use crate::typed::context::{self, Context};
 use crate::typed::error::{Error, Result};
-use crate::typed::handle::{Failed, report_drop_error};
+use crate::typed::handle::{Failed, first_error_reporting_others, report_drop_error};
 use crate::typed::stream::Stream;
 
 /// The most report threads a process may have (C4, Atlas 200/500 A2).
@@ -521,13 +521,7 @@ impl<'ctx> ReportThread<'ctx> {
             }
         }
         errors.extend(self.shared.take_errors(false));
-        // One error can be returned: the others are reported, not lost.
-        let mut errors = errors.into_iter();
-        let first = errors.next();
-        for later in errors {
-            report_drop_error("ReportThread (a further error)", Err(later));
-        }
-        first.map_or(Ok(()), Err)
+        first_error_reporting_others("ReportThread (a further error)", errors)
     }
 
     /// Stops and joins the thread. Does not compile while a stream is subscribed to it.

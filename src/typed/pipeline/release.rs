@@ -11,7 +11,9 @@ use super::{Phase, Pipeline};
 use crate::sys::bindings::{ACL_EVENT_SYNC, aclrtEvent};
 use crate::typed::context::Context;
 use crate::typed::error::{Error, Result};
-use crate::typed::handle::{release_on_drop, report_drop_error, retry_cleanup};
+use crate::typed::handle::{
+    first_error_reporting_others, release_on_drop, report_drop_error, retry_cleanup,
+};
 use crate::typed::memory::{DeviceBuffer, HostBuffer};
 use crate::typed::model::SlotDatasets;
 
@@ -188,12 +190,7 @@ impl<I: Pod, O: Pod> Pipeline<'_, I, O> {
                 errors.push(error);
             }
         }
-        let mut errors = errors.into_iter();
-        let first = errors.next();
-        for error in errors {
-            report_drop_error("Pipeline (a further error)", Err(error));
-        }
-        first.map_or(Ok(()), Err)
+        first_error_reporting_others("Pipeline (a further error)", errors)
     }
 }
 
