@@ -56,7 +56,9 @@ impl<'ctx> Context<'ctx> {
         } else {
             Ok(())
         };
-        scope.forget_written_if_failed(synchronized)?;
+        if let Err(error) = synchronized {
+            return Err(scope.forget_written(error));
+        }
         Ok(value)
     }
 }
@@ -637,5 +639,16 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
             first.forget_all();
         }
         synchronized
+    }
+
+    /// [`forget_written_if_failed`](Self::forget_written_if_failed) after a failed usual end,
+    /// out of line: the usual end only tests the synchronisation's result.
+    #[cold]
+    #[inline(never)]
+    fn forget_written(&self, error: Error) -> Error {
+        if let Some(first) = self.written.take() {
+            first.forget_all();
+        }
+        error
     }
 }
