@@ -402,7 +402,7 @@
 //!
 //! Handles are the raw handle plus what the checks need (sizes pinned below); states are
 //! zero-sized. A typed call is the C call through the function table, preceded by the run-time
-//! checks above: pointer and thread-local compares, 11 to 20 instructions per runtime call
+//! checks above: pointer and thread-local compares, 11 to 21 instructions per runtime call
 //! in loops that keep their handles in local variables, with every failure path out of line.
 //! Moving an event between `Option` slots each cycle costs about 24 per call, and a join
 //! between streams (E5) about 70 beyond its three runtime calls. Measured with callgrind against the
