@@ -12,7 +12,7 @@ use crate::sys::bindings::acldvppPicDesc;
 use crate::typed::context::Context;
 use crate::typed::error::{Error, Result};
 use crate::typed::handle::{report_drop_error, retry_cleanup};
-use crate::typed::memory::{Location, Memory, MemoryMut, Pending, PendingDevice, sealed};
+use crate::typed::memory::{Location, Memory, MemoryMut, Pending, PendingDevice, Written, sealed};
 
 /// Media memory from `acldvppMalloc` (DV5), `len` bytes, freed by `acldvppFree`. The
 /// engine's tasks take only media memory, as this type (a [`DeviceBuffer`](crate::DeviceBuffer)
@@ -99,10 +99,8 @@ impl<'dev> Context<'dev> {
             output,
             input,
             input_layout: Cell::new(None),
-            written: Written {
-                layout: Cell::new(None),
-                next: Cell::new(None),
-            },
+            layout: Cell::new(None),
+            written: Written::new(),
             buffer,
         })
     }
@@ -323,7 +321,10 @@ pub struct MediaFrame<'ctx> {
     input: PicDesc<'ctx>,
     /// What `input` describes (set only when no task uses it: see `resize`).
     input_layout: Cell<Option<FrameLayout>>,
-    /// The layout, and the link of the scope that writes it (DV6).
+    /// The layout the last task that wrote the frame produced; valid while `written` is.
+    layout: Cell<Option<FrameLayout>>,
+    /// Cleared, with the scope's other outputs, when the scope that wrote the frame fails
+    /// its synchronisation (DV6).
     written: Written,
     // Last: freed after the descriptions (DV10).
     buffer: MediaBuffer<'ctx>,
@@ -339,7 +340,11 @@ impl<'ctx> MediaFrame<'ctx> {
     /// resized in an inner scope from a [`PendingFrame`](super::PendingFrame) of an outer
     /// one keeps its layout when the outer task fails: the outer scope returns that error.
     pub fn layout(&self) -> Option<FrameLayout> {
-        self.written.layout.get()
+        if self.written.is_valid() {
+            self.layout.get()
+        } else {
+            None
+        }
     }
     /// The media memory's size in bytes.
     pub fn capacity(&self) -> usize {
@@ -361,7 +366,8 @@ impl<'ctx> MediaFrame<'ctx> {
         Ok(())
     }
     pub(crate) fn set_layout(&mut self, layout: Option<FrameLayout>) {
-        self.written.layout.set(layout);
+        self.layout.set(layout);
+        self.written.validate();
     }
     pub(crate) fn written(&self) -> &Written {
         &self.written
@@ -391,37 +397,6 @@ impl<'ctx> MediaFrame<'ctx> {
             self.input_layout.set(Some(*layout));
         }
         Ok(self.input.raw())
-    }
-}
-
-/// A frame's layout and its place in the list of the frames an async scope's media tasks
-/// write (DV6): if the scope's synchronisation fails, the scope forgets their layouts.
-pub(crate) struct Written {
-    layout: Cell<Option<FrameLayout>>,
-    /// The frame written before this one in the same scope. Set only by the scope whose
-    /// task borrows the frame exclusively, read only by that scope before it returns.
-    next: Cell<Option<NonNull<Written>>>,
-}
-
-impl Written {
-    /// Links `next` after this frame (the scope's list).
-    pub(crate) fn link(&self, next: Option<&Written>) {
-        self.next.set(next.map(NonNull::from));
-    }
-
-    /// Forgets the layouts of this frame and of those linked after it.
-    pub(crate) fn forget_all(&self) {
-        self.layout.set(None);
-        let mut next = self.next.take();
-        while let Some(frame) = next {
-            // SAFETY: linked by `AsyncScope::wrote` from a frame borrowed exclusively for the
-            // scope's lifetime, read by that scope before it returns: the frame is alive, and
-            // no other list links it (a frame is written once per scope, and not in a
-            // nested scope while an outer one borrows it).
-            let frame = unsafe { frame.as_ref() };
-            frame.layout.set(None);
-            next = frame.next.take();
-        }
     }
 }
 

@@ -19,7 +19,6 @@ mod buffer;
 mod picture;
 mod tasks;
 
-pub(crate) use buffer::Written;
 pub use buffer::{JpegBuffer, MediaBuffer, MediaFrame};
 pub use picture::{FrameLayout, JpegHeader, JpegSampling, PixelFormat};
 pub use tasks::{FrameSource, MediaTasks, PendingFrame};

@@ -24,6 +24,7 @@ mod buffer;
 mod scope;
 
 pub use buffer::{DeviceBuffer, DeviceSlice, DeviceSliceMut, HostBuffer};
+pub(crate) use scope::Written;
 pub use scope::{AsyncScope, Pending, PendingDevice, PendingHost, Source};
 
 /// How `aclrtMalloc` chooses pages.

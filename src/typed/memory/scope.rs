@@ -5,7 +5,6 @@ use super::{
     Cell, Context, Error, Location, ManuallyDrop, Memory, MemoryMut, PhantomData, Pod, Result,
     Stream, aclrtStream, byte_len, c_void, memcpy_kind, ptr, report_drop_error, sealed,
 };
-use crate::typed::media::Written;
 use std::io::Write;
 
 impl<'ctx> Context<'ctx> {
@@ -371,7 +370,8 @@ pub struct AsyncScope<'scope, 'env: 'scope> {
     more: ManuallyDrop<Cell<Option<Vec<&'scope Stream<'scope>>>>>,
     /// `more` may hold a vector: a flag, so that the usual end checks one byte.
     many: Cell<bool>,
-    /// The last frame a media task of the scope writes, linked to the ones before (DV6).
+    /// The last output a task of the scope marks (a media frame), linked to the ones before
+    /// (DV6).
     written: Cell<Option<&'scope Written>>,
     _scope: PhantomData<&'scope mut &'scope ()>,
     _env: PhantomData<&'env mut &'env ()>,
@@ -650,5 +650,54 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
             first.forget_all();
         }
         error
+    }
+}
+
+/// The mark of an output whose contents a failed scope invalidates (a media frame's picture,
+/// DV6), and its place in the list of the outputs one async scope's tasks write: if the
+/// scope's synchronisation fails, the scope clears the mark of each.
+pub(crate) struct Written {
+    valid: Cell<bool>,
+    /// The output written before this one in the same scope. Set only by the scope whose
+    /// task borrows the output exclusively, read only by that scope before it returns.
+    next: Cell<Option<ptr::NonNull<Written>>>,
+}
+
+impl Written {
+    pub(crate) const fn new() -> Written {
+        Written {
+            valid: Cell::new(true),
+            next: Cell::new(None),
+        }
+    }
+
+    /// Whether no failed scope cleared the mark since it was last set.
+    pub(crate) fn is_valid(&self) -> bool {
+        self.valid.get()
+    }
+
+    /// Set by the output's owner when a task (or nothing) writes it anew.
+    pub(crate) fn validate(&self) {
+        self.valid.set(true);
+    }
+
+    /// Links `next` after this output (the scope's list).
+    fn link(&self, next: Option<&Written>) {
+        self.next.set(next.map(ptr::NonNull::from));
+    }
+
+    /// Clears the marks of this output and of those linked after it.
+    fn forget_all(&self) {
+        self.valid.set(false);
+        let mut next = self.next.take();
+        while let Some(output) = next {
+            // SAFETY: linked by `AsyncScope::wrote` from an output borrowed exclusively for
+            // the scope's lifetime, read by that scope before it returns: the output is
+            // alive, and no other list links it (an output is written once per scope, and
+            // not in a nested scope while an outer one borrows it).
+            let output = unsafe { output.as_ref() };
+            output.valid.set(false);
+            next = output.next.take();
+        }
     }
 }
