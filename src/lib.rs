@@ -454,7 +454,10 @@ pub use typed::model::{
     DYNAMIC_BATCH_INPUT, Dynamic, Executed, Model, ModelInput, ModelIo, ModelKind, ModelOutput,
     ModelSource, Static, TensorDesc,
 };
-pub use typed::pipeline::{Launch, MAX_PIPELINE_SLOTS, Pipeline, PipelineConfig, Slot};
+pub use typed::pipeline::{
+    FrameInput, JpegConfig, JpegPipeline, Jpegs, Launch, MAX_PIPELINE_SLOTS, Pipeline,
+    PipelineConfig, Slot, Tensors,
+};
 pub use typed::runtime::{Acl, InitOptions, RuntimeLibrary};
 pub use typed::stream::{Stream, StreamConfig};
 

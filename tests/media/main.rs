@@ -15,3 +15,4 @@ mod common;
 mod decode_resize;
 mod drop_orders;
 mod media_fault_sweep;
+mod pipeline;

@@ -20,6 +20,7 @@ mod picture;
 mod tasks;
 
 pub use buffer::{JpegBuffer, MediaBuffer, MediaFrame};
+pub(crate) use picture::JPEG_SIDE;
 pub use picture::{FrameLayout, JpegHeader, JpegSampling, PixelFormat};
 pub use tasks::{FrameSource, MediaTasks, PendingFrame};
 

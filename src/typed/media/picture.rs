@@ -7,7 +7,7 @@ use crate::sys::bindings::{
 use crate::typed::error::{Error, Result};
 
 /// The smallest and largest JPEG side JPEGD decodes on the board (DV7).
-const JPEG_SIDE: std::ops::RangeInclusive<u32> = 32..=16384;
+pub(crate) const JPEG_SIDE: std::ops::RangeInclusive<u32> = 32..=16384;
 /// JPEGD output strides on the board (DV8): align(width, 64), align(height, 16).
 const JPEGD_ALIGN: (u32, u32) = (64, 16);
 /// VPC strides the typed layer uses (DV9): align(width, 16), align(height, 2).
@@ -53,8 +53,14 @@ impl FrameLayout {
     /// What JPEGD writes for `jpeg` (DV8): odd sizes rounded down to even (the default
     /// `ACL_YUVOUT_ALIGN_DOWN_COMPAT`), strides align(width, 64) and align(height, 16).
     pub fn decoded(jpeg: &JpegHeader, format: PixelFormat) -> FrameLayout {
-        let (width, height) = (jpeg.width & !1, jpeg.height & !1);
         // At most 16384 (checked when the header was read): no overflow.
+        Self::decoded_from(jpeg.width, jpeg.height, format)
+    }
+
+    /// What JPEGD writes for a `width` x `height` JPEG (at most 16384 each, so that nothing
+    /// overflows).
+    pub(crate) fn decoded_from(width: u32, height: u32, format: PixelFormat) -> FrameLayout {
+        let (width, height) = (width & !1, height & !1);
         FrameLayout {
             width,
             height,

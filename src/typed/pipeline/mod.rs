@@ -12,11 +12,15 @@ use crate::typed::error::{Error, Result};
 use crate::typed::memory::MallocPolicy;
 use crate::typed::stream::Stream;
 
+mod input;
+mod jpeg;
 mod release;
 mod slot;
 
 use release::{PipelineEvent, Resources};
 
+pub use input::{FrameInput, Tensors};
+pub use jpeg::{JpegConfig, JpegPipeline, Jpegs};
 pub(crate) use release::KernelJob;
 pub use slot::{Launch, Slot};
 
@@ -177,14 +181,16 @@ fn kernel_panicked(frame: u64) -> Error {
 /// pipeline.destroy()?;
 /// # Ok::<(), ascend_typestate::Error>(())
 /// ```
-pub struct Pipeline<'ctx, I: Pod, O: Pod> {
+pub struct Pipeline<'ctx, I: Pod, O: Pod, S: FrameInput<I> = Tensors> {
     ctx: &'ctx Context<'ctx>,
     /// The streams, slots and jobs are released by hand (`release`), in that order's reverse,
     /// only once both streams were seen done; else they are leaked (M2, E9).
     compute: ManuallyDrop<Stream<'ctx>>,
     download: ManuallyDrop<Stream<'ctx>>,
     /// Released by hand: only once both streams were seen done, else leaked (M2, E9).
-    slots: ManuallyDrop<Box<[Resources<'ctx, I, O>]>>,
+    slots: ManuallyDrop<Box<[Resources<'ctx, I, O, S>]>>,
+    /// What the slots' input stages share (a media channel); released with the slots.
+    shared: ManuallyDrop<S::Shared<'ctx>>,
     /// One [`KernelJob`] per slot (`slots.len()` of them), freed with the slots.
     jobs: NonNull<KernelJob<I, O>>,
     /// The slot `next_slot` hands out: the oldest.
@@ -198,7 +204,8 @@ pub struct Pipeline<'ctx, I: Pod, O: Pod> {
 // is current there, which every call ensures (D6); `jobs` is owned memory written only by
 // the thread holding `&mut self`, and read by a kernel only between its launch and the
 // completion the host waits for before writing it again (M3).
-unsafe impl<I: Pod, O: Pod> Send for Pipeline<'_, I, O> {}
+// The shared input resources (a media channel) are `Send` and used only through `&mut self`.
+unsafe impl<I: Pod, O: Pod, S: FrameInput<I>> Send for Pipeline<'_, I, O, S> {}
 
 impl<'ctx> Context<'ctx> {
     /// Creates a [`Pipeline`] in this context: two streams, and for each slot two events, two
@@ -208,12 +215,23 @@ impl<'ctx> Context<'ctx> {
         &self,
         config: PipelineConfig,
     ) -> Result<Pipeline<'_, I, O>> {
-        Pipeline::create(self, config)
+        Pipeline::create(self, config, (), |ctx| {
+            Ok((
+                ctx.alloc_host::<I>(config.input_len)?,
+                ctx.alloc::<I>(config.input_len, config.policy)?,
+            ))
+        })
     }
 }
 
-impl<'ctx, I: Pod, O: Pod> Pipeline<'ctx, I, O> {
-    fn create(ctx: &'ctx Context<'ctx>, config: PipelineConfig) -> Result<Self> {
+impl<'ctx, I: Pod, O: Pod, S: FrameInput<I>> Pipeline<'ctx, I, O, S> {
+    /// Creates the streams, then each slot with its input resources from `input`.
+    fn create(
+        ctx: &'ctx Context<'ctx>,
+        config: PipelineConfig,
+        shared: S::Shared<'ctx>,
+        mut input: impl FnMut(&'ctx Context<'ctx>) -> Result<S::Slot<'ctx>>,
+    ) -> Result<Self> {
         if config.slots == 0 || config.slots > MAX_PIPELINE_SLOTS {
             return Err(Error::InvalidArgument(
                 "a pipeline has 1 to MAX_PIPELINE_SLOTS slots",
@@ -225,8 +243,7 @@ impl<'ctx, I: Pod, O: Pod> Pipeline<'ctx, I, O> {
         let mut slots = Vec::with_capacity(config.slots);
         for _ in 0..config.slots {
             slots.push(Resources {
-                host_in: ctx.alloc_host::<I>(config.input_len)?,
-                dev_in: ctx.alloc::<I>(config.input_len, config.policy)?,
+                input: input(ctx)?,
                 dev_out: ctx.alloc::<O>(config.output_len, config.policy)?,
                 host_out: ctx.alloc_host::<O>(config.output_len)?,
                 ready: PipelineEvent::create(ctx)?,
@@ -251,6 +268,7 @@ impl<'ctx, I: Pod, O: Pod> Pipeline<'ctx, I, O> {
             compute: ManuallyDrop::new(compute),
             download: ManuallyDrop::new(download),
             slots: ManuallyDrop::new(slots.into_boxed_slice()),
+            shared: ManuallyDrop::new(shared),
             jobs,
             next: 0,
             submitted: 0,
@@ -292,7 +310,7 @@ impl<'ctx, I: Pod, O: Pod> Pipeline<'ctx, I, O> {
     /// (the next call). Frames already in flight behind it may report the same error: they
     /// are dropped too rather than handed out unproven.
     #[inline]
-    pub fn next_slot(&mut self) -> Result<Slot<'_, 'ctx, I, O>> {
+    pub fn next_slot(&mut self) -> Result<Slot<'_, 'ctx, I, O, S>> {
         if !self.ctx.is_bound() {
             self.ctx.bind()?;
         }
@@ -435,7 +453,7 @@ impl<'ctx, I: Pod, O: Pod> Pipeline<'ctx, I, O> {
     }
 }
 
-impl<I: Pod, O: Pod> std::fmt::Debug for Pipeline<'_, I, O> {
+impl<I: Pod, O: Pod, S: FrameInput<I>> std::fmt::Debug for Pipeline<'_, I, O, S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Pipeline")
             .field("config", &self.config)

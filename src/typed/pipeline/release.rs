@@ -7,7 +7,7 @@ use std::mem::ManuallyDrop;
 
 use bytemuck::Pod;
 
-use super::{Phase, Pipeline};
+use super::{FrameInput, Phase, Pipeline};
 use crate::sys::bindings::{ACL_EVENT_SYNC, aclrtEvent};
 use crate::typed::context::Context;
 use crate::typed::error::{Error, Result};
@@ -18,9 +18,9 @@ use crate::typed::memory::{DeviceBuffer, HostBuffer};
 use crate::typed::model::SlotDatasets;
 
 /// One slot's resources.
-pub(super) struct Resources<'ctx, I: Pod, O: Pod> {
-    pub(super) host_in: HostBuffer<'ctx, I>,
-    pub(super) dev_in: DeviceBuffer<'ctx, I>,
+pub(super) struct Resources<'ctx, I: Pod, O: Pod, S: FrameInput<I>> {
+    /// The device input the kernel reads, and what brings the frame there (S1 before it).
+    pub(super) input: S::Slot<'ctx>,
     pub(super) dev_out: DeviceBuffer<'ctx, O>,
     pub(super) host_out: HostBuffer<'ctx, O>,
     /// Recorded on `compute` after the kernel, waited on and reset by `download` (E2-E4).
@@ -87,7 +87,7 @@ pub(crate) struct KernelJob<I, O> {
     pub(crate) panicked: bool,
 }
 
-impl<I: Pod, O: Pod> Pipeline<'_, I, O> {
+impl<I: Pod, O: Pod, S: FrameInput<I>> Pipeline<'_, I, O, S> {
     /// Synchronises both streams (S2, each until the runtime reports success: an asynchronous
     /// error is reported once), then releases every slot's events and buffers, then the
     /// streams. Returns the first error; the others go to the
@@ -171,6 +171,11 @@ impl<I: Pod, O: Pod> Pipeline<'_, I, O> {
         for slot in slots {
             errors.extend(slot.release(self.ctx));
         }
+        // SAFETY: as for the slots: no task uses it, and it is taken once.
+        let shared = unsafe { ManuallyDrop::take(&mut self.shared) };
+        if let Err(error) = S::release_shared(shared) {
+            errors.push(error);
+        }
         // SAFETY: allocated in `create` as a boxed slice of `slots` jobs; no kernel can read
         // them any more (both streams are done), and they are freed once.
         drop(unsafe {
@@ -194,15 +199,14 @@ impl<I: Pod, O: Pod> Pipeline<'_, I, O> {
     }
 }
 
-impl<'ctx, I: Pod, O: Pod> Resources<'ctx, I, O> {
+impl<'ctx, I: Pod, O: Pod, S: FrameInput<I>> Resources<'ctx, I, O, S> {
     /// Releases the slot's events and buffers (no task uses them: the caller saw both
     /// streams done); returns their errors (a resource whose release failed is dropped, and
     /// its `Drop` tries again).
     fn release(self, ctx: &Context<'_>) -> Vec<Error> {
         let mut errors = Vec::new();
         let Resources {
-            host_in,
-            dev_in,
+            input,
             dev_out,
             host_out,
             ready,
@@ -228,12 +232,7 @@ impl<'ctx, I: Pod, O: Pod> Resources<'ctx, I, O> {
                 drop(ManuallyDrop::into_inner(event));
             }
         }
-        if let Err(error) = host_in.free() {
-            errors.push(error);
-        }
-        if let Err(error) = dev_in.free() {
-            errors.push(error);
-        }
+        errors.extend(S::release_slot(input));
         if let Err(error) = dev_out.free() {
             errors.push(error);
         }
@@ -244,7 +243,7 @@ impl<'ctx, I: Pod, O: Pod> Resources<'ctx, I, O> {
     }
 }
 
-impl<I: Pod, O: Pod> Drop for Pipeline<'_, I, O> {
+impl<I: Pod, O: Pod, S: FrameInput<I>> Drop for Pipeline<'_, I, O, S> {
     fn drop(&mut self) {
         // A second try is left to each resource's own `Drop`.
         report_drop_error("Pipeline", self.release());

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use bytemuck::Pod;
 
 use super::release::{KernelJob, Resources};
-use super::{Phase, Pipeline};
+use super::{FrameInput, Phase, Pipeline, Tensors};
 use crate::sys::bindings::aclrtStream;
 use crate::typed::dtype::Element;
 use crate::typed::error::{Error, Result};
@@ -28,25 +28,27 @@ use crate::typed::stream::Stream;
 /// Borrows the pipeline mutably: one slot at a time, and the pipeline cannot be destroyed
 /// while it lives. Dropping (or forgetting) it without submitting leaves the slot free:
 /// [`Pipeline::next_slot`] hands it out again.
-pub struct Slot<'p, 'ctx, I: Pod, O: Pod> {
-    pub(super) pipeline: &'p mut Pipeline<'ctx, I, O>,
+pub struct Slot<'p, 'ctx, I: Pod, O: Pod, S: FrameInput<I> = Tensors> {
+    pub(super) pipeline: &'p mut Pipeline<'ctx, I, O, S>,
     pub(super) index: usize,
 }
 
-impl<'p, 'ctx, I: Pod, O: Pod> Slot<'p, 'ctx, I, O> {
-    #[inline(always)]
-    fn resources(&self) -> Option<&Resources<'ctx, I, O>> {
-        self.pipeline.slots.get(self.index)
-    }
-
+impl<'p, 'ctx, I: Pod, O: Pod> Slot<'p, 'ctx, I, O, Tensors> {
     /// The slot's host input buffer (page-locked), for the next frame. It holds what was
     /// written for the slot's previous frame until it is overwritten.
     #[inline]
     pub fn input_mut(&mut self) -> &mut [I] {
         match self.pipeline.slots.get_mut(self.index) {
-            Some(slot) => &mut slot.host_in[..],
+            Some(slot) => &mut slot.input.0[..],
             None => &mut [],
         }
+    }
+}
+
+impl<'p, 'ctx, I: Pod, O: Pod, S: FrameInput<I>> Slot<'p, 'ctx, I, O, S> {
+    #[inline(always)]
+    fn resources(&self) -> Option<&Resources<'ctx, I, O, S>> {
+        self.pipeline.slots.get(self.index)
     }
 
     /// The output of the slot's previous frame, complete, with its frame number; `None` if
@@ -91,6 +93,8 @@ impl<'p, 'ctx, I: Pod, O: Pod> Slot<'p, 'ctx, I, O> {
         let Some(slot) = pipeline.slots.get_mut(index) else {
             return Err(Error::InvalidArgument("no such pipeline slot"));
         };
+        // Refused before anything is issued: the slot stays free.
+        S::check(&slot.input)?;
         // Before anything is issued: whatever happens from here on, nothing is handed out
         // again before both streams are seen done (a panic included).
         slot.phase = Phase::Unsettled;
@@ -98,15 +102,13 @@ impl<'p, 'ctx, I: Pod, O: Pod> Slot<'p, 'ctx, I, O> {
         // SAFETY: the slot's job; no kernel of the slot is pending (the slot was free), and no
         // reference to the job exists.
         unsafe { (*job).panicked = false };
-        let (in_bytes, out_bytes) = (
-            slot.host_in.len() * size_of::<I>(),
-            slot.host_out.len() * size_of::<O>(),
-        );
+        let out_bytes = slot.host_out.len() * size_of::<O>();
+        let (input, input_len) = S::device_input(&slot.input);
         let launch = Launch {
             stream: &pipeline.compute,
-            input: slot.dev_in.as_ptr(),
+            input,
             output: slot.dev_out.as_mut_ptr(),
-            input_len: slot.dev_in.len(),
+            input_len,
             output_len: slot.dev_out.len(),
             job: NonNull::new(job).unwrap_or(pipeline.jobs),
             launched: std::cell::Cell::new(false),
@@ -114,20 +116,10 @@ impl<'p, 'ctx, I: Pod, O: Pod> Slot<'p, 'ctx, I, O> {
             policy: pipeline.config.policy,
             _elements: PhantomData,
         };
-        // SAFETY: the buffers are the slot's own, of the sizes given, at the locations the kind
-        // names; the slot is free (its previous frame proven done), and nothing touches them
-        // before this frame is (the slot is unsettled, then in flight: M1, M3). The context
-        // is current (bound by `next_slot`).
-        unsafe {
-            api.memcpy_async(
-                slot.dev_in.as_mut_ptr(),
-                in_bytes,
-                slot.host_in.as_ptr(),
-                in_bytes,
-                memcpy_kind(Location::Host, Location::Device),
-                compute,
-            )?
-        };
+        // SAFETY: the slot was free (its previous frame proven done) and is unsettled: nothing
+        // touches its buffers before this frame is proven done (M1, M3). The context is
+        // current (bound above).
+        unsafe { S::issue(api, &pipeline.shared, &mut slot.input, compute)? };
         kernel(&launch)?;
         // As may `kernel` (D6).
         if !pipeline.ctx.is_bound() {
@@ -338,7 +330,7 @@ impl<'l, 'ctx, I: Pod, O: Pod> Launch<'l, 'ctx, I, O> {
     }
 }
 
-impl<I: Pod, O: Pod> std::fmt::Debug for Slot<'_, '_, I, O> {
+impl<I: Pod, O: Pod, S: FrameInput<I>> std::fmt::Debug for Slot<'_, '_, I, O, S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Slot")
             .field("index", &self.index)
