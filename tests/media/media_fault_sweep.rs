@@ -6,7 +6,8 @@
 //!
 //! Programs: `flow` (token, channel, buffers and frames; two scopes of decode and resize,
 //! each result checked; explicit teardown), `drops` (the same ended by `Drop` right after a
-//! scope whose body fails with the tasks pending).
+//! scope whose body fails with the tasks pending), `jpeg_pipeline` (a double-buffered JPEG
+//! pipeline of three frames, each classified by a model and checked; explicit teardown).
 
 use crate::common::{LUMA, jpeg};
 use crate::support;
@@ -14,7 +15,9 @@ use crate::support;
 use std::path::Path;
 
 use ascend_typestate::sys::dvpp::DVPP_SYMBOLS;
-use ascend_typestate::{Acl, Error, FrameLayout, InitOptions, JpegdVpc, PixelFormat, Result};
+use ascend_typestate::{
+    Acl, Error, FrameLayout, InitOptions, JpegConfig, JpegdVpc, PipelineConfig, PixelFormat, Result,
+};
 use support::sweep::{self, Fault, Sweep, self_check};
 
 fn init(path: &Path, fault: Option<&Fault>) -> Result<Acl> {
@@ -90,17 +93,71 @@ fn drops(path: &Path, fault: Option<&Fault>) -> Result<()> {
     Ok(())
 }
 
+fn jpeg_pipeline(path: &Path, fault: Option<&Fault>) -> Result<()> {
+    let bytes = jpeg(96, 64, false);
+    let target = FrameLayout::resized(32, 32, PixelFormat::Nv12)?;
+    let model = crate::pipeline::model_file("media_fault_sweep_jpeg_pipeline", target.byte_len());
+    let acl = init(path, fault)?;
+    let device = acl.set_device(0)?;
+    let ctx = device.create_context()?;
+    let media = acl.media_v1()?;
+    let mut model = ctx.load_model(&model)?;
+    let mut pipeline = ctx.create_jpeg_pipeline::<i32>(
+        &media,
+        PipelineConfig::new(16 * 1024, 1),
+        JpegConfig::new(target).max_picture(96, 64),
+    )?;
+    let mut outputs = 0;
+    for _ in 0..3 {
+        let mut slot = pipeline.next_slot()?;
+        if let Some((_, class)) = slot.output() {
+            // The fixture's colour (200, 100, 50) is V-heaviest: class 2.
+            self_check(class == [2], "self-check: a frame's class")?;
+            outputs += 1;
+        }
+        slot.load_jpeg(&bytes)?;
+        slot.submit(|launch| launch.execute(&mut model))?;
+    }
+    pipeline.wait_all()?;
+    for (_, class) in pipeline.outputs() {
+        self_check(class == [2], "self-check: a frame's class")?;
+        outputs += 1;
+    }
+    self_check(outputs == 3, "self-check: every frame's output")?;
+    pipeline.destroy()?;
+    model.unload()?;
+    drop(media);
+    ctx.destroy()?;
+    device.reset()?;
+    acl.finalize()?;
+    Ok(())
+}
+
 /// The media functions, and the runtime calls the media layer makes around them.
 fn functions() -> Vec<&'static str> {
     let mut all = DVPP_SYMBOLS.to_vec();
-    all.extend_from_slice(&["aclrtMemcpy", "aclrtMemset", "aclrtSynchronizeStream"]);
+    all.extend_from_slice(&[
+        "aclrtMemcpy",
+        "aclrtMemset",
+        "aclrtSynchronizeStream",
+        "aclrtMemcpyAsync",
+        "aclmdlExecuteAsync",
+        "aclrtRecordEvent",
+        "aclrtStreamWaitEvent",
+        "aclrtResetEvent",
+        "aclrtSynchronizeEvent",
+    ]);
     all
 }
 
 const SWEEP: Sweep = Sweep {
     name: "media fault sweep",
     worker_test: "media_fault_sweep_worker",
-    programs: &[("flow", flow), ("drops", drops)],
+    programs: &[
+        ("flow", flow),
+        ("drops", drops),
+        ("jpeg_pipeline", jpeg_pipeline),
+    ],
     functions,
     codes: sweep::default_codes,
     check: sweep::no_check,

@@ -38,7 +38,7 @@ fn coloured(rgb: [u8; 3], width: u16, height: u16) -> Vec<u8> {
 
 /// Scores: the mean of the Y plane, of the U bytes and of the V bytes of an NV12 picture of
 /// `bytes` bytes; its output is the top-1 class (`i32`).
-fn model_file(name: &str, bytes: usize) -> std::path::PathBuf {
+pub(crate) fn model_file(name: &str, bytes: usize) -> std::path::PathBuf {
     let luma = bytes * 2 / 3;
     let mut weights = vec![0.0f32; bytes * 3];
     for (i, w) in weights.chunks_mut(3).enumerate() {
