@@ -381,14 +381,29 @@ fn permutations(n: usize) -> Vec<Vec<usize>> {
     all
 }
 
+/// How the scope with the held media work ends.
+#[derive(Clone, Copy, Debug)]
+enum End {
+    Done,
+    Error,
+    Panic,
+}
+
 const SUBSCRIBED: usize = 0;
 const REPORT: usize = 1;
 
 /// One run of [`c1_dv10_every_drop_order_after_a_blocked_callback`]: a scope whose media
-/// work waits for a blocking callback released by a timer after `hold`, then the handles
+/// work waits for a blocking callback released by a timer after `hold`, its body ending as
+/// `end` says (the scope waits all the same, M1), then the handles
 /// dropped in `order` (0 the subscribed stream, 1 the report thread, 2 the channel, 3 the
 /// JPEG buffer, 4 and 5 the frames).
-fn blocked_then_dropped(session: &Session, order: &[usize], hold: Duration, bytes: &[u8]) {
+fn blocked_then_dropped(
+    session: &Session,
+    order: &[usize],
+    end: End,
+    hold: Duration,
+    bytes: &[u8],
+) {
     let device = session.acl().set_device(0).unwrap();
     let ctx = device.create_context().unwrap();
     let media = session.acl().media_v1().unwrap();
@@ -407,20 +422,33 @@ fn blocked_then_dropped(session: &Session, order: &[usize], hold: Duration, byte
         release.send(()).unwrap();
     });
     let started = Instant::now();
-    ctx.async_scope(|scope| {
-        let r = Arc::clone(&ran);
-        stream.launch(CallbackMode::Blocking, move || {
-            released.recv().unwrap();
-            r.fetch_add(1, Ordering::SeqCst);
-        })?;
-        let tasks = scope.media(&mut channel, &stream)?;
-        let frame = tasks.decode_jpeg(&input, &mut decoded, PixelFormat::Nv12)?;
-        tasks.resize(frame, &mut resized, target)?;
-        Ok(())
-    })
-    .unwrap();
-    assert!(started.elapsed() >= hold, "{order:?}");
-    assert_eq!(ran.load(Ordering::SeqCst), 1, "{order:?}");
+    let body = || {
+        ctx.async_scope(|scope| {
+            let r = Arc::clone(&ran);
+            stream.launch(CallbackMode::Blocking, move || {
+                released.recv().unwrap();
+                r.fetch_add(1, Ordering::SeqCst);
+            })?;
+            let tasks = scope.media(&mut channel, &stream)?;
+            let frame = tasks.decode_jpeg(&input, &mut decoded, PixelFormat::Nv12)?;
+            tasks.resize(frame, &mut resized, target)?;
+            match end {
+                End::Done => Ok(()),
+                End::Error => Err(Error::InvalidArgument("the body's own error")),
+                End::Panic => panic!("the body panics with a callback holding media work"),
+            }
+        })
+    };
+    match end {
+        End::Done => body().unwrap(),
+        End::Error => assert!(matches!(body(), Err(Error::InvalidArgument(_)))),
+        End::Panic => {
+            assert!(std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).is_err())
+        }
+    }
+    // Even when the body failed or panicked, the scope waited for the stream (M1).
+    assert!(started.elapsed() >= hold, "{order:?} {end:?}");
+    assert_eq!(ran.load(Ordering::SeqCst), 1, "{order:?} {end:?}");
     timer.join().unwrap();
     let mut small = vec![0u8; target.byte_len()];
     ctx.copy(&mut small[..], &resized).unwrap();
@@ -452,9 +480,11 @@ fn blocked_then_dropped(session: &Session, order: &[usize], hold: Duration, byte
 /// Every order of dropping the subscribed stream, the report thread, the channel, the JPEG
 /// buffer and both frames that the borrows allow (the subscription before its report
 /// thread: 360 of the 720), after a scope whose decode and resize waited for a blocking
-/// callback (C1, C5, DV10): no drop-error report, nothing alive, no finding.
+/// callback and whose body returned, failed or panicked (C1, C5, DV10, M1): no drop-error
+/// report, nothing alive, no finding.
 #[test]
 fn c1_dv10_every_drop_order_after_a_blocked_callback() {
+    support::quiet_panics(&["the body panics with a callback holding media work"]);
     let bytes = jpeg(64, 48, false);
     let session = Session::start();
     let errors = support::DropErrors::capture();
@@ -466,7 +496,8 @@ fn c1_dv10_every_drop_order_after_a_blocked_callback() {
         }
         // Every 60th run holds the callback for 100 ms, the others for 2 ms.
         let hold = Duration::from_millis(if runs % 60 == 0 { 100 } else { 2 });
-        blocked_then_dropped(&session, &order, hold, &bytes);
+        let end = [End::Done, End::Error, End::Panic][runs % 3];
+        blocked_then_dropped(&session, &order, end, hold, &bytes);
         assert_eq!(session.sim.live_objects(), 0, "{order:?}");
         runs += 1;
     }
@@ -917,6 +948,48 @@ fn callback_flow(
     Ok(())
 }
 
+/// A sweep program: the same handles, ended by `Drop` right after a scope whose body fails
+/// with a decode, a blocking callback and a resize pending on the subscribed stream.
+fn callback_drops(
+    path: &std::path::Path,
+    fault: Option<&support::sweep::Fault>,
+) -> ascend_typestate::Result<()> {
+    use support::sweep::{self, self_check};
+    let bytes = jpeg(64, 64, false);
+    let acl =
+        ascend_typestate::Acl::init_with(&ascend_typestate::InitOptions::default().library(path))?;
+    sweep::arm(&acl, fault);
+    {
+        let device = acl.set_device(0)?;
+        let ctx = device.create_context()?;
+        let media = acl.media_v1()?;
+        let report = ReportThread::spawn(&ctx)?;
+        let stream = report.subscribe(ctx.create_stream()?)?;
+        let mut channel = ctx.create_media_channel::<JpegdVpc>(&media)?;
+        let mut input = ctx.alloc_jpeg(&media, 16 * 1024)?;
+        let mut decoded = ctx.alloc_frame(&media, 64 * 64 * 3 / 2)?;
+        let mut resized = ctx.alloc_frame(&media, 32 * 32 * 3 / 2)?;
+        let target = FrameLayout::resized(32, 32, PixelFormat::Nv21)?;
+        input.load(&bytes)?;
+        let ended = ctx.async_scope(|scope| {
+            let tasks = scope.media(&mut channel, &stream)?;
+            let frame = tasks.decode_jpeg(&input, &mut decoded, PixelFormat::Nv12)?;
+            stream.launch(CallbackMode::Blocking, || {
+                std::thread::sleep(Duration::from_millis(2))
+            })?;
+            tasks.resize(frame, &mut resized, target)?;
+            Err::<(), _>(Error::InvalidArgument("self-check: the body's own error"))
+        });
+        match ended {
+            Err(Error::InvalidArgument("self-check: the body's own error")) => {}
+            Err(error) => return Err(error),
+            Ok(()) => return self_check(false, "self-check: the body's error is returned"),
+        }
+    }
+    acl.finalize()?;
+    Ok(())
+}
+
 /// The media functions, the callback functions (but `aclrtProcessReport`, whose number of
 /// calls depends on timing) and the runtime calls around them.
 fn callback_flow_functions() -> Vec<&'static str> {
@@ -936,11 +1009,14 @@ fn callback_flow_functions() -> Vec<&'static str> {
 const CALLBACK_SWEEP: support::sweep::Sweep = support::sweep::Sweep {
     name: "media callback fault sweep",
     worker_test: "media_callback_fault_sweep_worker",
-    programs: &[("callback_flow", callback_flow)],
+    programs: &[
+        ("callback_flow", callback_flow),
+        ("callback_drops", callback_drops),
+    ],
     functions: callback_flow_functions,
     codes: support::sweep::default_codes,
     check: support::sweep::no_check,
-    expected_reports: &[],
+    expected_reports: &["the body's own error"],
 };
 
 #[test]
