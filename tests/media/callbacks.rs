@@ -417,11 +417,11 @@ fn blocked_then_dropped(
     let target = FrameLayout::resized(16, 16, PixelFormat::Nv21).unwrap();
     let (release, released) = mpsc::channel::<()>();
     let ran = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
     let timer = std::thread::spawn(move || {
         std::thread::sleep(hold);
         release.send(()).unwrap();
     });
-    let started = Instant::now();
     let body = || {
         ctx.async_scope(|scope| {
             let r = Arc::clone(&ran);
@@ -700,11 +700,11 @@ fn m1_c5_a_failed_synchronisation_behind_a_blocked_callback_still_waits() {
         input.load(&bytes).unwrap();
         let target = FrameLayout::resized(32, 32, PixelFormat::Nv12).unwrap();
         let (release, released) = mpsc::channel::<()>();
+        let started = Instant::now();
         let timer = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(100));
             release.send(()).unwrap();
         });
-        let started = Instant::now();
         session
             .sim
             .inject_fault("aclrtSynchronizeStream", 507000, 1);
@@ -1050,4 +1050,41 @@ fn media_callback_fault_sweep_twice() {
     }
     support::sweep::run_and_assert(&CALLBACK_SWEEP, 2);
     support::child::passed("media_callback_fault_sweep_twice");
+}
+
+/// Media work on a stream subscribed to a host-function thread (C12, DV6): decode and
+/// resize in a scope on it, the picture right, then the subscription ended with the
+/// stream's tasks done and the thread stopped; nothing alive, no finding.
+#[test]
+fn c12_dv6_media_work_on_a_host_func_subscribed_stream() {
+    let bytes = jpeg(96, 64, false);
+    let session = Session::start();
+    {
+        let device = session.acl().set_device(0).unwrap();
+        let ctx = device.create_context().unwrap();
+        let media = session.acl().media_v1().unwrap();
+        let thread = ascend_typestate::HostFuncThread::spawn(&ctx).unwrap();
+        let stream = thread.subscribe(ctx.create_stream().unwrap()).unwrap();
+        let mut channel = ctx.create_media_channel::<JpegdVpc>(&media).unwrap();
+        let mut input = ctx.alloc_jpeg(&media, 16 * 1024).unwrap();
+        let mut decoded = ctx.alloc_frame(&media, 128 * 64 * 3 / 2).unwrap();
+        let mut resized = ctx.alloc_frame(&media, 32 * 32 * 3 / 2).unwrap();
+        input.load(&bytes).unwrap();
+        let target = FrameLayout::resized(32, 32, PixelFormat::Nv12).unwrap();
+        ctx.async_scope(|scope| {
+            let tasks = scope.media(&mut channel, &stream)?;
+            let frame = tasks.decode_jpeg(&input, &mut decoded, PixelFormat::Nv12)?;
+            tasks.resize(frame, &mut resized, target)?;
+            Ok(())
+        })
+        .unwrap();
+        let mut small = vec![0u8; target.byte_len()];
+        ctx.copy(&mut small[..], &resized).unwrap();
+        assert_luma(&small, 32, 32, 32);
+        stream.unsubscribe().unwrap().destroy().unwrap();
+        channel.destroy().unwrap();
+        drop((input, decoded, resized));
+        thread.stop().unwrap();
+    }
+    ends_clean(session);
 }
