@@ -10,6 +10,7 @@
 mod support;
 
 mod attacks;
+mod callbacks;
 mod checks;
 mod common;
 mod decode_resize;
