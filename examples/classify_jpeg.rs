@@ -1,8 +1,8 @@
-//! JPEG classification with the media engine (DVPP V1, DV1-DV11): each JPEG is decoded
-//! (JPEGD) and resized (VPC) into media memory that the model takes as its input without a
-//! copy (DV11), then the model's top-1 class is copied back. Double-buffered: two streams,
-//! each with its own channel, frames and model, so two pictures are in flight in every async
-//! scope; everything is created once, before the loop.
+//! JPEG classification with the media engine (DVPP V1, DV1-DV11) in a [`JpegPipeline`]: each
+//! JPEG is decoded (JPEGD) and resized (VPC) on the pipeline's compute stream into media
+//! memory that the model takes as its input without a copy (DV11), then the model's top-1
+//! class is copied back on the download stream. Double-buffered: while one frame's class is
+//! copied back, the next picture is decoded; everything is created once, before the loop.
 //!
 //! It writes its own JPEGs (`jpeg-encoder`: plain colours) and, on the simulator, its own
 //! model (`SimModel`): input `u8 [1, 32 * 32 * 3 / 2]` (NV12), three scores (the means of the
@@ -13,9 +13,11 @@
 //! ```sh
 //! cargo run --example classify_jpeg
 //! ```
+//!
+//! [`JpegPipeline`]: ascend_typestate::JpegPipeline
 
 use ascend_typestate::simulator::{SimDtype, SimModel};
-use ascend_typestate::{Acl, FrameLayout, JpegdVpc, MallocPolicy, PixelFormat};
+use ascend_typestate::{Acl, FrameLayout, JpegConfig, PipelineConfig, PixelFormat};
 use jpeg_encoder::{ColorType, Encoder, SamplingFactor};
 
 /// The resize output, the model's input: SIDE x SIDE NV12.
@@ -66,54 +68,51 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("runtime: {}", acl.library());
     let ctx = acl.set_device(0)?.into_default_context()?;
     let media = acl.media_v1()?;
-    // Two of everything: one per stream (a channel serves one stream per scope, DV4; a model
-    // executes once per scope, MD8).
-    let mut lanes = Vec::new();
-    for _ in 0..2 {
-        lanes.push((
-            ctx.create_stream()?,
-            ctx.create_media_channel::<JpegdVpc>(&media)?,
-            ctx.alloc_jpeg(&media, 256 * 1024)?,
-            ctx.alloc_frame(&media, 512 * 384 * 3 / 2)?,
-            ctx.alloc_frame(&media, target.byte_len())?,
-            ctx.load_model(&path)?,
-            ctx.alloc::<i32>(1, MallocPolicy::HugeFirst)?,
-        ));
-    }
+    let mut model = ctx.load_model(&path)?;
     std::fs::remove_file(&path)?;
+    let mut pipeline = ctx.create_jpeg_pipeline::<i32>(
+        &media,
+        PipelineConfig::new(256 * 1024, 1), // JPEG bytes, output elements (the class)
+        JpegConfig::new(target).max_picture(512, 384),
+    )?;
+    let name = |class: i32| {
+        usize::try_from(class)
+            .ok()
+            .and_then(|c| CLASSES.get(c))
+            .copied()
+            .unwrap_or("?")
+    };
     let mut checked = 0;
-    for round in 0..8 {
-        let pair = [
-            &jpegs[(2 * round) % jpegs.len()],
-            &jpegs[(2 * round + 1) % jpegs.len()],
-        ];
-        for ((_, _, input, ..), (bytes, _)) in lanes.iter_mut().zip(pair) {
-            input.load(bytes)?; // the header checked first (DV7)
+    let mut check = |frame: u64, class: i32| -> Result<(), String> {
+        let expected = jpegs[frame as usize % jpegs.len()].1;
+        println!(
+            "frame {frame}: a {expected} picture, top-1: {}",
+            name(class)
+        );
+        if name(class) != expected {
+            return Err(format!(
+                "expected {expected}, the model said {}",
+                name(class)
+            ));
         }
-        ctx.async_scope(|scope| {
-            for (stream, channel, input, decoded, resized, model, top) in lanes.iter_mut() {
-                let tasks = scope.media(channel, stream)?;
-                let frame = tasks.decode_jpeg(input, decoded, PixelFormat::Nv12)?;
-                let picture = tasks.resize(frame, resized, target)?;
-                scope.execute(stream, model, [picture.into()], [top.into()])?;
-            }
-            Ok(())
-        })?;
-        for ((.., top), (_, expected)) in lanes.iter().zip(pair) {
-            let mut class = [0i32];
-            ctx.copy(&mut class[..], top)?;
-            let name = usize::try_from(class[0])
-                .ok()
-                .and_then(|c| CLASSES.get(c))
-                .copied()
-                .unwrap_or("?");
-            println!("round {round}: a {expected} picture, top-1: {name}");
-            if name != *expected {
-                return Err(format!("expected {expected}, the model said {name}").into());
-            }
-            checked += 1;
+        checked += 1;
+        Ok(())
+    };
+    for frame in 0..16 {
+        let mut slot = pipeline.next_slot()?; // its previous frame is done (M3)
+        if let Some((done, class)) = slot.output() {
+            check(done, class[0])?;
         }
+        // The header, sizes and length checked before any task (DV7-DV9).
+        slot.load_jpeg(&jpegs[frame % jpegs.len()].0)?;
+        slot.submit(|launch| launch.execute(&mut model))?;
     }
+    pipeline.wait_all()?;
+    for (done, class) in pipeline.outputs() {
+        check(done, class[0])?;
+    }
+    pipeline.destroy()?;
+    model.unload()?;
     println!("{checked} pictures classified, every answer checked");
     Ok(())
 }

@@ -178,6 +178,9 @@
 //! reads that frame's output and writes the next input; [`Slot::submit`] consumes the guard
 //! and issues the frame, the kernel given a [`Launch`] (the compute stream and the slot's
 //! device buffers). While one frame is copied back, the next is computed: nothing drains.
+//! A [`JpegPipeline`] starts each frame from a JPEG file instead ([`Slot::load_jpeg`]):
+//! the media engine decodes and resizes it on the compute stream into the picture the
+//! kernel reads (DV6-DV11).
 //!
 //! ```no_run
 //! use ascend_typestate::{Acl, DefaultContext, Device, Pipeline, PipelineConfig, Result};

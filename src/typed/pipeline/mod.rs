@@ -76,7 +76,8 @@ impl PipelineConfig {
         self.slots
     }
 
-    /// The elements of one frame's input.
+    /// The elements of one frame's input; for a [`JpegPipeline`], the bytes of the longest
+    /// JPEG file a slot takes.
     pub const fn input_len(&self) -> usize {
         self.input_len
     }
@@ -121,6 +122,10 @@ fn kernel_panicked(frame: u64) -> Error {
 /// A double-buffered (or deeper) inference loop: host-to-device copy, kernel and
 /// device-to-host copy for each frame, on two streams joined by events, with every buffer
 /// and event allocated once, at creation.
+///
+/// `S` says where the frames start: [`Tensors`] (the default, described here) or
+/// [`Jpegs`], whose frames are JPEG files decoded and resized by the media engine before the
+/// kernel ([`JpegPipeline`]).
 ///
 /// Each slot owns four buffers (host input, device input, device output, host output) and two
 /// events. [`next_slot`](Self::next_slot) hands out the oldest slot once its previous frame
