@@ -332,8 +332,9 @@ impl<'p, 'ctx, O: bytemuck::Pod> Slot<'p, 'ctx, u8, O, Jpegs> {
         Ok(header)
     }
 
-    /// The header of the file loaded for the slot's next frame, if any: the last one
-    /// loaded, which a submission does not unload.
+    /// The picture the decode writes for the file loaded for the slot's next frame
+    /// ([`FrameLayout::decoded`]), if one is loaded: the last one loaded, which a submission
+    /// does not unload (submitting again decodes the same file).
     pub fn jpeg(&self) -> Option<FrameLayout> {
         let slot = self.pipeline.slots.get(self.index)?;
         slot.input.loaded.map(|(layout, _)| layout)
