@@ -538,6 +538,15 @@ mod assertions {
     assert_impl_all!(Slot<'static, 'static, f32, u8>: Send);
     assert_not_impl_any!(Launch<'static, 'static, f32, u8>: Send, Sync);
     assert_impl_all!(PipelineConfig: Send, Sync, Copy);
+    // DV4: a JPEG pipeline's channel serves one thread at a time: it moves, it is not shared.
+    assert_impl_all!(JpegPipeline<'static, f32>: Send);
+    assert_not_impl_any!(JpegPipeline<'static, f32>: Sync);
+    assert_impl_all!(Slot<'static, 'static, u8, f32, Jpegs>: Send);
+    assert_not_impl_any!(Slot<'static, 'static, u8, f32, Jpegs>: Sync);
+    assert_impl_all!(JpegConfig: Send, Sync, Copy);
+    // Context, two streams (9 words each), slots (2), jobs, next, submitted, configuration (4):
+    // the tensor input stage shares nothing (`()`), so a tensor pipeline pays nothing for `S`.
+    assert_eq_size!(Pipeline<'static, f32, u8>, [Raw; 28]);
     // MD8: a model moves to the thread that executes it, but is never shared between threads
     // (executing needs `&mut`, and the description's queries are not promised thread-safe).
     assert_impl_all!(Model<'static, Static>: Send);
