@@ -5,17 +5,17 @@
 #
 #   scripts/fuzz.sh [TARGET...]     every target when none is named
 #
-# FUZZ_SECONDS: seconds per target (default 60). The committed corpus (fuzz/corpus/TARGET)
+# FUZZ_SECONDS: seconds per target (default 45). The committed corpus (fuzz/corpus/TARGET)
 # seeds each run read-only: new inputs go to a temporary directory, crashes to
 # fuzz/artifacts/TARGET (ignored by git). Installs cargo-fuzz from crates.io when missing;
 # never a toolchain: without nightly it says so and skips (FUZZ_REQUIRE_NIGHTLY=1: fails).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-seconds=${FUZZ_SECONDS:-60}
+seconds=${FUZZ_SECONDS:-45}
 targets=("$@")
 if ((${#targets[@]} == 0)); then
-    targets=(model_load c_api_sequences typed_sequences)
+    targets=(model_load c_api_sequences typed_sequences jpeg_decode)
 fi
 
 if ! cargo +nightly --version >/dev/null 2>&1; then

@@ -2,8 +2,9 @@
 //! simulator's Rust library as a C caller would: odd JPEGs against a reference decoder,
 //! handles of the wrong kind, stale and NULL, calls without a context or after
 //! `aclFinalize`, teardown with media tasks pending, two streams writing one description,
-//! and a fault-injection sweep over a decode + resize program. Each case runs in a process
-//! of its own (the test binary re-run for that one case).
+//! a fault-injection sweep over a decode + resize program, and the seeds of the fuzz
+//! target jpeg_decode. Each case runs in a process of its own (the test binary re-run for
+//! that one case).
 
 use std::ffi::{CString, c_void};
 use std::process::Command;
@@ -1077,4 +1078,112 @@ fn every_media_call_failing_once_is_an_error_and_leaks_nothing() {
             ok(aclFinalize(), "finalize");
         },
     );
+}
+
+// ---- The seeds of the fuzz target jpeg_decode -----------------------------------------
+
+/// `jpeg` with its frame header's size replaced by `w` x `h` (the data left as it is).
+fn resized_header(jpeg: &[u8], w: u16, h: u16) -> Vec<u8> {
+    let mut v = jpeg.to_vec();
+    let sof = v
+        .windows(2)
+        .position(|m| m == [0xFF, 0xC0])
+        .expect("a SOF0 marker");
+    v[sof + 5..sof + 7].copy_from_slice(&h.to_be_bytes());
+    v[sof + 7..sof + 9].copy_from_slice(&w.to_be_bytes());
+    v
+}
+
+/// `jpeg` up to the end of its scan header: every table, no entropy-coded data.
+fn header_only(jpeg: &[u8]) -> Vec<u8> {
+    let sos = jpeg
+        .windows(2)
+        .position(|m| m == [0xFF, 0xDA])
+        .expect("a SOS marker");
+    let len = usize::from(u16::from_be_bytes([jpeg[sos + 2], jpeg[sos + 3]]));
+    jpeg[..sos + 2 + len].to_vec()
+}
+
+/// The seed corpus of the fuzz target `jpeg_decode` (fuzz/corpus/jpeg_decode/), each
+/// below its 4096-byte `-max_len`: every sampling, odd sizes, restart markers, an EXIF
+/// orientation, cut-short files and sizes beyond JPEGD's. Each decodes or is an error
+/// code, as expected (`None`: either). `JPEG_DECODE_SEEDS=<dir>` writes them there (from sim/:
+/// `JPEG_DECODE_SEEDS=../fuzz/corpus/jpeg_decode cargo test --test dvpp_attacks seeds`).
+#[test]
+fn fuzz_seeds_of_jpeg_decode_decode_or_are_errors() {
+    isolated("fuzz_seeds_of_jpeg_decode_decode_or_are_errors", || {
+        use jpeg_encoder::SamplingFactor as S;
+        let e = |w, h, gray, s, restart| encode_with(w, h, gray, s, restart, None);
+        let base = e(48, 32, false, S::R_4_2_0, 0);
+        let seeds: Vec<(&str, Vec<u8>, Option<bool>)> = vec![
+            ("baseline-420-48x32.jpg", base.clone(), Some(true)),
+            (
+                "baseline-422-40x40.jpg",
+                e(40, 40, false, S::R_4_2_2, 0),
+                Some(true),
+            ),
+            (
+                "baseline-444-32x32.jpg",
+                e(32, 32, false, S::R_4_4_4, 0),
+                Some(true),
+            ),
+            (
+                "baseline-440-32x48.jpg",
+                e(32, 48, false, S::R_4_4_0, 0),
+                Some(true),
+            ),
+            ("gray-64x32.jpg", e(64, 32, true, S::R_4_2_0, 0), Some(true)),
+            (
+                "odd-420-33x35.jpg",
+                e(33, 35, false, S::R_4_2_0, 0),
+                Some(true),
+            ),
+            (
+                "small-17x9.jpg",
+                e(17, 9, false, S::R_4_2_0, 0),
+                Some(false),
+            ),
+            (
+                "restart-420-64x48.jpg",
+                e(64, 48, false, S::R_4_2_0, 1),
+                Some(true),
+            ),
+            (
+                "exif6-420-48x32.jpg",
+                encode_with(48, 32, false, S::R_4_2_0, 0, Some(exif(6))),
+                Some(true),
+            ),
+            (
+                "truncated-420.jpg",
+                base[..base.len() / 2].to_vec(),
+                Some(false),
+            ),
+            ("header-only-420.jpg", header_only(&base), Some(false)),
+            (
+                "huge-65500x65500.jpg",
+                resized_header(&base, 65500, 65500),
+                Some(false),
+            ),
+            // The data of 48x32 ends early (EOI): the rest decodes as gray or fails.
+            (
+                "large-4000x3000.jpg",
+                resized_header(&base, 4000, 3000),
+                None,
+            ),
+        ];
+        let env = setup();
+        let dir = std::env::var_os("JPEG_DECODE_SEEDS").map(std::path::PathBuf::from);
+        for (name, jpeg, decodes) in &seeds {
+            assert!(jpeg.len() < 4096, "{name}: {} B", jpeg.len());
+            match decode(&env, jpeg) {
+                Ok(_) => assert!(*decodes != Some(false), "{name} decoded"),
+                Err(code) => assert!(*decodes != Some(true) && code != 0, "{name}: {code}"),
+            }
+            if let Some(dir) = &dir {
+                std::fs::write(dir.join(name), jpeg).expect("write a seed");
+            }
+        }
+        assert!(findings().is_empty(), "{:?}", findings());
+        teardown(env);
+    });
 }

@@ -43,6 +43,23 @@ fn dv7_unsupported_jpegs_are_typed_errors_before_any_call() {
         bytes[sof + at] = value;
         bytes
     };
+    // One component (gray) with luma factor byte `f`, the frame's length unchanged.
+    let gray_factors = |f: u8| {
+        let mut bytes = patched(9, 1);
+        bytes[sof + 11] = f;
+        bytes
+    };
+    // A one-component frame header of 6 bytes: its specification left out.
+    let mut cut_frame = baseline[..sof].to_vec();
+    cut_frame.extend_from_slice(&[0xFF, 0xC0, 0, 8, 8, 0, 48, 0, 64, 1]);
+    cut_frame.extend_from_slice(&baseline[sof + 19..]);
+    // `segment` inserted before the frame header.
+    let twice = |segment: &[u8]| {
+        let mut bytes = baseline[..sof].to_vec();
+        bytes.extend_from_slice(segment);
+        bytes.extend_from_slice(&baseline[sof..]);
+        bytes
+    };
     let cases: Vec<(&str, Vec<u8>)> = vec![
         ("progressive", jpeg(64, 48, true)),
         ("arithmetic", patched(1, 0xC9)),
@@ -54,6 +71,13 @@ fn dv7_unsupported_jpegs_are_typed_errors_before_any_call() {
         ("not a JPEG", b"GIF89a".to_vec()),
         ("cut off", baseline[..sof + 6].to_vec()),
         ("empty", Vec::new()),
+        // What the runtime's reader refuses (100000): found by the fuzz target jpeg_decode.
+        ("gray, factors 3x10", gray_factors(0x3A)),
+        ("gray, factors 0x0", gray_factors(0x00)),
+        ("no component specification", cut_frame),
+        ("a second frame header", twice(&baseline[sof..sof + 19])),
+        ("a second SOI", twice(&[0xFF, 0xD8])),
+        ("a stuffed byte", twice(&[0xFF, 0x00, 0x00, 0x02])),
     ];
     let session = Session::start();
     {

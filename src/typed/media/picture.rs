@@ -191,6 +191,12 @@ impl JpegHeader {
             if marker == 0x01 || (0xD0..=0xD7).contains(&marker) {
                 continue; // no length
             }
+            // As the runtime's reader (DV7): no second SOI, no stuffed byte before the scan.
+            match marker {
+                0xD8 => return Err(refuse("a second start-of-image marker")),
+                0x00 => return Err(refuse("a stuffed byte before the scan")),
+                _ => {}
+            }
             let Some(&[hi, lo]) = bytes.get(at..at + 2) else {
                 return Err(refuse("a segment's length is cut off"));
             };
@@ -199,6 +205,9 @@ impl JpegHeader {
                 return Err(refuse("a segment is cut off"));
             };
             match marker {
+                0xC0 | 0xC1 if frame.is_some() => {
+                    return Err(refuse("a second frame header"));
+                }
                 0xC0 | 0xC1 => frame = Some(Self::frame(segment)?),
                 0xC2 | 0xC6 | 0xCA | 0xCE => {
                     return Err(refuse("a progressive JPEG (JPEGD decodes sequential ones)"));
@@ -230,6 +239,15 @@ impl JpegHeader {
         );
         if !JPEG_SIDE.contains(&width) || !JPEG_SIDE.contains(&height) {
             return Err(refuse("JPEGD decodes 32x32 to 16384x16384 pixels"));
+        }
+        // Every component's specification present, its sampling factors 1 to 4 (the
+        // runtime refuses others with 100000, DV7).
+        if segment.len() < 6 + 3 * usize::from(components) {
+            return Err(refuse("a frame header is cut off"));
+        }
+        let in_range = |f: &u8| (1..=4).contains(&(f >> 4)) && (1..=4).contains(&(f & 15));
+        if !(0..usize::from(components)).all(|i| segment.get(6 + 3 * i + 1).is_some_and(in_range)) {
+            return Err(refuse("a sampling factor outside 1 to 4"));
         }
         let factors = |i: usize| segment.get(6 + 3 * i + 1).map(|f| (f >> 4, f & 15));
         let sampling = match components {
