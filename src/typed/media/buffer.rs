@@ -3,15 +3,16 @@
 
 use std::cell::Cell;
 use std::ffi::c_void;
+use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 
+use super::MediaV1;
 use super::picture::{FrameLayout, JpegHeader};
-use super::{MediaV1, destroy_counted};
 use crate::result::dvpp::PicField;
 use crate::sys::bindings::acldvppPicDesc;
 use crate::typed::context::Context;
 use crate::typed::error::{Error, Result};
-use crate::typed::handle::{report_drop_error, retry_cleanup};
+use crate::typed::handle::release_on_drop;
 use crate::typed::memory::{Location, Memory, MemoryMut, Pending, PendingDevice, Written, sealed};
 
 /// Media memory from `acldvppMalloc` (DV5), `len` bytes, freed by `acldvppFree`. The
@@ -124,21 +125,35 @@ impl<'ctx> MediaBuffer<'ctx> {
     }
 }
 
+impl MediaBuffer<'_> {
+    /// `acldvppFree`, once; uncounted in the context when freed.
+    fn release(&self) -> Result<()> {
+        self.ctx.bind()?;
+        // SAFETY: from `acldvppMalloc` (DV5); no task uses it (tasks borrow the buffer for
+        // their scope, which synchronised them before the borrow ended, DV10; a pipeline
+        // frees its buffers once both its streams were seen done, M2); the value is consumed
+        // or being dropped, so this is the only free.
+        unsafe { self.ctx.api().dvpp_free(self.ptr.as_ptr())? };
+        self.ctx.orphan();
+        Ok(())
+    }
+
+    /// Frees the memory; on failure the error is returned and the buffer goes to its `Drop`
+    /// fallback (tried again while the runtime fails, kept and reported if it still cannot
+    /// be freed).
+    pub(crate) fn free(self) -> Result<()> {
+        let this = ManuallyDrop::new(self);
+        let freed = this.release();
+        if freed.is_err() {
+            drop(ManuallyDrop::into_inner(this));
+        }
+        freed
+    }
+}
+
 impl Drop for MediaBuffer<'_> {
     fn drop(&mut self) {
-        let ptr = self.ptr.as_ptr();
-        let ctx = self.ctx;
-        let freed = retry_cleanup("MediaBuffer", || {
-            ctx.bind()?;
-            // SAFETY: from `acldvppMalloc` (DV5); no task uses it (tasks borrow the buffer for
-            // their scope, which synchronised them before the borrow ended, DV10); the value
-            // is being dropped, so this is the only free.
-            unsafe { ctx.api().dvpp_free(ptr) }.map_err(Error::from)
-        });
-        if freed.is_ok() {
-            ctx.orphan();
-        }
-        report_drop_error("MediaBuffer", freed);
+        release_on_drop("MediaBuffer", || self.release());
     }
 }
 
@@ -283,17 +298,33 @@ impl<'ctx> PicDesc<'ctx> {
     }
 }
 
+impl PicDesc<'_> {
+    /// `acldvppDestroyPicDesc`, once; uncounted in the context when destroyed.
+    fn release(&self) -> Result<()> {
+        self.ctx.bind()?;
+        // SAFETY: no task uses it (its frame is borrowed by the scope of every task that
+        // does, which synchronised them, DV10; a pipeline destroys its frames once both its
+        // streams were seen done, M2); the value is consumed or being dropped: destroyed once.
+        unsafe { self.ctx.api().dvpp_destroy_pic_desc(self.raw)? };
+        self.ctx.orphan();
+        Ok(())
+    }
+
+    /// Destroys the description; on failure the error is returned and the `Drop` fallback
+    /// tries again.
+    fn destroy(self) -> Result<()> {
+        let this = ManuallyDrop::new(self);
+        let destroyed = this.release();
+        if destroyed.is_err() {
+            drop(ManuallyDrop::into_inner(this));
+        }
+        destroyed
+    }
+}
+
 impl Drop for PicDesc<'_> {
     fn drop(&mut self) {
-        let (raw, ctx) = (self.raw, self.ctx);
-        let destroyed = ctx.bind().and_then(|()| {
-            // SAFETY: no task uses it (its frame is borrowed by the scope of every task that
-            // does, which synchronised them, DV10); destroyed once.
-            destroy_counted(ctx, "a picture description", || unsafe {
-                ctx.api().dvpp_destroy_pic_desc(raw)
-            })
-        });
-        report_drop_error("MediaFrame (a picture description)", destroyed);
+        release_on_drop("MediaFrame (a picture description)", || self.release());
     }
 }
 
@@ -397,6 +428,23 @@ impl<'ctx> MediaFrame<'ctx> {
             self.input_layout.set(Some(*layout));
         }
         Ok(self.input.raw())
+    }
+}
+
+impl MediaFrame<'_> {
+    /// Destroys the descriptions, then frees the memory (DV10), returning the errors; what
+    /// failed goes to its `Drop` fallback, which tries again.
+    pub(crate) fn release(self) -> Vec<Error> {
+        let MediaFrame {
+            output,
+            input,
+            buffer,
+            ..
+        } = self;
+        [output.destroy(), input.destroy(), buffer.free()]
+            .into_iter()
+            .filter_map(Result::err)
+            .collect()
     }
 }
 

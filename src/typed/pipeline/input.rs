@@ -25,6 +25,15 @@ pub(super) mod sealed {
         /// issued, and before the slot is marked unsettled).
         fn check(slot: &Self::Slot<'_>) -> Result<()>;
 
+        /// Whether the current thread may issue a frame while frames issued before are in
+        /// flight: `false` when the stage's shared resources serve one thread at a time and
+        /// another thread issued the last frame (DV4), which the pipeline then proves done
+        /// first.
+        fn on_issuing_thread(shared: &Self::Shared<'_>) -> bool;
+
+        /// Records the current thread as the one issuing frames (none is in flight).
+        fn adopt_thread(shared: &mut Self::Shared<'_>);
+
         /// Issues the input stage of a frame on `compute`.
         ///
         /// # Safety
@@ -70,6 +79,14 @@ impl<I: Pod> sealed::Input<I> for Tensors {
     fn check(_: &Self::Slot<'_>) -> Result<()> {
         Ok(())
     }
+
+    #[inline(always)]
+    fn on_issuing_thread((): &()) -> bool {
+        // Copies and kernels may be issued from any thread (S1): nothing to wait for.
+        true
+    }
+
+    fn adopt_thread(_: &mut ()) {}
 
     #[inline(always)]
     unsafe fn issue<'ctx>(

@@ -27,7 +27,10 @@ pub struct Jpegs;
 ///
 /// Each slot owns a media buffer for the file, a decoded and a resized [`MediaFrame`] with
 /// their descriptions, and the output buffers and events of every pipeline; the pipeline owns
-/// one media channel (JPEGD and VPC), used on its compute stream only (DV4). A frame:
+/// one media channel (JPEGD and VPC), used on its compute stream only and from one thread at
+/// a time (DV4: a frame submitted from another thread than the last one first waits for the
+/// frames in flight, as [`Pipeline::wait_all`] does, returning its error if one failed). A
+/// frame:
 ///
 /// ```text
 ///  host:     load_jpeg(file): header and sizes checked (DV7-DV9), file → media memory (aclrtMemcpy)
@@ -177,11 +180,19 @@ impl<'ctx> JpegSlot<'ctx> {
     }
 }
 
+/// What a JPEG pipeline's slots share: the channel, and the thread that issued the last
+/// frame (DV4: a channel serves one thread at a time).
+#[derive(Debug)]
+pub struct JpegShared<'ctx> {
+    channel: MediaChannel<'ctx, JpegdVpc>,
+    thread: Option<std::thread::ThreadId>,
+}
+
 impl FrameInput<u8> for Jpegs {}
 
 impl Input<u8> for Jpegs {
     type Slot<'ctx> = JpegSlot<'ctx>;
-    type Shared<'ctx> = MediaChannel<'ctx, JpegdVpc>;
+    type Shared<'ctx> = JpegShared<'ctx>;
 
     #[inline]
     fn check(slot: &JpegSlot<'_>) -> Result<()> {
@@ -194,9 +205,18 @@ impl Input<u8> for Jpegs {
     }
 
     #[inline]
+    fn on_issuing_thread(shared: &JpegShared<'_>) -> bool {
+        shared.thread == Some(std::thread::current().id())
+    }
+
+    fn adopt_thread(shared: &mut JpegShared<'_>) {
+        shared.thread = Some(std::thread::current().id());
+    }
+
+    #[inline]
     unsafe fn issue<'ctx>(
         api: &Api,
-        channel: &MediaChannel<'ctx, JpegdVpc>,
+        shared: &JpegShared<'ctx>,
         slot: &mut JpegSlot<'ctx>,
         compute: aclrtStream,
     ) -> Result<()> {
@@ -211,9 +231,10 @@ impl Input<u8> for Jpegs {
             unsafe { slot.decoded.output_desc().describe(&decoded)? };
             slot.described = Some(decoded);
         }
-        let (channel, config) = channel.raw();
+        let (channel, config) = shared.channel.raw();
         // SAFETY: the channel has JPEGD and is used by this pipeline's compute stream only,
-        // from the thread holding it mutably (DV3, DV4); the file is media memory holding
+        // from one thread while its tasks are pending (DV3, DV4: the pipeline proves every
+        // frame done before another thread issues one); the file is media memory holding
         // `len` bytes of a checked JPEG (DV5, DV7), copied before the submission;
         // the output description is of media memory of the size DV8 asks (checked when
         // loaded); nothing of them is touched before the frame is proven done (DV6, DV10).
@@ -251,13 +272,22 @@ impl Input<u8> for Jpegs {
     }
 
     fn release_slot(slot: JpegSlot<'_>) -> Vec<Error> {
-        // Descriptions before their memory (DV10); a failure goes to the drop-error handler.
-        drop(slot);
-        Vec::new()
+        // Each frame's descriptions before its memory (DV10); what fails is returned and
+        // goes to its `Drop` fallback, which tries again.
+        let JpegSlot {
+            file,
+            decoded,
+            resized,
+            ..
+        } = slot;
+        let mut errors = decoded.release();
+        errors.extend(resized.release());
+        errors.extend(file.free().err());
+        errors
     }
 
-    fn release_shared(channel: MediaChannel<'_, JpegdVpc>) -> Result<()> {
-        channel.destroy()
+    fn release_shared(shared: JpegShared<'_>) -> Result<()> {
+        shared.channel.destroy()
     }
 }
 
@@ -279,8 +309,11 @@ impl<'dev> Context<'dev> {
             return Err(Error::InvalidArgument("a JPEG pipeline's files of 0 bytes"));
         }
         self.bind()?;
-        let channel = self.create_media_channel::<JpegdVpc>(media)?;
-        Pipeline::create(self, config, channel, |ctx| {
+        let shared = JpegShared {
+            channel: self.create_media_channel::<JpegdVpc>(media)?,
+            thread: None,
+        };
+        Pipeline::create(self, config, shared, |ctx| {
             JpegSlot::create(ctx, media, config.input_len, &jpeg, decoded_bytes)
         })
     }

@@ -426,6 +426,17 @@ impl<'ctx, I: Pod, O: Pod, S: FrameInput<I>> Pipeline<'ctx, I, O, S> {
         Ok(())
     }
 
+    /// Before a frame is issued from another thread than the last one, for an input stage
+    /// that serves one thread at a time (DV4): every frame in flight proven done, then the
+    /// thread recorded. On error nothing changes (the frame is not issued).
+    #[cold]
+    #[inline(never)]
+    fn change_issuing_thread(&mut self) -> Result<()> {
+        self.wait_all()?;
+        S::adopt_thread(&mut self.shared);
+        Ok(())
+    }
+
     /// Waits for every frame in flight (M3), oldest first; afterwards every slot is free and
     /// [`outputs`](Self::outputs) lists their results. Stops at the first error (the slots
     /// after it stay in flight; call again).

@@ -86,6 +86,10 @@ impl<'p, 'ctx, I: Pod, O: Pod, S: FrameInput<I>> Slot<'p, 'ctx, I, O, S> {
         if !pipeline.ctx.is_bound() {
             pipeline.ctx.bind()?;
         }
+        if !S::on_issuing_thread(&pipeline.shared) {
+            // Another thread issued the frames in flight (DV4): prove them done first.
+            pipeline.change_issuing_thread()?;
+        }
         let frame = pipeline.submitted;
         let api = pipeline.ctx.api();
         let (compute, download) = (pipeline.compute.as_raw(), pipeline.download.as_raw());
