@@ -182,26 +182,15 @@ fn dv7_dv8_turned_and_resized_frames_of_many_sizes_read_right() {
                     assert_eq!(bright_half(output), expected[done as usize], "frame {done}");
                     seen += 1;
                 }
-                // Every third frame of a slot is submitted again without a new file (once
-                // one was loaded): it decodes the slot's last file.
-                let again = n % 3 == 2 && slot.jpeg().is_some();
-                let which = if again {
-                    expected.len() // a placeholder, replaced below
-                } else {
-                    (n as usize * 5 + slots) % frames.len()
-                };
-                if again {
+                // Every third frame is submitted again without a new file (once its slot
+                // has one): it decodes the slot's last file, that of frame `n - slots`
+                // (every submission succeeds: frame `f` goes to slot `f % slots`).
+                if n % 3 == 2 && slot.jpeg().is_some() {
                     let last = slot.jpeg().unwrap();
-                    // The slot's last file: the latest frame of this slot.
-                    let prior = (0..expected.len())
-                        .rev()
-                        .find(|&f| f % slots == (n as usize) % slots)
-                        .unwrap();
-                    let bright = expected[prior];
-                    let _ = which;
                     assert!(frames.iter().any(|f| (last.width(), last.height()) == f.2));
-                    expected.push(bright);
+                    expected.push(expected[n as usize - slots]);
                 } else {
+                    let which = (n as usize * 5 + slots) % frames.len();
                     let (file, bright, size) = &frames[which];
                     slot.load_jpeg(file).unwrap();
                     let decoded = slot.jpeg().unwrap();
@@ -237,9 +226,9 @@ fn dv4_a_jpeg_pipeline_lent_to_another_thread_with_frames_in_flight() {
         let frames = picture_frames();
         let mut pipeline = picture_pipeline(&ctx, &media, 3);
         // Frame 0's kernel sleeps: frame 1's decode waits behind it on the compute stream.
-        for n in 0..2 {
+        for (n, frame) in frames.iter().take(2).enumerate() {
             let mut slot = pipeline.next_slot().unwrap();
-            slot.load_jpeg(&frames[n].0).unwrap();
+            slot.load_jpeg(&frame.0).unwrap();
             slot.submit(|launch| {
                 if n == 0 {
                     session.sim.sleep_kernel(launch.stream().as_raw(), 50_000);
@@ -259,11 +248,11 @@ fn dv4_a_jpeg_pipeline_lent_to_another_thread_with_frames_in_flight() {
             .unwrap();
         });
         pipeline.wait_all().unwrap();
-        let seen: Vec<_> = pipeline.outputs().map(|(n, o)| (n, bright_half(o))).collect();
-        assert_eq!(
-            seen,
-            [(0, frames[0].1), (1, frames[1].1), (2, frames[2].1)]
-        );
+        let seen: Vec<_> = pipeline
+            .outputs()
+            .map(|(n, o)| (n, bright_half(o)))
+            .collect();
+        assert_eq!(seen, [(0, frames[0].1), (1, frames[1].1), (2, frames[2].1)]);
         pipeline.destroy().unwrap();
     }
     ends_clean(session);
@@ -398,23 +387,21 @@ fn m3_md10_a_kernel_that_fails_after_the_decode_leaves_the_slot_usable() {
                     Ok(slot) => slot,
                     Err(error) => panic!("case {case}, frame {n}: {error}"),
                 };
-                slot.load_jpeg(&frames[n as usize % frames.len()].0).unwrap();
+                slot.load_jpeg(&frames[n as usize % frames.len()].0)
+                    .unwrap();
                 if n == 2 {
-                    let kernel = |launch: &ascend_typestate::Launch<'_, '_, u8, i32>| {
-                        match case {
-                            0 => panic!("a kernel closure panics after the decode"),
-                            1 => launch.execute(&mut small),
-                            2 => launch.execute(&mut foreign),
-                            _ => {
-                                launch.execute(&mut model)?;
-                                launch.execute(&mut model)
-                            }
+                    let kernel = |launch: &ascend_typestate::Launch<'_, '_, u8, i32>| match case {
+                        0 => panic!("a kernel closure panics after the decode"),
+                        1 => launch.execute(&mut small),
+                        2 => launch.execute(&mut foreign),
+                        _ => {
+                            launch.execute(&mut model)?;
+                            launch.execute(&mut model)
                         }
                     };
-                    let submitted =
-                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                            slot.submit(kernel)
-                        }));
+                    let submitted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        slot.submit(kernel)
+                    }));
                     match (case, submitted) {
                         (0, Err(_)) => {}
                         (1, Ok(Err(Error::ModelSizeMismatch { .. }))) => {}
@@ -587,7 +574,6 @@ fn dv5_dv8_huge_and_tiny_pipeline_sizes_are_typed_errors_and_leak_nothing() {
         let err = slot.load_jpeg(&file).unwrap_err();
         assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
         assert_eq!(slot.jpeg(), None);
-        drop(slot);
         pipeline.destroy().unwrap();
         // No output: refused at creation, or frames that run and output nothing.
         match ctx.create_jpeg_pipeline::<u8>(&media, PipelineConfig::new(64 * 1024, 0), jpeg) {
@@ -707,4 +693,130 @@ fn dv10_a_jpeg_pipeline_whose_slot_release_fails_returns_the_error() {
     }
     println!("kept as expected");
     std::process::exit(0);
+}
+
+/// The pipeline's frames on one thread while another thread of the same context decodes and
+/// resizes in media scopes of its own channel and stream: every picture reads right, and no
+/// channel is used from two threads (DV4, DV6, D6).
+#[test]
+fn dv4_d6_a_jpeg_pipeline_and_a_media_scope_on_two_threads_of_one_context() {
+    let session = Session::start();
+    {
+        let ctx = session.default_device(0);
+        let media = session.acl().media_v1().unwrap();
+        let frames = picture_frames();
+        std::thread::scope(|s| {
+            let scopes = s.spawn(|| {
+                let stream = ctx.create_stream().unwrap();
+                let mut channel = ctx.create_media_channel::<JpegdVpc>(&media).unwrap();
+                let mut input = ctx.alloc_jpeg(&media, 64 * 1024).unwrap();
+                let mut decoded = ctx.alloc_frame(&media, 256 * 256 * 3 / 2).unwrap();
+                let mut resized = ctx.alloc_frame(&media, target().byte_len()).unwrap();
+                for n in 0..12 {
+                    let (file, bright, _) = &frames[(n * 7 + 1) % frames.len()];
+                    input.load(file).unwrap();
+                    ctx.async_scope(|scope| {
+                        let tasks = scope.media(&mut channel, &stream)?;
+                        let frame = tasks.decode_jpeg(&input, &mut decoded, PixelFormat::Nv12)?;
+                        tasks.resize(frame, &mut resized, target())?;
+                        Ok(())
+                    })
+                    .unwrap();
+                    let mut back = vec![0u8; target().byte_len()];
+                    ctx.copy(&mut back[..], &resized).unwrap();
+                    assert_eq!(bright_half(&back), *bright, "scope {n}");
+                }
+                channel.destroy().unwrap();
+                drop((input, decoded, resized));
+                stream.destroy().unwrap();
+            });
+            let mut pipeline = picture_pipeline(&ctx, &media, 3);
+            let mut expected = Vec::new();
+            let mut seen = Vec::new();
+            for n in 0..12usize {
+                let mut slot = pipeline.next_slot().unwrap();
+                if let Some((done, output)) = slot.output() {
+                    seen.push((done, bright_half(output)));
+                }
+                let (file, bright, _) = &frames[n % frames.len()];
+                slot.load_jpeg(file).unwrap();
+                expected.push(*bright);
+                slot.submit(|launch| {
+                    session.sim.sleep_kernel(launch.stream().as_raw(), 1_000);
+                    launch.simulated_map(Duration::ZERO, same)
+                })
+                .unwrap();
+            }
+            pipeline.wait_all().unwrap();
+            seen.extend(pipeline.outputs().map(|(n, o)| (n, bright_half(o))));
+            assert_eq!(seen.len(), 12);
+            for (n, bright) in seen {
+                assert_eq!(bright, expected[n as usize], "frame {n}");
+            }
+            pipeline.destroy().unwrap();
+            scopes.join().unwrap();
+        });
+    }
+    ends_clean(session);
+}
+
+/// Files whose header the runtime reads otherwise than the crate's parser might (two frame
+/// headers of different sizes, a stuffed byte among the segments, an EXIF orientation after
+/// the frame header): refused when loaded, or decoded to the size `Slot::jpeg` says; never
+/// a task that fails at submission (DV7).
+#[test]
+fn dv7_files_with_unusual_headers_are_refused_at_load_or_read_right() {
+    let session = Session::start();
+    {
+        let ctx = session.default_device(0);
+        let media = session.acl().media_v1().unwrap();
+        let plain = split(96, 64, None);
+        let sof = plain
+            .windows(2)
+            .position(|w| w == [0xFF, 0xC0])
+            .expect("a frame header");
+        let sof_len = usize::from(u16::from_be_bytes([plain[sof + 2], plain[sof + 3]]));
+        let segment = plain[sof..sof + 2 + sof_len].to_vec();
+        // Two frame headers: 96 x 64, then the same turned (64 x 96).
+        let mut twice = plain.clone();
+        let mut turned = segment.clone();
+        turned[5..9].copy_from_slice(&[0, 96, 0, 64]);
+        twice.splice(sof + 2 + sof_len..sof + 2 + sof_len, turned);
+        // A stuffed byte (FF 00) before the frame header.
+        let mut stuffed = plain.clone();
+        stuffed.splice(2..2, [0xFF, 0x00, 0x00, 0x02]);
+        // The EXIF segment after the frame header.
+        let exif = split(96, 64, Some(6));
+        let app1 = exif[2..2 + 36].to_vec();
+        let mut late = plain.clone();
+        late.splice(sof + 2 + sof_len..sof + 2 + sof_len, app1);
+        let mut pipeline = picture_pipeline(&ctx, &media, 2);
+        for (file, what) in [
+            (&twice, "two frames"),
+            (&stuffed, "stuffed"),
+            (&late, "late"),
+        ] {
+            let mut slot = pipeline.next_slot().unwrap();
+            match slot.load_jpeg(file) {
+                Err(error) => {
+                    assert_eq!(slot.jpeg(), None, "{what}: {error}");
+                }
+                Ok(_) => {
+                    let layout = slot.jpeg().unwrap();
+                    slot.submit(|launch| launch.simulated_map(Duration::ZERO, same))
+                        .unwrap_or_else(|e| panic!("{what}: {e}"));
+                    pipeline.wait_all().unwrap();
+                    let (_, output) = pipeline.outputs().last().unwrap();
+                    let expected = if (layout.width(), layout.height()) == (64, 96) {
+                        Bright::Top
+                    } else {
+                        Bright::Left
+                    };
+                    assert_eq!(bright_half(output), expected, "{what}");
+                }
+            }
+        }
+        pipeline.destroy().unwrap();
+    }
+    ends_clean(session);
 }
