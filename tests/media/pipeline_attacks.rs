@@ -820,3 +820,46 @@ fn dv7_files_with_unusual_headers_are_refused_at_load_or_read_right() {
     }
     ends_clean(session);
 }
+
+/// The way round the thread move above: a JPEG pipeline whose frames were all waited for
+/// (`wait_all`) is lent to another thread and back, frames submitted on each, without a
+/// finding (DV4: nothing of its channel is pending when the thread changes, M3).
+#[test]
+fn dv4_a_jpeg_pipeline_lent_to_another_thread_once_waited_for() {
+    let session = Session::start();
+    {
+        let ctx = session.default_device(0);
+        let media = session.acl().media_v1().unwrap();
+        let frames = picture_frames();
+        let mut pipeline = picture_pipeline(&ctx, &media, 2);
+        let mut expected = Vec::new();
+        let mut run = |pipeline: &mut JpegPipeline<'_, u8>, from: usize| {
+            for (n, frame) in frames.iter().enumerate().skip(from).take(3) {
+                let mut slot = pipeline.next_slot().unwrap();
+                slot.load_jpeg(&frame.0).unwrap();
+                slot.submit(|launch| {
+                    session.sim.sleep_kernel(launch.stream().as_raw(), 2_000);
+                    launch.simulated_map(Duration::ZERO, same)
+                })
+                .unwrap();
+                expected.push(frames[n].1);
+            }
+            pipeline.wait_all().unwrap();
+        };
+        run(&mut pipeline, 0);
+        std::thread::scope(|s| {
+            s.spawn(|| run(&mut pipeline, 3)).join().unwrap();
+        });
+        run(&mut pipeline, 6);
+        let seen: Vec<_> = pipeline
+            .outputs()
+            .map(|(n, o)| (n, bright_half(o)))
+            .collect();
+        assert_eq!(seen.len(), 2);
+        for (n, bright) in seen {
+            assert_eq!(bright, expected[n as usize], "frame {n}");
+        }
+        pipeline.destroy().unwrap();
+    }
+    ends_clean(session);
+}
