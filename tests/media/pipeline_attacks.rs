@@ -217,7 +217,6 @@ fn dv7_dv8_turned_and_resized_frames_of_many_sizes_read_right() {
 /// channel from the other thread with those tasks pending (DV4: a channel is not
 /// thread-safe), and every frame reads right.
 #[test]
-#[ignore = "defect: a JpegPipeline moved to another thread with frames in flight uses its channel from two threads (DV4)"]
 fn dv4_a_jpeg_pipeline_lent_to_another_thread_with_frames_in_flight() {
     let session = Session::start();
     {
@@ -659,7 +658,6 @@ fn dv4_dv6_a_media_scope_beside_a_jpeg_pipeline_in_the_same_context() {
 /// tensor pipeline's does for its buffers (M2, DV10). In a child process: what could not
 /// be released is kept.
 #[test]
-#[ignore = "defect: JpegPipeline::destroy returns Ok when a slot's media memory or description cannot be released"]
 fn dv10_a_jpeg_pipeline_whose_slot_release_fails_returns_the_error() {
     if support::child::ran_in_child(
         "dv10_a_jpeg_pipeline_whose_slot_release_fails_returns_the_error",
