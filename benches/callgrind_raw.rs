@@ -1,9 +1,8 @@
 //! Callgrind workload, raw calls through `acl.api()` (the baseline of `callgrind_typed`, run
-//! by `scripts/callgrind.sh`): `callgrind_raw events|copies|callbacks|pipeline N [join|minimal]`
-//! runs N cycles inside `raw_events` / `raw_copies` / `raw_callbacks` / `raw_pipeline`, the
-//! functions
-//! callgrind counts. `join` (the default) issues exactly the
-//! runtime calls of the typed API, including its join event per re-record; `minimal` is
+//! by `scripts/callgrind.sh`): `callgrind_raw events|copies|callbacks|pipeline|jpeg_pipeline N
+//! [join|minimal]` runs N cycles inside `raw_events` / `raw_copies` / `raw_callbacks` /
+//! `raw_pipeline` / `raw_jpeg_pipeline`, the functions callgrind counts. `join` (the
+//! default) issues exactly the runtime calls of the typed API, including its join event per re-record; `minimal` is
 //! what a C programmer writes (no join: the host synchronisation already orders the cycles).
 
 use std::ffi::c_void;
@@ -231,6 +230,22 @@ fn pipeline_cycles(frames: &mut pipeline::RawLoop, first: u64, n: u64) -> Result
     Ok(())
 }
 
+/// Counted by callgrind: N frames of the raw JPEG pipeline, nothing else.
+#[unsafe(no_mangle)]
+#[inline(never)]
+fn raw_jpeg_pipeline(frames: &mut jpeg_pipeline::RawJpegLoop, n: u64) -> Result<(), Error> {
+    jpeg_pipeline_cycles(frames, n)
+}
+
+/// The loop, also run (uncounted) as the warm-up that fills every slot.
+#[inline(never)]
+fn jpeg_pipeline_cycles(frames: &mut jpeg_pipeline::RawJpegLoop, n: u64) -> Result<(), Error> {
+    for _ in 0..n {
+        frames.frame()?;
+    }
+    Ok(())
+}
+
 fn main() -> Result<(), Error> {
     // `cargo bench` passes `--bench`: ignore flags (then the defaults run, as a smoke test).
     let mut args = std::env::args().skip(1).filter(|a| !a.starts_with('-'));
@@ -320,7 +335,24 @@ fn main() -> Result<(), Error> {
             raw_pipeline(&mut frames, warm, n)?;
             frames.finish()?;
         }
-        other => panic!("unknown workload {other:?} (events|events_k|copies|callbacks|pipeline)"),
+        "jpeg_pipeline" => {
+            let global = ascend_typestate::sys::loader::global().expect("loaded by Acl::init");
+            let mut frames = jpeg_pipeline::RawJpegLoop::new(global)?;
+            jpeg_pipeline_cycles(&mut frames, jpeg_pipeline::SLOTS as u64)?;
+            let sim = acl.simulator();
+            if let Some(sim) = &sim {
+                sim.reset_call_counts();
+            }
+            raw_jpeg_pipeline(&mut frames, n)?;
+            if let Some(sim) = &sim {
+                jpeg_pipeline::check_calls(sim, n, "raw");
+            }
+            let checksum = frames.finish()?;
+            jpeg_pipeline::check_checksum(checksum, n + jpeg_pipeline::SLOTS as u64, "raw");
+        }
+        other => panic!(
+            "unknown workload {other:?} (events|events_k|copies|callbacks|pipeline|jpeg_pipeline)"
+        ),
     }
     // SAFETY: synchronised, destroyed once, in the current context.
     unsafe {

@@ -1,9 +1,9 @@
 //! Callgrind workload, typed API (run by `scripts/callgrind.sh`, with `callgrind_raw` as the
-//! baseline): `callgrind_typed events|events_direct|copies|callbacks|pipeline N` runs N cycles
-//! of the sequence inside `typed_events` / `typed_events_direct` / `typed_copies` /
-//! `typed_callbacks` / `typed_pipeline`, the functions callgrind's
-//! `--toggle-collect` counts. Setup and teardown are
-//! outside it, and so is one warm-up cycle (steady state: every counted cycle re-records).
+//! baseline): `callgrind_typed events|events_direct|copies|callbacks|pipeline|jpeg_pipeline N`
+//! runs N cycles of the sequence inside `typed_events` / `typed_events_direct` /
+//! `typed_copies` / `typed_callbacks` / `typed_pipeline` / `typed_jpeg_pipeline`, the
+//! functions callgrind's `--toggle-collect` counts. Setup and teardown are outside it, and
+//! so is one warm-up cycle (steady state: every counted cycle re-records).
 
 use ascend_typestate::{
     Acl, CallbackMode, Context, Error, Event, Recorded, ReportThread, Reset, Stream, Subscribed,
@@ -205,6 +205,25 @@ fn pipeline_cycles(frames: &mut pipeline::TypedLoop<'_>, first: u64, n: u64) -> 
     Ok(())
 }
 
+/// Counted by callgrind: N frames of the JPEG pipeline, nothing else.
+#[unsafe(no_mangle)]
+#[inline(never)]
+fn typed_jpeg_pipeline(frames: &mut jpeg_pipeline::TypedJpegLoop<'_>, n: u64) -> Result<(), Error> {
+    jpeg_pipeline_cycles(frames, n)
+}
+
+/// The loop, also run (uncounted) as the warm-up that fills every slot.
+#[inline(never)]
+fn jpeg_pipeline_cycles(
+    frames: &mut jpeg_pipeline::TypedJpegLoop<'_>,
+    n: u64,
+) -> Result<(), Error> {
+    for _ in 0..n {
+        frames.frame()?;
+    }
+    Ok(())
+}
+
 fn main() -> Result<(), Error> {
     // `cargo bench` passes `--bench`: ignore flags (then the defaults run, as a smoke test).
     let mut args = std::env::args().skip(1).filter(|a| !a.starts_with('-'));
@@ -279,9 +298,24 @@ fn main() -> Result<(), Error> {
             typed_pipeline(&mut frames, warm, n)?;
             frames.finish()?;
         }
+        "jpeg_pipeline" => {
+            let media = acl.media_v1()?;
+            let mut frames = jpeg_pipeline::TypedJpegLoop::new(&ctx, &media)?;
+            jpeg_pipeline_cycles(&mut frames, jpeg_pipeline::SLOTS as u64)?;
+            let sim = acl.simulator();
+            if let Some(sim) = &sim {
+                sim.reset_call_counts();
+            }
+            typed_jpeg_pipeline(&mut frames, n)?;
+            if let Some(sim) = &sim {
+                jpeg_pipeline::check_calls(sim, n, "typed");
+            }
+            let checksum = frames.finish()?;
+            jpeg_pipeline::check_checksum(checksum, n + jpeg_pipeline::SLOTS as u64, "typed");
+        }
         other => {
             panic!(
-                "unknown workload {other:?} (events|events_direct|events_k|copies|callbacks|pipeline)"
+                "unknown workload {other:?} (events|events_direct|events_k|copies|callbacks|pipeline|jpeg_pipeline)"
             )
         }
     }

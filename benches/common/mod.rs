@@ -18,6 +18,7 @@ use ascend_typestate::sys::loader::Api;
 use ascend_typestate::{AsyncScope, DeviceBuffer, HostBuffer};
 use ascend_typestate::{CallbackMode, Error, Event, Reset, Stream, Subscribed};
 
+pub mod jpeg_pipeline;
 pub mod pipeline;
 
 /// Bytes of the small copy of sequence (b).

@@ -52,6 +52,7 @@ fn align(value: u32, to: u32) -> Option<u32> {
 impl FrameLayout {
     /// What JPEGD writes for `jpeg` (DV8): odd sizes rounded down to even (the default
     /// `ACL_YUVOUT_ALIGN_DOWN_COMPAT`), strides align(width, 64) and align(height, 16).
+    #[inline]
     pub fn decoded(jpeg: &JpegHeader, format: PixelFormat) -> FrameLayout {
         // At most 16384 (checked when the header was read): no overflow.
         Self::decoded_from(jpeg.width, jpeg.height, format)
@@ -59,6 +60,7 @@ impl FrameLayout {
 
     /// What JPEGD writes for a `width` x `height` JPEG (at most 16384 each, so that nothing
     /// overflows).
+    #[inline]
     pub(crate) fn decoded_from(width: u32, height: u32, format: PixelFormat) -> FrameLayout {
         let (width, height) = (width & !1, height & !1);
         FrameLayout {
@@ -97,6 +99,7 @@ impl FrameLayout {
     }
 
     /// Whether VPC reads this picture as a resize input (DV9): 10x6 to 8192x8192, even.
+    #[inline]
     pub(crate) fn check_resize_input(&self) -> Result<()> {
         if !(10..=8192).contains(&self.width)
             || !(6..=8192).contains(&self.height)

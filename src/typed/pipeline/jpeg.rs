@@ -335,12 +335,16 @@ impl<'p, 'ctx, O: bytemuck::Pod> Slot<'p, 'ctx, u8, O, Jpegs> {
         };
         slot.input.loaded = None;
         let header = JpegHeader::parse(jpeg)?;
-        let len = u32::try_from(jpeg.len())
+        // The error is built on failure only: built eagerly (`ok_or`), it was dropped on
+        // every frame (a call of its drop glue).
+        let Some(len) = u32::try_from(jpeg.len())
             .ok()
             .filter(|_| jpeg.len() <= slot.input.file.len())
-            .ok_or(Error::InvalidArgument(
+        else {
+            return Err(Error::InvalidArgument(
                 "the JPEG is longer than the pipeline's input",
-            ))?;
+            ));
+        };
         if !ctx.is_bound() {
             ctx.bind()?;
         }
