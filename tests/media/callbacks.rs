@@ -747,9 +747,10 @@ fn m1_c5_a_failed_synchronisation_behind_a_blocked_callback_still_waits() {
     ends_clean(session);
 }
 
-/// `aclrtProcessReport` failing (injected, three times) while a blocking callback holds a
+/// `aclrtProcessReport` failing (injected, three times) before a blocking callback holds a
 /// scope's resize (C1, C6): the report thread goes on, the callback runs once, the scope
-/// ends with the right picture, and `stop` returns the failure, typed.
+/// ends with the right picture, and `stop` returns the first failure, typed, and reports
+/// the two others.
 #[test]
 fn c1_c6_a_failing_report_thread_delays_but_does_not_lose_the_media_work() {
     let bytes = jpeg(96, 64, false);
@@ -769,7 +770,18 @@ fn c1_c6_a_failing_report_thread_delays_but_does_not_lose_the_media_work() {
         let target = FrameLayout::resized(32, 32, PixelFormat::Nv12).unwrap();
         let ran = Arc::new(AtomicUsize::new(0));
         let r = Arc::clone(&ran);
+        // The three failures happen before the scope: a poll already waiting when they are
+        // armed could otherwise run the callback, and the thread stop before failing again.
+        session.sim.reset_call_counts();
         session.sim.inject_fault("aclrtProcessReport", 507000, 3);
+        let armed = Instant::now();
+        while session.sim.call_count("aclrtProcessReport") < 3 {
+            assert!(
+                armed.elapsed() < Duration::from_secs(10),
+                "the report thread polls"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
         ctx.async_scope(|scope| {
             let tasks = scope.media(&mut channel, &stream)?;
             let frame = tasks.decode_jpeg(&input, &mut decoded, PixelFormat::Nv12)?;

@@ -164,7 +164,9 @@ fn kernel_panicked(frame: u64) -> Error {
 /// its context, and a forgotten one keeps it alive (D3: `Error::LiveChildren`).
 ///
 /// `Send`: it can be moved into a [`std::thread::spawn`]ed thread when its context is
-/// `'static` (see [`Acl::shared`](crate::Acl::shared)); every call binds the context (D6).
+/// `'static` (see [`Acl::shared`](crate::Acl::shared)); every call binds the context (D6). A
+/// [`JpegPipeline`] moved with frames in flight waits for them at its first submission from
+/// the new thread (DV4).
 ///
 /// ```no_run
 /// # use ascend_typestate::{Acl, PipelineConfig};
