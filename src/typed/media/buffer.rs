@@ -409,24 +409,35 @@ impl<'ctx> MediaFrame<'ctx> {
     /// # Safety
     /// No pending task uses `input` with another layout: the layout changes only through
     /// `&mut self`, which no scope with a pending task reading `input` can give.
+    #[inline]
     pub(crate) unsafe fn input_desc(&self, layout: &FrameLayout) -> Result<*mut acldvppPicDesc> {
-        if self.input_layout.get() != Some(*layout) {
-            self.input_layout.set(None);
-            // SAFETY: the caller's contract: no pending task uses it with another layout, and
-            // none with this one (it would have set `input_layout`).
-            unsafe { self.input.describe(layout)? };
-            let size = u32::try_from(layout.byte_len())
-                .map_err(|_| Error::PictureLayout("a picture of 4 GiB or more (DV9)"))?;
-            // SAFETY: as above.
-            unsafe {
-                self.context().api().dvpp_set_pic_desc_u32(
-                    self.input.raw(),
-                    PicField::Size,
-                    size,
-                )?
-            };
-            self.input_layout.set(Some(*layout));
+        if self.input_layout.get() == Some(*layout) {
+            return Ok(self.input.raw());
         }
+        // SAFETY: the caller's contract.
+        unsafe { self.describe_input(layout) }
+    }
+
+    /// [`input_desc`](Self::input_desc) for another layout than the one described.
+    ///
+    /// # Safety
+    /// As for `input_desc`.
+    #[cold]
+    #[inline(never)]
+    unsafe fn describe_input(&self, layout: &FrameLayout) -> Result<*mut acldvppPicDesc> {
+        self.input_layout.set(None);
+        // SAFETY: the caller's contract: no pending task uses it with another layout, and
+        // none with this one (it would have set `input_layout`).
+        unsafe { self.input.describe(layout)? };
+        let size = u32::try_from(layout.byte_len())
+            .map_err(|_| Error::PictureLayout("a picture of 4 GiB or more (DV9)"))?;
+        // SAFETY: as above.
+        unsafe {
+            self.context()
+                .api()
+                .dvpp_set_pic_desc_u32(self.input.raw(), PicField::Size, size)?
+        };
+        self.input_layout.set(Some(*layout));
         Ok(self.input.raw())
     }
 }

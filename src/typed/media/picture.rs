@@ -166,6 +166,20 @@ pub struct JpegHeader {
     sampling: JpegSampling,
 }
 
+/// What [`JpegHeader::parse`] found in a segment.
+enum Segment {
+    /// The next segment starts here.
+    Next(usize),
+    /// The scan starts: the header is complete.
+    Scan(JpegHeader),
+}
+
+/// Sampling factors (horizontal in the high nibble) of 1 to 4 each: the runtime refuses
+/// others with 100000 (DV7).
+fn factors_in_range(factors: u8) -> bool {
+    (1..=4).contains(&(factors >> 4)) && (1..=4).contains(&(factors & 15))
+}
+
 fn refuse(why: &'static str) -> Error {
     Error::UnsupportedJpeg(why)
 }
@@ -174,58 +188,98 @@ impl JpegHeader {
     /// Reads the frame header of the JPEG `bytes` (DV7). EXIF orientations are not applied:
     /// the width and height are the frame's.
     pub fn parse(bytes: &[u8]) -> Result<JpegHeader> {
-        if bytes.get(..2) != Some(&[0xFF, 0xD8][..]) {
+        let [0xFF, 0xD8, ref body @ ..] = *bytes else {
             return Err(refuse("not a JPEG: no start-of-image marker"));
-        }
-        let mut at = 2;
+        };
+        // Every file loaded into a pipeline is read here, so the usual segment (a marker
+        // without fill bytes, whole) is read in a few compares; anything else by `segment`.
+        let mut rest: &[u8] = body;
         let mut frame = None;
         loop {
-            // A marker: 0xFF, any fill bytes 0xFF, then its code.
-            if bytes.get(at) != Some(&0xFF) {
-                return Err(refuse("a segment does not start with a marker"));
-            }
-            while bytes.get(at) == Some(&0xFF) {
-                at += 1;
-            }
-            let Some(&marker) = bytes.get(at) else {
-                return Err(refuse("the header ends before a scan"));
-            };
-            at += 1;
-            if marker == 0x01 || (0xD0..=0xD7).contains(&marker) {
-                continue; // no length
-            }
-            // As the runtime's reader (DV7): no second SOI, no stuffed byte before the scan.
-            match marker {
-                0xD8 => return Err(refuse("a second start-of-image marker")),
-                0x00 => return Err(refuse("a stuffed byte before the scan")),
-                _ => {}
-            }
-            let Some(&[hi, lo]) = bytes.get(at..at + 2) else {
-                return Err(refuse("a segment's length is cut off"));
-            };
-            let length = usize::from(u16::from_be_bytes([hi, lo]));
-            let Some(segment) = bytes.get(at + 2..at + length).filter(|_| length >= 2) else {
-                return Err(refuse("a segment is cut off"));
-            };
-            match marker {
-                0xC0 | 0xC1 if frame.is_some() => {
-                    return Err(refuse("a second frame header"));
+            if let [0xFF, marker, hi, lo, ref after @ ..] = *rest {
+                let length = usize::from(u16::from_be_bytes([hi, lo]));
+                if let Some((segment, next)) = length
+                    .checked_sub(2)
+                    .and_then(|len| after.split_at_checked(len))
+                {
+                    match marker {
+                        // Tables (DHT, DQT), restart interval, application data, comments.
+                        0xC4 | 0xDB..=0xFE => {
+                            rest = next;
+                            continue;
+                        }
+                        0xC0 | 0xC1 if frame.is_none() => {
+                            frame = Some(Self::frame(segment)?);
+                            rest = next;
+                            continue;
+                        }
+                        0xDA => {
+                            if let Some(header) = frame {
+                                return Ok(header);
+                            }
+                        }
+                        _ => {}
+                    }
                 }
-                0xC0 | 0xC1 => frame = Some(Self::frame(segment)?),
-                0xC2 | 0xC6 | 0xCA | 0xCE => {
-                    return Err(refuse("a progressive JPEG (JPEGD decodes sequential ones)"));
-                }
-                0xC3 | 0xC7 | 0xCB | 0xCF => return Err(refuse("a lossless JPEG")),
-                0xC5 | 0xCD => return Err(refuse("a hierarchical JPEG")),
-                0xC9 => return Err(refuse("an arithmetic-coded JPEG (JPEGD decodes Huffman)")),
-                0xDA => {
-                    return frame.ok_or_else(|| refuse("a scan before the frame header"));
-                }
-                0xD9 => return Err(refuse("the image ends before a scan")),
-                _ => {}
             }
-            at += length;
+            let at = bytes.len() - rest.len();
+            match Self::segment(bytes, at, &mut frame)? {
+                Segment::Next(next) => rest = bytes.get(next..).unwrap_or_default(),
+                Segment::Scan(header) => return Ok(header),
+            }
         }
+    }
+
+    /// Reads the segment at `at` (its marker included): where the next one starts, or the
+    /// header once the scan starts.
+    fn segment(bytes: &[u8], mut at: usize, frame: &mut Option<JpegHeader>) -> Result<Segment> {
+        // A marker: 0xFF, any fill bytes 0xFF, then its code.
+        if bytes.get(at) != Some(&0xFF) {
+            return Err(refuse("a segment does not start with a marker"));
+        }
+        while bytes.get(at) == Some(&0xFF) {
+            at += 1;
+        }
+        let Some(&marker) = bytes.get(at) else {
+            return Err(refuse("the header ends before a scan"));
+        };
+        at += 1;
+        if marker == 0x01 || (0xD0..=0xD7).contains(&marker) {
+            return Ok(Segment::Next(at)); // no length
+        }
+        // As the runtime's reader (DV7): no second SOI, no stuffed byte before the scan.
+        match marker {
+            0xD8 => return Err(refuse("a second start-of-image marker")),
+            0x00 => return Err(refuse("a stuffed byte before the scan")),
+            _ => {}
+        }
+        let Some(&[hi, lo]) = bytes.get(at..at + 2) else {
+            return Err(refuse("a segment's length is cut off"));
+        };
+        let length = usize::from(u16::from_be_bytes([hi, lo]));
+        let Some(segment) = bytes.get(at + 2..at + length).filter(|_| length >= 2) else {
+            return Err(refuse("a segment is cut off"));
+        };
+        match marker {
+            0xC0 | 0xC1 if frame.is_some() => {
+                return Err(refuse("a second frame header"));
+            }
+            0xC0 | 0xC1 => *frame = Some(Self::frame(segment)?),
+            0xC2 | 0xC6 | 0xCA | 0xCE => {
+                return Err(refuse("a progressive JPEG (JPEGD decodes sequential ones)"));
+            }
+            0xC3 | 0xC7 | 0xCB | 0xCF => return Err(refuse("a lossless JPEG")),
+            0xC5 | 0xCD => return Err(refuse("a hierarchical JPEG")),
+            0xC9 => return Err(refuse("an arithmetic-coded JPEG (JPEGD decodes Huffman)")),
+            0xDA => {
+                return frame
+                    .map(Segment::Scan)
+                    .ok_or_else(|| refuse("a scan before the frame header"));
+            }
+            0xD9 => return Err(refuse("the image ends before a scan")),
+            _ => {}
+        }
+        Ok(Segment::Next(at + length))
     }
 
     /// A SOF0/SOF1 segment's contents (after the length).
@@ -243,38 +297,45 @@ impl JpegHeader {
         if !JPEG_SIDE.contains(&width) || !JPEG_SIDE.contains(&height) {
             return Err(refuse("JPEGD decodes 32x32 to 16384x16384 pixels"));
         }
-        // Every component's specification present, its sampling factors 1 to 4 (the
-        // runtime refuses others with 100000, DV7).
-        if segment.len() < 6 + 3 * usize::from(components) {
+        // Every component's specification present (3 bytes: id, factors, table), its
+        // sampling factors 1 to 4 (the runtime refuses others with 100000, DV7).
+        let Some(specs) = segment.get(6..6 + 3 * usize::from(components)) else {
             return Err(refuse("a frame header is cut off"));
-        }
-        let in_range = |f: &u8| (1..=4).contains(&(f >> 4)) && (1..=4).contains(&(f & 15));
-        if !(0..usize::from(components)).all(|i| segment.get(6 + 3 * i + 1).is_some_and(in_range)) {
-            return Err(refuse("a sampling factor outside 1 to 4"));
-        }
-        let factors = |i: usize| segment.get(6 + 3 * i + 1).map(|f| (f >> 4, f & 15));
-        let sampling = match components {
-            1 => JpegSampling::Gray,
-            3 => match (factors(0), factors(1), factors(2)) {
-                (Some(luma), Some((1, 1)), Some((1, 1))) => match luma {
-                    (1, 1) => JpegSampling::Yuv444,
-                    (2, 1) => JpegSampling::Yuv422,
-                    (2, 2) => JpegSampling::Yuv420,
-                    (1, 2) => JpegSampling::Yuv440,
-                    _ => return Err(refuse("a sampling other than 4:4:4, 4:2:2, 4:2:0, 4:4:0")),
-                },
-                (Some(_), Some(_), Some(_)) => {
-                    return Err(refuse("a sampling other than 4:4:4, 4:2:2, 4:2:0, 4:4:0"));
-                }
-                _ => return Err(refuse("a frame header is cut off")),
+        };
+        let sampling = match *specs {
+            [_, factors, _] if factors_in_range(factors) => JpegSampling::Gray,
+            // Chroma factors 1x1, luma's as the sampling.
+            [_, luma, _, _, 0x11, _, _, 0x11, _] => match luma {
+                0x11 => JpegSampling::Yuv444,
+                0x21 => JpegSampling::Yuv422,
+                0x22 => JpegSampling::Yuv420,
+                0x12 => JpegSampling::Yuv440,
+                _ => return Err(Self::refused_sampling(specs)),
             },
-            _ => return Err(refuse("a JPEG of other than 1 or 3 components")),
+            _ => return Err(Self::refused_sampling(specs)),
         };
         Ok(JpegHeader {
             width,
             height,
             sampling,
         })
+    }
+
+    /// Why a frame header's component specifications are refused (each 3 bytes: id,
+    /// factors, table), most basic first.
+    #[cold]
+    #[inline(never)]
+    fn refused_sampling(specs: &[u8]) -> Error {
+        if !specs
+            .chunks_exact(3)
+            .all(|spec| spec.get(1).copied().is_some_and(factors_in_range))
+        {
+            refuse("a sampling factor outside 1 to 4")
+        } else if specs.len() == 9 {
+            refuse("a sampling other than 4:4:4, 4:2:2, 4:2:0, 4:4:0")
+        } else {
+            refuse("a JPEG of other than 1 or 3 components")
+        }
     }
 
     /// Width in pixels (the frame's).

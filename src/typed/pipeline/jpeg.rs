@@ -13,7 +13,7 @@ use crate::typed::error::{Error, Result};
 use crate::typed::media::{
     FrameLayout, JPEG_SIDE, JpegHeader, JpegdVpc, MediaBuffer, MediaChannel, MediaFrame, MediaV1,
 };
-use crate::typed::memory::Memory;
+use crate::typed::memory::{Location, Memory, memcpy_kind};
 
 /// Frames that start as JPEG files (DV7): [`Slot::load_jpeg`] copies the file into the
 /// slot's media memory, and each frame decodes it (JPEGD, DV8) and resizes it (VPC, DV9)
@@ -185,7 +185,29 @@ impl<'ctx> JpegSlot<'ctx> {
 #[derive(Debug)]
 pub struct JpegShared<'ctx> {
     channel: MediaChannel<'ctx, JpegdVpc>,
-    thread: Option<std::thread::ThreadId>,
+    /// The [`thread_number`] of the thread that issued the last frame (0: none yet).
+    thread: u64,
+}
+
+/// A number of the calling thread, unique for the life of the process (never reused, unlike
+/// the address of a thread-local; cheaper than `std::thread::current().id()`, which counts a
+/// reference in and out): the thread that issued a JPEG pipeline's last frame (DV4). Not
+/// shared state of the loom models: each thread reads its own.
+#[inline]
+fn thread_number() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    std::thread_local! {
+        static NUMBER: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NUMBER.with(|number| match number.get() {
+        0 => {
+            let new = NEXT.fetch_add(1, Ordering::Relaxed);
+            number.set(new);
+            new
+        }
+        known => known,
+    })
 }
 
 impl FrameInput<u8> for Jpegs {}
@@ -206,11 +228,11 @@ impl Input<u8> for Jpegs {
 
     #[inline]
     fn on_issuing_thread(shared: &JpegShared<'_>) -> bool {
-        shared.thread == Some(std::thread::current().id())
+        shared.thread == thread_number()
     }
 
     fn adopt_thread(shared: &mut JpegShared<'_>) {
-        shared.thread = Some(std::thread::current().id());
+        shared.thread = thread_number();
     }
 
     #[inline]
@@ -311,7 +333,7 @@ impl<'dev> Context<'dev> {
         self.bind()?;
         let shared = JpegShared {
             channel: self.create_media_channel::<JpegdVpc>(media)?,
-            thread: None,
+            thread: 0,
         };
         Pipeline::create(self, config, shared, |ctx| {
             JpegSlot::create(ctx, media, config.input_len, &jpeg, decoded_bytes)
@@ -363,8 +385,20 @@ impl<'p, 'ctx, O: bytemuck::Pod> Slot<'p, 'ctx, u8, O, Jpegs> {
         let decoded = FrameLayout::decoded(&header, slot.input.target.format());
         slot.input.decoded.check_capacity(&decoded)?;
         decoded.check_resize_input()?;
-        // The slot is free: no task reads its file (M3, DV6).
-        ctx.copy(&mut slot.input.file, jpeg)?;
+        let file = &mut slot.input.file;
+        // SAFETY: `len` bytes of host memory into the slot's media memory, which holds at
+        // least that many (checked above), at the locations the kind names; the slot is
+        // free, so no task reads its file (M3, DV6), and the context is current (bound
+        // above); the call is synchronous.
+        unsafe {
+            ctx.api().memcpy(
+                file.as_raw(),
+                file.len(),
+                jpeg.as_ptr().cast(),
+                jpeg.len(),
+                memcpy_kind(Location::Host, Location::Device),
+            )?
+        };
         slot.input.loaded = Some((decoded, len));
         Ok(header)
     }
