@@ -17,3 +17,4 @@ mod decode_resize;
 mod drop_orders;
 mod media_fault_sweep;
 mod pipeline;
+mod written_attacks;
