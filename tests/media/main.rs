@@ -18,3 +18,4 @@ mod drop_orders;
 mod media_fault_sweep;
 mod pipeline;
 mod pipeline_attacks;
+mod written_attacks;

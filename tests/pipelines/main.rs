@@ -8,3 +8,4 @@
 mod support;
 
 mod frames;
+mod refactor_attacks;
