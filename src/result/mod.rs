@@ -310,6 +310,10 @@ fn check(api: &Api, call: &'static str, code: aclError) -> Result<()> {
 #[cold]
 #[inline(never)]
 fn runtime_error(api: &Api, call: &'static str, code: aclError) -> CallError {
+    // A synchronisation may report a task's failure (P3b): counted for the scopes (DV6).
+    if call.starts_with("aclrtSynchronize") {
+        failures::note_failed_synchronisation();
+    }
     CallError::failed(api, call, AclError::from_code(code))
 }
 
@@ -375,6 +379,7 @@ mod device;
 mod diagnostics;
 pub mod dvpp;
 mod event;
+pub(crate) mod failures;
 mod memory;
 mod model;
 mod process;

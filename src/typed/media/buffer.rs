@@ -366,8 +366,10 @@ pub struct MediaFrame<'ctx> {
 unsafe impl Send for MediaFrame<'_> {}
 
 impl<'ctx> MediaFrame<'ctx> {
-    /// The picture's layout, once a task wrote it; `None` again after the synchronisation
-    /// of a scope whose task wrote it failed (a task failing when it runs, DV6). A frame
+    /// The picture's layout, once a task wrote it; `None` again when a synchronisation
+    /// failed in its context while the scope whose task wrote it ran (the scope's own, or
+    /// another that may have reported that task's failure: a task failing when it runs is
+    /// reported once, DV6; conservatively, any failed synchronisation of the context). A frame
     /// resized in an inner scope from a [`PendingFrame`](super::PendingFrame) of an outer
     /// one keeps its layout when the outer task fails: the outer scope returns that error.
     pub fn layout(&self) -> Option<FrameLayout> {
@@ -396,7 +398,9 @@ impl<'ctx> MediaFrame<'ctx> {
         }
         Ok(())
     }
-    pub(crate) fn set_layout(&mut self, layout: Option<FrameLayout>) {
+    /// Sets the layout a task writes, with the frame borrowed exclusively by the scope of
+    /// that task (shared only once its task is issued, to link it in the scope's list).
+    pub(crate) fn set_layout(&self, layout: Option<FrameLayout>) {
         self.layout.set(layout);
         self.written.validate();
     }

@@ -188,6 +188,9 @@ impl<'scope, M: ChannelMode> MediaTasks<'scope, '_, M> {
         // (a task of an earlier scope was synchronised before that scope ended, DV6).
         unsafe { output.output_desc().describe(&layout)? };
         let size = u32::try_from(len).map_err(|_| Error::InvalidArgument("a JPEG of 4 GiB"))?;
+        let output: &'scope MediaFrame<'_> = output;
+        // Linked before its task is issued (DV6): a failure reported from now on counts.
+        self.scope.wrote(output.written());
         // SAFETY: the channel has JPEGD (`M: DecodesJpeg`, DV3) and is borrowed exclusively
         // by this scope on this stream (DV4); the input is media memory holding `len` bytes
         // of a checked JPEG (DV5, DV7); the output description is of media memory of the
@@ -203,8 +206,6 @@ impl<'scope, M: ChannelMode> MediaTasks<'scope, '_, M> {
             )?
         };
         output.set_layout(Some(layout));
-        let output: &'scope MediaFrame<'_> = output;
-        self.scope.wrote(output.written());
         Ok(PendingFrame {
             frame: output,
             layout,
@@ -245,6 +246,9 @@ impl<'scope, M: ChannelMode> MediaTasks<'scope, '_, M> {
         // SAFETY: the output is borrowed exclusively: no pending task uses its description.
         unsafe { output.output_desc().describe(&layout)? };
         let (channel, config) = self.channel.raw();
+        let output: &'scope MediaFrame<'_> = output;
+        // Linked before its task is issued (DV6): a failure reported from now on counts.
+        self.scope.wrote(output.written());
         // SAFETY: the channel has VPC (`M: Resizes`, DV3) and its configuration, borrowed by
         // this scope on this stream (DV4); both descriptions are of media memory of the
         // geometry DV9 asks (checked) and stay borrowed until the scope synchronises the
@@ -259,8 +263,6 @@ impl<'scope, M: ChannelMode> MediaTasks<'scope, '_, M> {
             )?
         };
         output.set_layout(Some(layout));
-        let output: &'scope MediaFrame<'_> = output;
-        self.scope.wrote(output.written());
         Ok(PendingFrame {
             frame: output,
             layout,

@@ -5,6 +5,7 @@ use super::{
     Cell, Context, Error, Location, ManuallyDrop, Memory, MemoryMut, PhantomData, Pod, Result,
     Stream, aclrtStream, byte_len, c_void, memcpy_kind, ptr, report_drop_error, sealed,
 };
+use crate::result::failures;
 use std::io::Write;
 
 impl<'ctx> Context<'ctx> {
@@ -49,7 +50,7 @@ impl<'ctx> Context<'ctx> {
             Err(error) => return Err(scope.end_after_error(error)),
         };
         let synchronized = if scope.many.get() {
-            scope.synchronize_all()
+            scope.end_slowly()
         } else if let Some(stream) = scope.first.get() {
             synchronize_used(self, stream)
         } else {
@@ -368,7 +369,8 @@ pub struct AsyncScope<'scope, 'env: 'scope> {
     /// (`ManuallyDrop`: taken, and freed, on every way out of the scope: its end, or the
     /// guard's synchronisation while a panic unwinds; no check for it at the usual end.)
     more: ManuallyDrop<Cell<Option<Vec<&'scope Stream<'scope>>>>>,
-    /// `more` may hold a vector: a flag, so that the usual end checks one byte.
+    /// `more` may hold a vector, or media tasks may have written frames: a flag, so that
+    /// the usual end checks one byte.
     many: Cell<bool>,
     /// The last output a task of the scope marks (a media frame), linked to the ones before
     /// (DV6).
@@ -623,22 +625,43 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
         error
     }
 
-    /// A frame a media task of this scope writes (DV6): its layout is forgotten if the
-    /// scope's synchronisation fails, as the task may have failed.
+    /// A frame a media task of this scope is about to write (DV6), linked before the task is
+    /// issued: its layout is forgotten if a synchronisation fails before the scope has ended
+    /// (the scope's own, or any other in its context, which may have reported this task's
+    /// failure: [`failures`] counts them), as the task may have failed. The scope's end then
+    /// takes the slow path, which looks at the frames.
     pub(crate) fn wrote(&self, frame: &'scope Written) {
+        frame.issued_after(failures::failed_synchronisations(self.ctx.id()));
         frame.link(self.written.get());
         self.written.set(Some(frame));
+        self.many.set(true);
     }
 
     /// After a failed synchronisation a task may have failed: the frames the scope's media
     /// tasks wrote report no picture (their layouts are forgotten). Returns `synchronized`.
     fn forget_written_if_failed(&self, synchronized: Result<()>) -> Result<()> {
-        if synchronized.is_err()
-            && let Some(first) = self.written.take()
-        {
-            first.forget_all();
+        if let Some(first) = self.written.take() {
+            if synchronized.is_err() {
+                first.forget_all();
+            } else {
+                first.forget_failed(failures::failed_synchronisations(self.ctx.id()));
+            }
         }
         synchronized
+    }
+
+    /// The usual end of a scope that used several streams or issued media tasks: every stream
+    /// synchronised; the frames its media tasks wrote forgotten if another synchronisation
+    /// failed meanwhile (the body's own, an inner scope's, an event's or the device's may have
+    /// reported one of its tasks). Out of line: the one-stream end tests one flag for it.
+    #[cold]
+    #[inline(never)]
+    fn end_slowly(&self) -> Result<()> {
+        self.synchronize_all()?;
+        if let Some(first) = self.written.take() {
+            first.forget_failed(failures::failed_synchronisations(self.ctx.id()));
+        }
+        Ok(())
     }
 
     /// [`forget_written_if_failed`](Self::forget_written_if_failed) after a failed usual end,
@@ -658,6 +681,9 @@ impl<'scope, 'env> AsyncScope<'scope, 'env> {
 /// scope's synchronisation fails, the scope clears the mark of each.
 pub(crate) struct Written {
     valid: Cell<bool>,
+    /// The context's failed synchronisations counted when the task writing the output was
+    /// issued: more at the scope's end, and one of them may have reported that task.
+    failed_before: Cell<u64>,
     /// The output written before this one in the same scope. Set only by the scope whose
     /// task borrows the output exclusively, read only by that scope before it returns.
     next: Cell<Option<ptr::NonNull<Written>>>,
@@ -667,6 +693,7 @@ impl Written {
     pub(crate) const fn new() -> Written {
         Written {
             valid: Cell::new(true),
+            failed_before: Cell::new(0),
             next: Cell::new(None),
         }
     }
@@ -681,9 +708,31 @@ impl Written {
         self.valid.set(true);
     }
 
+    /// Records the failed synchronisations counted before the output's task is issued.
+    fn issued_after(&self, failed: u64) {
+        self.failed_before.set(failed);
+    }
+
     /// Links `next` after this output (the scope's list).
     fn link(&self, next: Option<&Written>) {
         self.next.set(next.map(ptr::NonNull::from));
+    }
+
+    /// Clears the marks of this output and of those linked after it whose task was issued
+    /// before the context's failed synchronisations reached `failed` (one of them may have
+    /// reported it), and unlinks them all.
+    fn forget_failed(&self, failed: u64) {
+        let mut next = Some(ptr::NonNull::from(self));
+        while let Some(output) = next {
+            // SAFETY: `self`, or linked by `AsyncScope::wrote` from an output borrowed
+            // exclusively for the scope's lifetime, read by that scope before it returns (as
+            // in `forget_all`).
+            let output = unsafe { output.as_ref() };
+            if output.failed_before.get() != failed {
+                output.valid.set(false);
+            }
+            next = output.next.take();
+        }
     }
 
     /// Clears the marks of this output and of those linked after it.
