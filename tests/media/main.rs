@@ -15,6 +15,7 @@ mod checks;
 mod common;
 mod decode_resize;
 mod drop_orders;
+mod dv6_thread_attacks;
 mod media_fault_sweep;
 mod pipeline;
 mod pipeline_attacks;
