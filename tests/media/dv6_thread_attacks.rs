@@ -427,14 +427,16 @@ fn dv10_a_jpeg_pipeline_destroyed_while_a_release_fails_once() {
                 let destroyed = pipeline.destroy();
                 session.sim.clear_faults();
                 let reported = errors.take();
-                match destroyed {
-                    Err(err) => assert!(err.to_string().contains("507899"), "{call}: {err}"),
-                    // The channel's destroy tries again at once: the retry succeeds.
-                    Ok(()) => assert!(
-                        call == "acldvppDestroyChannel" || !reported.is_empty(),
-                        "{call} after {skip}: the failure was lost"
-                    ),
+                if call == "acldvppDestroyChannel" {
+                    // Only one channel: a fault after `skip` > 0 calls never fires. The
+                    // channel's destroy tries again at once, and reports the failure.
+                    destroyed.unwrap();
+                    assert_eq!(reported.len(), usize::from(skip == 0), "{reported:?}");
+                } else {
+                    let err = destroyed.expect_err(call);
+                    assert!(err.to_string().contains("507899"), "{call}: {err}");
                 }
+                assert_eq!(session.sim.live_objects(), 0, "{call} after {skip}");
                 assert!(
                     session.sim.findings().is_empty(),
                     "{call} after {skip}: {:#?}",
@@ -489,4 +491,55 @@ fn dv7_every_header_the_typed_reader_accepts_the_runtime_reads() {
         assert!(accepted > 0);
     }
     ends_clean(session);
+}
+
+/// `destroy` while `acldvppDestroyChannel` fails for good, frames having run: the error is
+/// returned (not only reported), everything else is released, and exactly the channel and
+/// its description are kept (counted as live, never destroyed twice, no finding). In a
+/// child process: what could not be released is kept.
+#[test]
+fn dv10_a_jpeg_pipeline_whose_channel_cannot_be_destroyed_returns_the_error() {
+    if support::child::ran_in_child(
+        "dv10_a_jpeg_pipeline_whose_channel_cannot_be_destroyed_returns_the_error",
+        "ASCEND_TYPESTATE_JPEG_CHANNEL_CHILD",
+        "kept as expected",
+    ) {
+        return;
+    }
+    let session = Session::start();
+    let errors = DropErrors::capture();
+    let ctx = session.default_device(0);
+    let media = session.acl().media_v1().unwrap();
+    let files = [halves(64, true), halves(64, false)];
+    let mut pipeline: JpegPipeline<'_, u8> = ctx
+        .create_jpeg_pipeline(
+            &media,
+            PipelineConfig::new(64 * 1024, target().byte_len()).slots(2),
+            JpegConfig::new(target()).max_picture(200, 200),
+        )
+        .unwrap();
+    for file in &files {
+        let mut slot = pipeline.next_slot().unwrap();
+        slot.load_jpeg(file).unwrap();
+        slot.submit(|launch| launch.simulated_map(Duration::ZERO, |x| x))
+            .unwrap();
+    }
+    let before = session.sim.live_objects();
+    session
+        .sim
+        .inject_fault_at("acldvppDestroyChannel", 507_899, 0, 1000);
+    let destroyed = pipeline.destroy();
+    session.sim.clear_faults();
+    let err = destroyed.expect_err("the channel cannot be destroyed");
+    assert!(err.to_string().contains("507899"), "{err}");
+    assert!(!errors.take().is_empty(), "the retries are reported");
+    assert!(
+        session.sim.findings().is_empty(),
+        "{:#?}",
+        session.sim.findings()
+    );
+    let kept = session.sim.live_objects();
+    assert!(kept > 0 && kept < before, "kept {kept} of {before}");
+    println!("kept as expected");
+    std::process::exit(0);
 }
