@@ -543,3 +543,51 @@ fn dv10_a_jpeg_pipeline_whose_channel_cannot_be_destroyed_returns_the_error() {
     println!("kept as expected");
     std::process::exit(0);
 }
+
+/// Frames in flight (their kernels sleeping), then the pipeline is moved to another thread
+/// and destroyed there, or dropped there: its channel is never destroyed from a thread
+/// other than its user's with tasks pending (no DV4 finding), and nothing is left.
+#[test]
+fn dv4_a_jpeg_pipeline_ended_on_another_thread_with_frames_in_flight() {
+    let session = Session::start();
+    {
+        let ctx = session.default_device(0);
+        let media = session.acl().media_v1().unwrap();
+        let files = [halves(64, true), halves(64, false)];
+        for destroy in [true, false] {
+            let mut pipeline: JpegPipeline<'_, u8> = ctx
+                .create_jpeg_pipeline(
+                    &media,
+                    PipelineConfig::new(64 * 1024, target().byte_len()).slots(3),
+                    JpegConfig::new(target()).max_picture(200, 200),
+                )
+                .unwrap();
+            for n in 0..3 {
+                let mut slot = pipeline.next_slot().unwrap();
+                slot.load_jpeg(&files[n % 2]).unwrap();
+                slot.submit(|launch| {
+                    session.sim.sleep_kernel(launch.stream().as_raw(), 20_000);
+                    launch.simulated_map(Duration::ZERO, |x| x)
+                })
+                .unwrap();
+            }
+            std::thread::scope(|s| {
+                s.spawn(move || {
+                    if destroy {
+                        pipeline.destroy().unwrap();
+                    } else {
+                        drop(pipeline);
+                    }
+                })
+                .join()
+                .unwrap();
+            });
+            assert!(
+                session.sim.findings().is_empty(),
+                "destroy: {destroy}: {:#?}",
+                session.sim.findings()
+            );
+        }
+    }
+    ends_clean(session);
+}
