@@ -489,6 +489,37 @@ fn dv7_every_header_the_typed_reader_accepts_the_runtime_reads() {
             }
         }
         assert!(accepted > 0);
+        // Markers the fast path leaves to the general reader, inserted after the SOI:
+        // fill bytes, a TEM and a restart marker (no length), DAC and JPG segments, a DNL
+        // and an extension segment.
+        let inserts: [&[u8]; 7] = [
+            &[0xFF, 0xFF, 0xFF, 0xFE, 0, 3, 0],
+            &[0xFF, 0x01],
+            &[0xFF, 0xD3],
+            &[0xFF, 0xCC, 0, 4, 0, 0],
+            &[0xFF, 0xC8, 0, 2],
+            &[0xFF, 0xDC, 0, 4, 0, 48],
+            &[0xFF, 0xF7, 0, 2],
+        ];
+        let mut read = 0;
+        for insert in inserts {
+            let mut file = base[..2].to_vec();
+            file.extend_from_slice(insert);
+            file.extend_from_slice(&base[2..]);
+            let Ok(header) = JpegHeader::parse(&file) else {
+                continue;
+            };
+            read += 1;
+            match input.load(&file) {
+                Ok(loaded) => assert_eq!(
+                    (loaded.width(), loaded.height()),
+                    (header.width(), header.height()),
+                    "{insert:02x?}"
+                ),
+                Err(error) => panic!("{insert:02x?}: accepted, then {error}"),
+            }
+        }
+        assert_eq!(read, inserts.len(), "every insert is a valid header");
     }
     ends_clean(session);
 }
