@@ -5,8 +5,9 @@
 //!
 //! The context is the one the typed API last made current on the calling thread (D6, the
 //! binding cache of [`current`](super::current)), which every typed synchronisation binds
-//! first; contexts share 64 counters by their ids, so another context's failure may count
-//! too (a scope then forgets what it need not: never the other way round).
+//! first; a device's synchronisation counts in every context, as it reports the tasks of all
+//! the contexts on the device. Contexts share 64 counters by their ids, so another context's
+//! failure may count too (a scope then forgets what it need not: never the other way round).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -22,9 +23,17 @@ fn counter(context_id: u64) -> &'static AtomicU64 {
     &FAILED[(context_id % COUNTERS as u64) as usize]
 }
 
-/// Counts a failed synchronisation in the calling thread's current context.
-pub(crate) fn note_failed_synchronisation() {
-    counter(current::get()).fetch_add(1, Ordering::AcqRel);
+/// Counts a failed synchronisation of a stream or event in the calling thread's current
+/// context (the typed API binds the handle's context first, D6); a failed synchronisation of
+/// the device in every context, as it reports the tasks of every context on the device.
+pub(crate) fn note_failed_synchronisation(call: &str) {
+    if call.starts_with("aclrtSynchronizeDevice") {
+        for counter in &FAILED {
+            counter.fetch_add(1, Ordering::AcqRel);
+        }
+    } else {
+        counter(current::get()).fetch_add(1, Ordering::AcqRel);
+    }
 }
 
 /// The failed synchronisations counted so far for the context with this id.

@@ -312,7 +312,7 @@ fn check(api: &Api, call: &'static str, code: aclError) -> Result<()> {
 fn runtime_error(api: &Api, call: &'static str, code: aclError) -> CallError {
     // A synchronisation may report a task's failure (P3b): counted for the scopes (DV6).
     if call.starts_with("aclrtSynchronize") {
-        failures::note_failed_synchronisation();
+        failures::note_failed_synchronisation(call);
     }
     CallError::failed(api, call, AclError::from_code(code))
 }

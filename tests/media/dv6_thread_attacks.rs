@@ -32,7 +32,6 @@ fn target() -> FrameLayout {
 /// device) sees the failure first, from the body's thread or from another one. The scope's
 /// own synchronisation then succeeds: the frame must still report no picture.
 #[test]
-#[ignore = "defect: a failure another context's device sync saw is counted there, not in the scope's"]
 fn dv6_a_failure_seen_by_another_contexts_device_synchronisation_forgets_the_layout() {
     let session = Session::start();
     {
