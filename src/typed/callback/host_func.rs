@@ -13,9 +13,7 @@ use crate::sys::codes::AclError;
 use crate::sys::sync::{AtomicBool, AtomicUsize, Mutex, Ordering};
 use crate::typed::context::Context;
 use crate::typed::error::{Error, Result};
-use crate::typed::handle::{
-    Failed, first_error_reporting_others, refuse_inside_callback, report_drop_error, retry_cleanup,
-};
+use crate::typed::handle::{Failed, refuse_inside_callback, report_drop_error, retry_cleanup};
 use crate::typed::stream::Stream;
 
 /// The functions of host-function subscription: optional symbols, in the compact library only
@@ -89,6 +87,18 @@ impl Shared {
             )));
         }
         kept
+    }
+}
+
+impl super::worker::Served for Shared {
+    fn subscriptions(&self) -> usize {
+        self.subscriptions.load(Ordering::Acquire)
+    }
+    fn request_stop(&self) {
+        Shared::request_stop(self);
+    }
+    fn take_errors(&self, detach: bool) -> Vec<Error> {
+        Shared::take_errors(self, detach)
     }
 }
 
@@ -288,43 +298,21 @@ impl<'ctx> HostFuncThread<'ctx> {
 
     fn shut_down(&mut self) -> Result<()> {
         self.stopped = true;
-        let subscribed = self.shared.subscriptions.load(Ordering::Acquire);
-        if subscribed != 0 {
-            // Only a leaked `HostFuncSubscribed` gets here (a live one borrows the thread).
-            // Its stream is still subscribed to this thread id: the thread must keep
-            // serving it, or its host work would never run and the id could go to a new
-            // thread, which the runtime would take for this one (C12). It is left running
-            // (detached); what it kept is reported now, and what comes later as it happens.
-            drop(self.handle.take());
-            for error in self.shared.take_errors(true) {
-                report_drop_error("HostFuncThread (left running)", Err(error));
-            }
-            return Err(Error::LiveChildren { count: subscribed });
-        }
-        let own_thread = self
-            .handle
-            .as_ref()
-            .is_some_and(|h| h.thread().id() == std::thread::current().id());
-        if own_thread {
-            // Dropped on itself (by the drop-error handler of a thread left running): a
-            // thread cannot join itself. Leave it running.
-            drop(self.handle.take());
-            return Err(Error::InsideCallback);
-        }
-        self.shared.request_stop();
-        let mut errors = Vec::new();
-        if let Some(handle) = self.handle.take() {
-            handle.thread().unpark();
-            let joined = handle.join().map_err(std::mem::forget);
-            self.ctx.orphan();
-            if joined.is_err() {
-                errors.push(Error::HostFuncThreadStopped(
-                    "the host-function thread panicked".into(),
-                ));
-            }
-        }
-        errors.extend(self.shared.take_errors(false));
-        first_error_reporting_others("HostFuncThread (a further error)", errors)
+        // A leaked `HostFuncSubscribed`'s stream keeps the thread serving (C12); a drop on
+        // the thread itself (by the drop-error handler of a thread left running) too.
+        super::worker::shut_down(
+            &*self.shared,
+            &mut self.handle,
+            self.ctx,
+            &super::worker::Names {
+                left_running: "HostFuncThread (left running)",
+                further: "HostFuncThread (a further error)",
+                panicked: || {
+                    Error::HostFuncThreadStopped("the host-function thread panicked".into())
+                },
+            },
+            || {},
+        )
     }
 
     /// Stops and joins the thread. Does not compile while a stream is subscribed to it.

@@ -20,7 +20,7 @@ use crate::sys::codes::AclError;
 use crate::sys::loader::Api;
 use crate::typed::context::{self, Context};
 use crate::typed::error::{Error, Result};
-use crate::typed::handle::{Failed, first_error_reporting_others, report_drop_error};
+use crate::typed::handle::{Failed, report_drop_error};
 use crate::typed::stream::Stream;
 
 /// The most report threads a process may have (C4, Atlas 200/500 A2).
@@ -29,6 +29,7 @@ pub const MAX_REPORT_THREADS: usize = 1024;
 pub(crate) mod flight;
 pub(crate) mod host_func;
 mod subscribed;
+mod worker;
 
 pub(crate) use flight::panic_message;
 pub use host_func::{HostFuncSubscribed, HostFuncThread};
@@ -197,6 +198,18 @@ impl Shared {
             });
         }
         errors
+    }
+}
+
+impl worker::Served for Shared {
+    fn subscriptions(&self) -> usize {
+        self.subscriptions.load(Ordering::Acquire)
+    }
+    fn request_stop(&self) {
+        Shared::request_stop(self);
+    }
+    fn take_errors(&self, detach: bool) -> Vec<Error> {
+        Shared::take_errors(self, detach)
     }
 }
 
@@ -484,44 +497,21 @@ impl<'ctx> ReportThread<'ctx> {
 
     fn shut_down(&mut self) -> Result<()> {
         self.stopped = true;
-        let subscribed = self.shared.subscriptions.load(Ordering::Acquire);
-        if subscribed != 0 {
-            // Only a leaked `Subscribed` gets here (a live one borrows the thread). Its stream
-            // is still subscribed to this thread id: the thread must keep serving it, or the
-            // id could be reused by a new thread (C7, 107012) and callbacks launched on the
-            // stream would never run. It is left running (detached), with its slot (C4);
-            // what it kept is reported now, and what comes later as it happens.
-            drop(self.handle.take());
-            for error in self.shared.take_errors(true) {
-                report_drop_error("ReportThread (left running)", Err(error));
-            }
-            return Err(Error::LiveChildren { count: subscribed });
-        }
-        let own_thread = self
-            .handle
-            .as_ref()
-            .is_some_and(|h| h.thread().id() == std::thread::current().id());
-        if own_thread {
-            // Dropped by one of its own callbacks: a thread cannot join itself. Unreachable
-            // without a leaked subscription (see above), kept as a guard: leave it running.
-            drop(self.handle.take());
-            return Err(Error::InsideCallback);
-        }
-        self.shared.request_stop();
-        let mut errors = Vec::new();
-        if let Some(handle) = self.handle.take() {
-            handle.thread().unpark();
-            let joined = handle.join().map_err(std::mem::forget);
-            REPORT_THREADS.fetch_sub(1, Ordering::AcqRel);
-            self.ctx.orphan();
-            if joined.is_err() {
-                errors.push(Error::ReportThreadStopped(
-                    "the report thread panicked".into(),
-                ));
-            }
-        }
-        errors.extend(self.shared.take_errors(false));
-        first_error_reporting_others("ReportThread (a further error)", errors)
+        // A leaked `Subscribed`'s stream keeps the thread serving, with its slot (C4, C7); a
+        // drop by one of its own callbacks is unreachable without one, kept as a guard.
+        worker::shut_down(
+            &*self.shared,
+            &mut self.handle,
+            self.ctx,
+            &worker::Names {
+                left_running: "ReportThread (left running)",
+                further: "ReportThread (a further error)",
+                panicked: || Error::ReportThreadStopped("the report thread panicked".into()),
+            },
+            || {
+                REPORT_THREADS.fetch_sub(1, Ordering::AcqRel);
+            },
+        )
     }
 
     /// Stops and joins the thread. Does not compile while a stream is subscribed to it.
