@@ -38,3 +38,4 @@ mod stderr_full;
 mod subscribe_and_launch;
 mod thread_local_drops;
 mod threads;
+mod worker_end_attacks;
