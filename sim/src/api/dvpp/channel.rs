@@ -20,6 +20,14 @@ pub(super) fn channel_id(rt: &mut Rt, call: &str, h: usize) -> Result<u64, i32> 
     })
 }
 
+/// Whether the description `id` has a channel (`acldvppCreateChannel` succeeded, DV3).
+fn has_channel(rt: &Rt, id: u64) -> bool {
+    rt.dvpp
+        .channels
+        .get(&id)
+        .is_some_and(|c| c.created.is_some())
+}
+
 /// A DV3 finding and 100000.
 fn dv3(rt: &mut Rt, call: &str, msg: String) -> i32 {
     rt.report("DV3", format!("{call}: {msg}; the call returns 100000"));
@@ -124,12 +132,7 @@ pub extern "C" fn acldvppDestroyChannelDesc(channelDesc: *mut c_void) -> i32 {
         let mut g = enter(CALL, Call::Action)?;
         let rt = rt_of(&mut g)?;
         let id = channel_id(rt, CALL, channelDesc as usize)?;
-        if rt
-            .dvpp
-            .channels
-            .get(&id)
-            .is_some_and(|c| c.created.is_some())
-        {
+        if has_channel(rt, id) {
             // DV3: the runtime's own answer.
             return Err(errmsg::why(
                 code::RELATIVE_RESOURCE_NOT_CLEARED,
@@ -170,12 +173,7 @@ pub extern "C" fn acldvppSetChannelDescMode(channelDesc: *mut c_void, mode: u32)
                 format!("mode {mode:#x} is not an OR of DVPP_CHNMODE_* (1, 2, 4, 8)"),
             ));
         }
-        if rt
-            .dvpp
-            .channels
-            .get(&id)
-            .is_some_and(|c| c.created.is_some())
-        {
+        if has_channel(rt, id) {
             let msg = format!(
                 "{}: the mode is set before acldvppCreateChannel, not on a channel that exists",
                 channel_name(id)
@@ -220,12 +218,7 @@ pub extern "C" fn acldvppSetChannelDescParam(
                 format!("parameter {paramType} takes {want} bytes, not {length}"),
             ));
         }
-        if rt
-            .dvpp
-            .channels
-            .get(&id)
-            .is_some_and(|c| c.created.is_some())
-        {
+        if has_channel(rt, id) {
             let msg = format!(
                 "{}: parameters are set before acldvppCreateChannel",
                 channel_name(id)
@@ -263,12 +256,7 @@ pub extern "C" fn acldvppCreateChannel(channelDesc: *mut c_void) -> i32 {
         // DV2: in a current context (sim choice: 107002 otherwise).
         let ctx = rt.cur_ctx()?;
         let device = rt.contexts.get(&ctx).map_or(-1, |c| c.device);
-        if rt
-            .dvpp
-            .channels
-            .get(&id)
-            .is_some_and(|c| c.created.is_some())
-        {
+        if has_channel(rt, id) {
             let msg = format!("{} already has a channel", channel_name(id));
             return Err(dv3(rt, CALL, msg));
         }
